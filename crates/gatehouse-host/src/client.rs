@@ -1,0 +1,336 @@
+//! The host's side of an MCP connection: what it declares, and how it answers what the server
+//! sends (elicitations, progress, logs, list changes).
+//!
+//! The elicitation engine (policy, consent UI, receipts) is not here yet: until it is, every
+//! elicitation is declined and reported as a [`HostEvent`], in both eras. Only the
+//! conformance-suite client ([`ElicitationMode::AcceptDefaults`]) answers them, by accepting
+//! the schema's defaults, because the suite checks exactly that.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[allow(deprecated)]
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CustomNotification, CustomRequest, CustomResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorCode,
+    ErrorData, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProtocolVersion, UrlElicitationCapability,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, RoleClient};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+/// How elicitations are answered until the elicitation engine exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ElicitationMode {
+    /// Decline every elicitation and report it.
+    #[default]
+    DeclineAndLog,
+    /// Accept form elicitations with the schema defaults (conformance mode only); URL
+    /// elicitations are still declined, since nothing may open a browser unattended.
+    AcceptDefaults,
+}
+
+/// Something the server did that the user should see.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum HostEvent {
+    Progress {
+        server: String,
+        token: Value,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// `notifications/tools/list_changed`: the next tool listing fetches afresh.
+    ToolsChanged { server: String },
+    /// An elicitation and how it was answered.
+    Elicitation {
+        server: String,
+        mode: &'static str,
+        message: String,
+        /// The URL of a URL-mode elicitation, as sent.
+        url: Option<String>,
+        action: &'static str,
+        reason: String,
+    },
+    /// An `elicitation/create` the host could not parse (schema outside the form subset,
+    /// unknown mode); answered with -32602.
+    ElicitationRefused { server: String, detail: String },
+    Log {
+        server: String,
+        level: String,
+        data: Value,
+    },
+    /// A notification the host does not act on yet (for example
+    /// `notifications/elicitation/complete`), recorded so nothing is silently dropped.
+    Unhandled { server: String, method: String },
+}
+
+pub struct HostClient {
+    server: String,
+    info: ClientConfig,
+    mode: ElicitationMode,
+    events: broadcast::Sender<HostEvent>,
+    tools_stale: Arc<AtomicBool>,
+}
+
+/// What every Gatehouse connection declares: form and URL elicitation, nothing else.
+pub fn client_info() -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation = Some(
+        ElicitationCapability::new()
+            .with_form(FormElicitationCapability::default())
+            .with_url(UrlElicitationCapability::default()),
+    );
+    let mut implementation = Implementation::new("gatehouse", env!("CARGO_PKG_VERSION"));
+    implementation.title = Some("Gatehouse".into());
+    let mut info = ClientConfig::new(capabilities, implementation);
+    // Used by `initialize`; the discover path negotiates its own version.
+    info.protocol_version = ProtocolVersion::V_2025_11_25;
+    info
+}
+
+impl HostClient {
+    pub fn new(
+        server: &str,
+        mode: ElicitationMode,
+        events: broadcast::Sender<HostEvent>,
+        tools_stale: Arc<AtomicBool>,
+    ) -> Self {
+        HostClient {
+            server: server.to_string(),
+            info: client_info(),
+            mode,
+            events,
+            tools_stale,
+        }
+    }
+
+    fn emit(&self, event: HostEvent) {
+        // No subscriber is fine: events are for whoever is watching.
+        let _ = self.events.send(event);
+    }
+
+    /// Answers one elicitation, in either era, and reports it.
+    pub fn answer(&self, params: &ElicitRequestParams) -> ElicitResult {
+        answer_elicitation(&self.server, self.mode, params, &self.events)
+    }
+}
+
+/// The answer to an elicitation under `mode`, reported on `events`. Shared by the 2025-11-25
+/// `elicitation/create` handler and the 2026-07-28 MRTR rounds.
+pub fn answer_elicitation(
+    server: &str,
+    mode: ElicitationMode,
+    params: &ElicitRequestParams,
+    events: &broadcast::Sender<HostEvent>,
+) -> ElicitResult {
+    // rmcp's enum is non-exhaustive: a mode it learns later is declined here until the host
+    // knows how to show it.
+    let (kind, message, url, schema) = match params {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => (
+            "form",
+            message.clone(),
+            None,
+            Some(serde_json::to_value(requested_schema).unwrap_or(Value::Null)),
+        ),
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+            ("url", message.clone(), Some(url.clone()), None)
+        }
+        _ => ("unknown", String::new(), None, None),
+    };
+    let (result, action, reason) = match (mode, schema) {
+        (ElicitationMode::AcceptDefaults, Some(schema)) => (
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(Value::Object(schema_defaults(&schema))),
+            "accept",
+            "conformance mode: accepted with the schema defaults".to_string(),
+        ),
+        (ElicitationMode::AcceptDefaults, None) => (
+            ElicitResult::new(ElicitationAction::Decline),
+            "decline",
+            "conformance mode answers only form elicitations and never opens a browser".to_string(),
+        ),
+        (ElicitationMode::DeclineAndLog, _) => (
+            ElicitResult::new(ElicitationAction::Decline),
+            "decline",
+            "the elicitation engine is not built yet; every elicitation is declined".to_string(),
+        ),
+    };
+    tracing::info!(server, mode = kind, action, %reason, "elicitation answered");
+    let _ = events.send(HostEvent::Elicitation {
+        server: server.to_string(),
+        mode: kind,
+        message,
+        url,
+        action,
+        reason,
+    });
+    result
+}
+
+/// `{field: default}` for every property of a form schema that has a default.
+pub fn schema_defaults(schema: &Value) -> Map<String, Value> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .iter()
+                .filter_map(|(name, property)| {
+                    property.get("default").map(|d| (name.clone(), d.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl ClientHandler for HostClient {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.answer(&request))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, ErrorData> {
+        // rmcp parses a well-formed elicitation into `create_elicitation`; one that lands here
+        // has a schema outside the form subset or an unknown mode.
+        if request.method == "elicitation/create" {
+            let detail = "Gatehouse cannot show this elicitation: its requestedSchema is outside MCP's form subset (a flat object of string, number, integer, boolean and enum fields) or its mode is unknown".to_string();
+            self.emit(HostEvent::ElicitationRefused {
+                server: self.server.clone(),
+                detail: detail.clone(),
+            });
+            return Err(ErrorData::new(ErrorCode::INVALID_PARAMS, detail, None));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Gatehouse does not implement {}", request.method),
+            None,
+        ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.emit(HostEvent::Progress {
+            server: self.server.clone(),
+            token: serde_json::to_value(&params.progress_token).unwrap_or(Value::Null),
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        });
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_stale.store(true, Ordering::SeqCst);
+        self.emit(HostEvent::ToolsChanged {
+            server: self.server.clone(),
+        });
+    }
+
+    // Logging is deprecated in 2026-07-28, but 2025-11-25 servers still send it; show it.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        self.emit(HostEvent::Log {
+            server: self.server.clone(),
+            level,
+            data: params.data,
+        });
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.emit(HostEvent::Unhandled {
+            server: self.server.clone(),
+            method: notification.method,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_are_collected_per_field() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "nick": {"type": "string"}
+        }});
+        let defaults = schema_defaults(&schema);
+        assert_eq!(
+            Value::Object(defaults),
+            json!({"name": "John Doe", "age": 30})
+        );
+        assert!(schema_defaults(&json!({"type": "object"})).is_empty());
+    }
+
+    fn form() -> ElicitRequestParams {
+        serde_json::from_value(
+            json!({"mode": "form", "message": "Who?", "requestedSchema": {
+            "type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn decline_mode_declines_and_reports() {
+        let (tx, mut rx) = broadcast::channel(4);
+        let result = answer_elicitation("s", ElicitationMode::DeclineAndLog, &form(), &tx);
+        assert_eq!(result.action, ElicitationAction::Decline);
+        assert!(result.content.is_none());
+        let HostEvent::Elicitation { action, mode, .. } = rx.try_recv().unwrap() else {
+            panic!()
+        };
+        assert_eq!((action, mode), ("decline", "form"));
+    }
+
+    #[test]
+    fn conformance_mode_accepts_forms_with_defaults_but_never_urls() {
+        let (tx, _rx) = broadcast::channel(4);
+        let result = answer_elicitation("s", ElicitationMode::AcceptDefaults, &form(), &tx);
+        assert_eq!(result.action, ElicitationAction::Accept);
+        assert_eq!(result.content, Some(json!({"name": "Ada"})));
+        let url: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "url", "message": "Sign in", "url": "https://example.com", "elicitationId": "e1"}))
+        .unwrap();
+        assert_eq!(
+            answer_elicitation("s", ElicitationMode::AcceptDefaults, &url, &tx).action,
+            ElicitationAction::Decline
+        );
+    }
+}

@@ -1,0 +1,760 @@
+//! `servers.json`: the `mcpServers` format Claude Desktop, Cursor and VS Code use, plus our own
+//! keys (`cwd`, `bearerTokenSecret`), and import from such files.
+//!
+//! Unknown keys are kept as they are, so a file shared with another client survives a round
+//! trip through Gatehouse. Secrets are never stored here: a value may reference one as
+//! `${secret:NAME}`, resolved from the [`SecretStore`] when connecting.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::HostError;
+use crate::secrets::{SecretStore, SecretValue, validate_name};
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServersFile {
+    #[serde(rename = "mcpServers", default)]
+    pub servers: BTreeMap<String, ServerEntry>,
+    /// Keys other clients put in the same file.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// One server as written in the file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerEntry {
+    /// `stdio`, `http` (also `streamable-http`, `streamableHttp`); inferred when absent.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Name of a keychain secret sent as `Authorization: Bearer <secret>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_secret: Option<String>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// A validated server: what the host connects to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSpec {
+    Stdio(StdioSpec),
+    Http(HttpSpec),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StdioSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    /// Values may hold `${secret:NAME}`.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSpec {
+    pub url: url::Url,
+    /// Values may hold `${secret:NAME}`.
+    pub headers: Vec<(String, String)>,
+    pub bearer_token_secret: Option<String>,
+}
+
+impl ServerSpec {
+    /// An ad-hoc stdio server from a command line, split like a POSIX shell would (quotes and
+    /// backslashes), but never run through a shell.
+    pub fn adhoc_stdio(command_line: &str) -> Result<ServerSpec, HostError> {
+        let words = shlex::split(command_line).ok_or_else(|| {
+            HostError::Config(format!("--stdio {command_line:?}: unbalanced quotes"))
+        })?;
+        let (command, args) = words.split_first().ok_or_else(|| {
+            HostError::Config("--stdio needs a command, e.g. --stdio 'my-server --flag'".into())
+        })?;
+        Ok(ServerSpec::Stdio(StdioSpec {
+            command: command.clone(),
+            args: args.to_vec(),
+            env: Vec::new(),
+            cwd: None,
+        }))
+    }
+
+    /// An ad-hoc Streamable HTTP server.
+    pub fn adhoc_http(url: &str) -> Result<ServerSpec, HostError> {
+        Ok(ServerSpec::Http(HttpSpec {
+            url: parse_server_url(url, "--url")?,
+            headers: Vec::new(),
+            bearer_token_secret: None,
+        }))
+    }
+
+    /// One line for humans: the command line or the URL.
+    pub fn describe(&self) -> String {
+        match self {
+            ServerSpec::Stdio(s) => std::iter::once(s.command.as_str())
+                .chain(s.args.iter().map(String::as_str))
+                .map(|w| {
+                    shlex::try_quote(w)
+                        .map(|q| q.into_owned())
+                        .unwrap_or_else(|_| w.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            ServerSpec::Http(h) => h.url.to_string(),
+        }
+    }
+
+    pub fn transport_name(&self) -> &'static str {
+        match self {
+            ServerSpec::Stdio(_) => "stdio",
+            ServerSpec::Http(_) => "http",
+        }
+    }
+}
+
+fn parse_server_url(raw: &str, what: &str) -> Result<url::Url, HostError> {
+    let url = url::Url::parse(raw)
+        .map_err(|e| HostError::Config(format!("{what}: {raw:?} is not a URL ({e})")))?;
+    match url.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(HostError::Config(format!(
+                "{what}: {raw:?} uses scheme {other:?}; a Streamable HTTP server URL is http:// or https://"
+            )));
+        }
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(HostError::Config(format!(
+            "{what}: the URL carries a user name or password; store the credential with `gatehouse secret set` and reference it with bearerTokenSecret"
+        )));
+    }
+    Ok(url)
+}
+
+impl ServerEntry {
+    /// Validates the entry into a [`ServerSpec`], naming the server and the field at fault.
+    pub fn to_spec(&self, name: &str) -> Result<ServerSpec, HostError> {
+        let err = |detail: String| HostError::Config(format!("server {name:?}: {detail}"));
+        let kind = match self.kind.as_deref() {
+            None => None,
+            Some("stdio") => Some("stdio"),
+            Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => Some("http"),
+            Some("sse") => {
+                return Err(err(
+                    "type \"sse\" is the deprecated HTTP+SSE transport (2024-11-05), which Gatehouse does not speak; use the server's Streamable HTTP endpoint with type \"http\"".into(),
+                ));
+            }
+            Some(other) => {
+                return Err(err(format!(
+                    "unknown type {other:?}; use \"stdio\" or \"http\""
+                )));
+            }
+        };
+        for secret in self.secret_references() {
+            validate_name(&secret).map_err(|e| err(e.to_string()))?;
+        }
+        match (&self.command, &self.url, kind) {
+            (Some(_), Some(_), _) => Err(err(
+                "has both \"command\" and \"url\"; a server is either stdio (command) or HTTP (url)".into(),
+            )),
+            (None, None, _) => Err(err("has neither \"command\" (stdio) nor \"url\" (HTTP)".into())),
+            (Some(_), None, Some("http")) => Err(err("type is \"http\" but there is no \"url\"".into())),
+            (None, Some(_), Some("stdio")) => Err(err("type is \"stdio\" but there is no \"command\"".into())),
+            (Some(command), None, _) => {
+                if command.trim().is_empty() {
+                    return Err(err("\"command\" is empty".into()));
+                }
+                if !self.headers.is_empty() || self.bearer_token_secret.is_some() {
+                    return Err(err("\"headers\" and \"bearerTokenSecret\" apply to HTTP servers only; a stdio server takes credentials through \"env\"".into()));
+                }
+                Ok(ServerSpec::Stdio(StdioSpec {
+                    command: command.clone(),
+                    args: self.args.clone(),
+                    env: self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    cwd: self.cwd.as_ref().map(PathBuf::from),
+                }))
+            }
+            (None, Some(url), _) => {
+                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                    return Err(err("\"args\", \"env\" and \"cwd\" apply to stdio servers only".into()));
+                }
+                for name in self.headers.keys() {
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| err(format!("header name {name:?} is not a valid HTTP header name")))?;
+                    if name.eq_ignore_ascii_case("authorization") && self.bearer_token_secret.is_some() {
+                        return Err(err("sets both an Authorization header and bearerTokenSecret; keep one".into()));
+                    }
+                }
+                Ok(ServerSpec::Http(HttpSpec {
+                    url: parse_server_url(url, &format!("server {name:?}: \"url\""))?,
+                    headers: self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    bearer_token_secret: self.bearer_token_secret.clone(),
+                }))
+            }
+        }
+    }
+
+    /// Every secret name this entry references.
+    pub fn secret_references(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .env
+            .values()
+            .chain(self.headers.values())
+            .flat_map(|v| secret_refs(v))
+            .collect();
+        names.extend(self.bearer_token_secret.clone());
+        names
+    }
+}
+
+impl From<&ServerSpec> for ServerEntry {
+    fn from(spec: &ServerSpec) -> Self {
+        match spec {
+            ServerSpec::Stdio(s) => ServerEntry {
+                command: Some(s.command.clone()),
+                args: s.args.clone(),
+                env: s.env.iter().cloned().collect(),
+                cwd: s.cwd.as_ref().map(|p| p.display().to_string()),
+                ..ServerEntry::default()
+            },
+            ServerSpec::Http(h) => ServerEntry {
+                kind: Some("http".into()),
+                url: Some(h.url.to_string()),
+                headers: h.headers.iter().cloned().collect(),
+                bearer_token_secret: h.bearer_token_secret.clone(),
+                ..ServerEntry::default()
+            },
+        }
+    }
+}
+
+const SECRET_OPEN: &str = "${secret:";
+
+/// Names referenced as `${secret:NAME}` in a value.
+fn secret_refs(value: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find(SECRET_OPEN) {
+        let after = &rest[start + SECRET_OPEN.len()..];
+        match after.find('}') {
+            Some(end) => {
+                names.push(after[..end].to_string());
+                rest = &after[end + 1..];
+            }
+            None => {
+                names.push(after.to_string());
+                break;
+            }
+        }
+    }
+    names
+}
+
+/// Replaces every `${secret:NAME}` in `value` with the secret, and returns which secrets were
+/// used so the caller can redact them from the traffic record.
+pub fn resolve_secrets(
+    value: &str,
+    store: &dyn SecretStore,
+    used: &mut Vec<(String, SecretValue)>,
+) -> Result<String, HostError> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find(SECRET_OPEN) {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + SECRET_OPEN.len()..];
+        let end = after.find('}').ok_or_else(|| {
+            HostError::Config(format!(
+                "unterminated ${{secret:...}} reference in {value:?}"
+            ))
+        })?;
+        let name = &after[..end];
+        let secret = lookup_secret(store, name)?;
+        out.push_str(secret.expose());
+        used.push((name.to_string(), secret));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A secret that must exist.
+pub fn lookup_secret(store: &dyn SecretStore, name: &str) -> Result<SecretValue, HostError> {
+    store.get(name)?.ok_or_else(|| HostError::Secret {
+        name: name.to_string(),
+        detail: format!("not in the OS keychain; store it with `gatehouse secret set {name}`"),
+    })
+}
+
+impl ServersFile {
+    /// Reads the file; a missing file is an empty configuration.
+    pub fn load(path: &Path) -> Result<ServersFile, HostError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ServersFile::default()),
+            Err(e) => {
+                return Err(HostError::Config(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        Self::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<ServersFile, HostError> {
+        let file: ServersFile = serde_json::from_str(text).map_err(|e| {
+            HostError::Config(format!(
+                "{}: line {} column {}: {}; expected {{\"mcpServers\": {{\"NAME\": {{\"command\": ...}} or {{\"url\": ...}}}}}}",
+                path.display(),
+                e.line(),
+                e.column(),
+                e
+            ))
+        })?;
+        for (name, entry) in &file.servers {
+            validate_server_name(name)?;
+            entry
+                .to_spec(name)
+                .map_err(|e| HostError::Config(format!("{}: {e}", path.display())))?;
+        }
+        Ok(file)
+    }
+
+    /// Writes the file atomically (temporary file, fsync, rename), mode 0600, so a crash never
+    /// leaves half a file and other users cannot read it.
+    pub fn save(&self, path: &Path) -> Result<(), HostError> {
+        let fail =
+            |e: std::io::Error| HostError::Config(format!("cannot write {}: {e}", path.display()));
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(fail)?;
+        let mut text = serde_json::to_string_pretty(self).expect("config serializes");
+        text.push('\n');
+        let tmp = dir.join(format!(
+            ".{}.tmp-{}",
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("servers.json"),
+            std::process::id()
+        ));
+        let result = (|| {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&tmp)?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result.map_err(fail)
+    }
+
+    pub fn spec(&self, name: &str, path: &Path) -> Result<ServerSpec, HostError> {
+        match self.servers.get(name) {
+            Some(entry) => entry.to_spec(name),
+            None => Err(HostError::UnknownServer {
+                name: name.to_string(),
+                config: path.display().to_string(),
+                known: if self.servers.is_empty() {
+                    "none".into()
+                } else {
+                    self.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+                },
+            }),
+        }
+    }
+}
+
+/// Server names are shown in the UI and used in log file names: printable, no path separators,
+/// at most 64 characters.
+pub fn validate_server_name(name: &str) -> Result<(), HostError> {
+    let ok = !name.trim().is_empty()
+        && name.chars().count() <= 64
+        && !name
+            .chars()
+            .any(|c| c.is_control() || c == '/' || c == '\\')
+        && name != "."
+        && name != "..";
+    if ok {
+        Ok(())
+    } else {
+        Err(HostError::Config(format!(
+            "server name {name:?} is not allowed: use 1 to 64 printable characters without / or \\"
+        )))
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Default, Serialize)]
+pub struct ImportReport {
+    pub imported: Vec<String>,
+    pub skipped: Vec<String>,
+    /// Secrets moved from the imported file into the keychain, as `server: field -> secret`.
+    pub secrets_moved: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Env var and header names whose literal values are credentials.
+fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "API_KEY",
+        "APIKEY",
+        "API-KEY",
+        "AUTH",
+        "CREDENTIAL",
+        "PRIVATE_KEY",
+    ]
+    .iter()
+    .any(|needle| upper.contains(needle))
+}
+
+/// Imports servers from another client's config (`mcpServers`, VS Code's `servers`, or VS
+/// Code settings' `mcp.servers`) into `into`. Literal credentials (an `Authorization` header,
+/// env vars and headers named like tokens or keys) are moved into the keychain and replaced by
+/// references. Existing names are skipped unless `replace` is set. Nothing is written to the
+/// keychain unless every imported entry is valid.
+pub fn import(
+    source_text: &str,
+    source: &Path,
+    into: &mut ServersFile,
+    store: &dyn SecretStore,
+    replace: bool,
+) -> Result<ImportReport, HostError> {
+    let root: Value = serde_json::from_str(source_text).map_err(|e| {
+        HostError::Config(format!(
+            "{}: line {} column {}: {e}",
+            source.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let servers = root
+        .get("mcpServers")
+        .or_else(|| root.get("servers"))
+        .or_else(|| root.get("mcp").and_then(|m| m.get("servers")))
+        .ok_or_else(|| {
+            HostError::Config(format!(
+                "{}: no \"mcpServers\" (Claude Desktop, Cursor), \"servers\" (VS Code mcp.json) or \"mcp.servers\" (VS Code settings) object found",
+                source.display()
+            ))
+        })?
+        .as_object()
+        .ok_or_else(|| HostError::Config(format!("{}: the servers entry is not an object", source.display())))?;
+
+    let mut report = ImportReport::default();
+    let mut staged: Vec<(String, ServerEntry, Vec<(String, SecretValue)>)> = Vec::new();
+    for (name, raw) in servers {
+        validate_server_name(name)
+            .map_err(|e| HostError::Config(format!("{}: {e}", source.display())))?;
+        let mut entry: ServerEntry = serde_json::from_value(raw.clone()).map_err(|e| {
+            HostError::Config(format!("{}: server {name:?}: {e}", source.display()))
+        })?;
+        if into.servers.contains_key(name) && !replace {
+            report.skipped.push(name.clone());
+            continue;
+        }
+        let mut secrets = Vec::new();
+        let prefix: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if let Some(auth) = entry
+            .headers
+            .get("Authorization")
+            .or_else(|| entry.headers.get("authorization"))
+            .cloned()
+            && !auth.contains("${")
+        {
+            entry
+                .headers
+                .retain(|k, _| !k.eq_ignore_ascii_case("authorization"));
+            match auth
+                .strip_prefix("Bearer ")
+                .or_else(|| auth.strip_prefix("bearer "))
+            {
+                Some(token) => {
+                    let secret = format!("{prefix}.bearer");
+                    secrets.push((secret.clone(), SecretValue::new(token.trim())));
+                    entry.bearer_token_secret = Some(secret.clone());
+                    report
+                        .secrets_moved
+                        .push(format!("{name}: Authorization -> {secret}"));
+                }
+                None => {
+                    let secret = format!("{prefix}.authorization");
+                    secrets.push((secret.clone(), SecretValue::new(auth)));
+                    entry
+                        .headers
+                        .insert("Authorization".into(), format!("${{secret:{secret}}}"));
+                    report
+                        .secrets_moved
+                        .push(format!("{name}: Authorization -> {secret}"));
+                }
+            }
+        }
+        for (field, map) in [("env", &mut entry.env), ("headers", &mut entry.headers)] {
+            for (key, value) in map.iter_mut() {
+                if looks_secret(key) && !value.is_empty() && !value.contains("${") {
+                    let secret: String = format!("{prefix}.{key}")
+                        .chars()
+                        .map(|c| {
+                            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                                c
+                            } else {
+                                '-'
+                            }
+                        })
+                        .collect();
+                    secrets.push((secret.clone(), SecretValue::new(value.clone())));
+                    *value = format!("${{secret:{secret}}}");
+                    report
+                        .secrets_moved
+                        .push(format!("{name}: {field}.{key} -> {secret}"));
+                }
+                if value.contains("${input:") || value.contains("${env:") {
+                    report.warnings.push(format!(
+                        "{name}: {field}.{key} uses a VS Code variable ({value}), which Gatehouse does not expand; store the value with `gatehouse secret set` and reference it as ${{secret:NAME}}"
+                    ));
+                }
+            }
+        }
+        entry
+            .to_spec(name)
+            .map_err(|e| HostError::Config(format!("{}: {e}", source.display())))?;
+        staged.push((name.clone(), entry, secrets));
+    }
+    for (name, entry, secrets) in staged {
+        for (secret, value) in &secrets {
+            store.set(secret, value)?;
+        }
+        into.servers.insert(name.clone(), entry);
+        report.imported.push(name);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::MemoryStore;
+
+    fn parse(text: &str) -> Result<ServersFile, HostError> {
+        ServersFile::parse(text, Path::new("servers.json"))
+    }
+
+    #[test]
+    fn reads_stdio_and_http_servers_and_keeps_unknown_keys() {
+        let text = r#"{
+          "mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "srv"], "env": {"K": "v"}, "disabled": false},
+            "remote": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"X-A": "b"}, "bearerTokenSecret": "tok"}
+          },
+          "globalShortcut": "Ctrl+Space"
+        }"#;
+        let file = parse(text).unwrap();
+        let files = file.spec("files", Path::new("c")).unwrap();
+        assert_eq!(files.describe(), "npx -y srv");
+        let ServerSpec::Http(remote) = file.spec("remote", Path::new("c")).unwrap() else {
+            panic!()
+        };
+        assert_eq!(remote.bearer_token_secret.as_deref(), Some("tok"));
+        let round: Value = serde_json::to_value(&file).unwrap();
+        assert_eq!(round["globalShortcut"], "Ctrl+Space");
+        assert_eq!(round["mcpServers"]["files"]["disabled"], false);
+    }
+
+    #[test]
+    fn invalid_entries_name_the_server_and_the_problem() {
+        let cases = [
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}"#,
+                "both \"command\" and \"url\"",
+            ),
+            (r#"{"mcpServers": {"a": {}}}"#, "neither"),
+            (
+                r#"{"mcpServers": {"a": {"type": "sse", "url": "http://h/sse"}}}"#,
+                "deprecated HTTP+SSE",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "ftp://h"}}}"#,
+                "scheme \"ftp\"",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "https://u:p@h"}}}"#,
+                "user name or password",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${secret:bad name}"}}}}"#,
+                "secret name",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "headers": {"A": "b"}}}}"#,
+                "HTTP servers only",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "http://h", "headers": {"bad header": "b"}}}}"#,
+                "not a valid HTTP header",
+            ),
+            (r#"{"mcpServers": {"a": {"command": 3}}}"#, "line 1 column"),
+            (
+                r#"{"mcpServers": {"a/b": {"command": "x"}}}"#,
+                "not allowed",
+            ),
+        ];
+        for (text, needle) in cases {
+            let error = parse(text).unwrap_err().to_string();
+            assert!(error.contains(needle), "{text}: {error}");
+            assert!(error.contains("servers.json"), "{error}");
+        }
+        assert!(parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#).is_ok());
+    }
+
+    #[test]
+    fn unknown_server_lists_the_known_ones() {
+        let file =
+            parse(r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y"}}}"#).unwrap();
+        let error = file
+            .spec("c", Path::new("servers.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"c\"") && error.contains("a, b"), "{error}");
+    }
+
+    #[test]
+    fn secrets_resolve_and_missing_ones_say_how_to_add_them() {
+        let store = MemoryStore::default();
+        store.set("k", &SecretValue::new("s3cret")).unwrap();
+        let mut used = Vec::new();
+        assert_eq!(
+            resolve_secrets("Bearer ${secret:k}!", &store, &mut used).unwrap(),
+            "Bearer s3cret!"
+        );
+        assert_eq!(used[0].0, "k");
+        let error = resolve_secrets("${secret:missing}", &store, &mut used)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("gatehouse secret set missing"), "{error}");
+        assert!(resolve_secrets("${secret:k", &store, &mut used).is_err());
+    }
+
+    #[test]
+    fn save_is_atomic_private_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub").join("servers.json");
+        let mut file = ServersFile::default();
+        file.servers.insert(
+            "a".into(),
+            ServerEntry {
+                command: Some("x".into()),
+                ..Default::default()
+            },
+        );
+        file.save(&path).unwrap();
+        assert_eq!(ServersFile::load(&path).unwrap(), file);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1);
+    }
+
+    #[test]
+    fn import_moves_literal_credentials_into_the_keychain() {
+        let source = r#"{"mcpServers": {
+            "gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_abc", "LOG_LEVEL": "debug"}},
+            "api": {"url": "https://api.example/mcp", "headers": {"Authorization": "Bearer tok123"}},
+            "vs": {"command": "x", "env": {"K": "${input:key}"}}
+        }}"#;
+        let store = MemoryStore::default();
+        let mut into = ServersFile::default();
+        let report = import(source, Path::new("claude.json"), &mut into, &store, false).unwrap();
+        assert_eq!(report.imported.len(), 3);
+        assert_eq!(
+            into.servers["gh"].env["GITHUB_TOKEN"],
+            "${secret:gh.GITHUB_TOKEN}"
+        );
+        assert_eq!(into.servers["gh"].env["LOG_LEVEL"], "debug");
+        assert_eq!(
+            store.get("gh.GITHUB_TOKEN").unwrap().unwrap().expose(),
+            "ghp_abc"
+        );
+        assert_eq!(
+            into.servers["api"].bearer_token_secret.as_deref(),
+            Some("api.bearer")
+        );
+        assert!(into.servers["api"].headers.is_empty());
+        assert_eq!(store.get("api.bearer").unwrap().unwrap().expose(), "tok123");
+        assert!(report.warnings.iter().any(|w| w.contains("${input:key}")));
+        let saved = serde_json::to_string(&into).unwrap();
+        assert!(
+            !saved.contains("ghp_abc") && !saved.contains("tok123"),
+            "{saved}"
+        );
+
+        // A second import skips what exists, unless asked to replace.
+        let again = import(source, Path::new("claude.json"), &mut into, &store, false).unwrap();
+        assert_eq!(again.skipped.len(), 3);
+        assert!(again.imported.is_empty());
+    }
+
+    #[test]
+    fn import_reads_vs_code_files_and_refuses_others() {
+        let store = MemoryStore::default();
+        let mut into = ServersFile::default();
+        let vscode = r#"{"servers": {"v": {"type": "stdio", "command": "x"}}, "inputs": []}"#;
+        import(vscode, Path::new("mcp.json"), &mut into, &store, false).unwrap();
+        assert!(into.servers.contains_key("v"));
+        let error = import(
+            r#"{"other": 1}"#,
+            Path::new("x.json"),
+            &mut into,
+            &store,
+            false,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("no \"mcpServers\""));
+        // One bad entry: nothing is imported and no secret is stored.
+        let bad = r#"{"mcpServers": {"ok": {"command": "x", "env": {"API_KEY": "k"}}, "bad": {}}}"#;
+        let mut fresh = ServersFile::default();
+        assert!(import(bad, Path::new("b.json"), &mut fresh, &store, false).is_err());
+        assert!(fresh.servers.is_empty());
+        assert_eq!(store.get("ok.API_KEY").unwrap(), None);
+    }
+}

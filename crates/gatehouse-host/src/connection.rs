@@ -1,0 +1,566 @@
+//! A live connection to one MCP server: connect in the right era, list tools (all pages,
+//! refreshed after `list_changed`), call tools one round at a time, close politely.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, InputRequest,
+    InputResponses, JsonObject, ProgressToken, RequestMetaObject, ServerPeerInfo, Tool,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
+use rmcp::{ClientHandler, RoleClient};
+use serde::Serialize;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation};
+use crate::config::{ServerSpec, lookup_secret, resolve_secrets};
+use crate::error::chain;
+use crate::http::{self, HttpLaunch};
+use crate::secrets::{SecretStore, SecretValue};
+use crate::stdio::{StdioLaunch, StdioTransport, TransportState};
+use crate::tap::{EraCell, Tapped, TrafficTap};
+use crate::{Era, EraPreference, HostError};
+
+/// The most `input_required` rounds one call may take (2026-07-28 MRTR), so a server cannot
+/// keep the host asking forever.
+pub const MAX_INPUT_ROUNDS: usize = 10;
+
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub era: EraPreference,
+    pub elicitation: ElicitationMode,
+    /// Handshake deadline.
+    pub connect_timeout: Duration,
+    /// Default deadline for one request; on expiry a cancellation is sent.
+    pub request_timeout: Duration,
+    /// Where each stdio server's stderr is appended, as `<dir>/<server>.stderr.log`.
+    pub log_dir: Option<PathBuf>,
+    /// stdio shutdown: wait this long after closing stdin, and again after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            era: EraPreference::Auto,
+            elicitation: ElicitationMode::DeclineAndLog,
+            connect_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            log_dir: None,
+            shutdown_grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Per-call options.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Cancelled by the user (Ctrl-C, a Cancel button): the request is abandoned and
+    /// `notifications/cancelled` is sent.
+    pub cancel: Option<CancellationToken>,
+    /// Overrides the connection's request timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// The final result of a tool call.
+#[derive(Debug, Clone)]
+pub struct ToolOutcome {
+    pub result: CallToolResult,
+    /// How many requests the call took (more than one after MRTR rounds).
+    pub rounds: usize,
+    /// The progress token sent with the call; progress events carry it.
+    pub progress_token: String,
+}
+
+impl ToolOutcome {
+    pub fn is_error(&self) -> bool {
+        self.result.is_error == Some(true)
+    }
+}
+
+/// What the server said about itself. Everything here is claimed by the server, not verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerSummary {
+    pub era: Era,
+    pub protocol_version: String,
+    pub transport: &'static str,
+    pub target: String,
+    pub name: Option<String>,
+    pub title: Option<String>,
+    pub version: Option<String>,
+    pub instructions: Option<String>,
+    pub capabilities: serde_json::Value,
+}
+
+pub struct Connection {
+    server: String,
+    spec: ServerSpec,
+    service: RunningService<RoleClient, HostClient>,
+    era: Era,
+    state: Arc<TransportState>,
+    events: broadcast::Sender<HostEvent>,
+    mode: ElicitationMode,
+    tools_stale: Arc<AtomicBool>,
+    tools_cache: Mutex<Option<Vec<Tool>>>,
+    request_timeout: Duration,
+    next_token: AtomicU64,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.server)
+            .field("era", &self.era)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lifecycle(era: EraPreference) -> ClientLifecycleMode {
+    match era {
+        EraPreference::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![Era::V2026_07_28.protocol_version()],
+            legacy_version: Some(Era::V2025_11_25.protocol_version()),
+        },
+        EraPreference::Only(Era::V2026_07_28) => ClientLifecycleMode::Discover {
+            preferred_versions: vec![Era::V2026_07_28.protocol_version()],
+        },
+        EraPreference::Only(Era::V2025_11_25) => ClientLifecycleMode::Initialize,
+    }
+}
+
+/// Resolves every secret the spec references, off the async runtime (keychain calls block).
+async fn resolve(
+    spec: &ServerSpec,
+    secrets: Arc<dyn SecretStore>,
+) -> Result<(ResolvedSpec, Vec<(String, SecretValue)>), HostError> {
+    let spec = spec.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut used = Vec::new();
+        let resolved = match &spec {
+            ServerSpec::Stdio(s) => ResolvedSpec::Stdio(
+                s.env
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), resolve_secrets(v, secrets.as_ref(), &mut used)?)))
+                    .collect::<Result<_, HostError>>()?,
+            ),
+            ServerSpec::Http(h) => {
+                let headers = h
+                    .headers
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), resolve_secrets(v, secrets.as_ref(), &mut used)?)))
+                    .collect::<Result<_, HostError>>()?;
+                let bearer = match &h.bearer_token_secret {
+                    Some(name) => {
+                        let value = lookup_secret(secrets.as_ref(), name)?;
+                        used.push((name.clone(), value.clone()));
+                        Some(value.expose().to_string())
+                    }
+                    None => None,
+                };
+                ResolvedSpec::Http { headers, bearer }
+            }
+        };
+        Ok((resolved, used))
+    })
+    .await
+    .map_err(|e| HostError::Secret {
+        name: "?".into(),
+        detail: format!("keychain task failed: {e}"),
+    })?
+}
+
+enum ResolvedSpec {
+    Stdio(Vec<(String, String)>),
+    Http {
+        headers: Vec<(String, String)>,
+        bearer: Option<String>,
+    },
+}
+
+/// A file name for a server's log: the name with anything but `[A-Za-z0-9._-]` replaced.
+pub fn log_file_name(server: &str) -> String {
+    let safe: String = server
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.stderr.log")
+}
+
+impl Connection {
+    /// Starts or reaches the server and completes the handshake in the chosen era.
+    pub async fn connect(
+        server: &str,
+        spec: &ServerSpec,
+        secrets: Arc<dyn SecretStore>,
+        tap: Arc<TrafficTap>,
+        events: broadcast::Sender<HostEvent>,
+        options: &ConnectOptions,
+    ) -> Result<Connection, HostError> {
+        let (resolved, used) = resolve(spec, secrets).await?;
+        for (name, value) in &used {
+            tap.redact(name, value.expose());
+        }
+        let tools_stale = Arc::new(AtomicBool::new(false));
+        let handler = HostClient::new(
+            server,
+            options.elicitation,
+            events.clone(),
+            tools_stale.clone(),
+        );
+        let era_cell = Arc::new(EraCell::default());
+        let connect_error = |state: &TransportState, error: String| HostError::Connect {
+            server: server.to_string(),
+            detail: with_stderr(state.fault().unwrap_or(error), state),
+        };
+
+        let (service, state) = match (spec, resolved) {
+            (ServerSpec::Stdio(s), ResolvedSpec::Stdio(env)) => {
+                let launch = StdioLaunch {
+                    command: s.command.clone(),
+                    args: s.args.clone(),
+                    env,
+                    cwd: s.cwd.clone(),
+                    stderr_log: options
+                        .log_dir
+                        .as_ref()
+                        .map(|d| d.join(log_file_name(server))),
+                    grace: options.shutdown_grace,
+                };
+                let (transport, state) = StdioTransport::spawn(server, &launch)?;
+                let tapped = Tapped::new(transport, tap.clone(), server, era_cell.clone());
+                let result = tokio::time::timeout(
+                    options.connect_timeout,
+                    handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
+                )
+                .await;
+                (settle(result, options, &state, connect_error)?, state)
+            }
+            (ServerSpec::Http(h), ResolvedSpec::Http { headers, bearer }) => {
+                let launch = HttpLaunch {
+                    url: h.url.clone(),
+                    headers,
+                    bearer,
+                    connect_timeout: options.connect_timeout,
+                };
+                let transport = http::transport(server, &launch)?;
+                let state = Arc::new(TransportState::default());
+                let tapped = Tapped::new(transport, tap.clone(), server, era_cell.clone());
+                let result = tokio::time::timeout(
+                    options.connect_timeout,
+                    handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
+                )
+                .await;
+                (settle(result, options, &state, connect_error)?, state)
+            }
+            _ => unreachable!("resolve() keeps the spec's kind"),
+        };
+
+        let info = service
+            .peer()
+            .peer_info()
+            .ok_or_else(|| HostError::Protocol {
+                server: server.to_string(),
+                what: "handshake".into(),
+                detail: "the handshake completed without server information".into(),
+            })?;
+        let era = Era::of(&info.protocol_version);
+        if let EraPreference::Only(wanted) = options.era
+            && wanted != era
+        {
+            return Err(HostError::Connect {
+                server: server.to_string(),
+                detail: format!(
+                    "asked for protocol {wanted}, but the server negotiated {}",
+                    info.protocol_version
+                ),
+            });
+        }
+        era_cell.set(era);
+        Ok(Connection {
+            server: server.to_string(),
+            spec: spec.clone(),
+            service,
+            era,
+            state,
+            events,
+            mode: options.elicitation,
+            tools_stale,
+            tools_cache: Mutex::new(None),
+            request_timeout: options.request_timeout,
+            next_token: AtomicU64::new(1),
+        })
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    pub fn peer_info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.service.peer().peer_info()
+    }
+
+    pub fn summary(&self) -> ServerSummary {
+        let info = self.peer_info();
+        let implementation = info.as_ref().and_then(|i| i.server_info.clone());
+        ServerSummary {
+            era: self.era,
+            protocol_version: info
+                .as_ref()
+                .map(|i| i.protocol_version.to_string())
+                .unwrap_or_default(),
+            transport: self.spec.transport_name(),
+            target: self.spec.describe(),
+            name: implementation.as_ref().map(|i| i.name.clone()),
+            title: implementation.as_ref().and_then(|i| i.title.clone()),
+            version: implementation.as_ref().map(|i| i.version.clone()),
+            instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+            capabilities: info
+                .as_ref()
+                .and_then(|i| serde_json::to_value(&i.capabilities).ok())
+                .unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// The last lines the server wrote to stderr (stdio servers).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.state.stderr_tail()
+    }
+
+    /// Every tool, across all pages. Cached until the server sends `list_changed`.
+    pub async fn tools(&self) -> Result<Vec<Tool>, HostError> {
+        if !self.tools_stale.swap(false, Ordering::SeqCst)
+            && let Some(tools) = self
+                .tools_cache
+                .lock()
+                .expect("tool cache poisoned")
+                .clone()
+        {
+            return Ok(tools);
+        }
+        let tools = self
+            .guarded(
+                "tools/list",
+                &CallOptions::default(),
+                self.service.peer().list_all_tools(),
+            )
+            .await?;
+        *self.tools_cache.lock().expect("tool cache poisoned") = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// Calls a tool. Each round is one `tools/call` (`call_tool_once`); on 2026-07-28 an
+    /// `input_required` result is answered (see [`ElicitationMode`]) and the call retried
+    /// with a new id, the answers, and `requestState` echoed exactly, at most
+    /// [`MAX_INPUT_ROUNDS`] times.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> Result<ToolOutcome, HostError> {
+        let token = format!(
+            "gatehouse-{}",
+            self.next_token.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = arguments;
+        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+            rmcp::model::NumberOrString::String(token.clone().into()),
+        )));
+        let what = format!("tools/call {name:?}");
+        for round in 1..=MAX_INPUT_ROUNDS {
+            let response = self
+                .guarded(
+                    &what,
+                    options,
+                    self.service.peer().call_tool_once(params.clone()),
+                )
+                .await?;
+            match response {
+                CallToolResponse::Complete(result) => {
+                    return Ok(ToolOutcome {
+                        result,
+                        rounds: round,
+                        progress_token: token,
+                    });
+                }
+                CallToolResponse::InputRequired(required) => {
+                    let responses = self.answer_input_requests(
+                        required.input_requests.unwrap_or_default(),
+                        &what,
+                    )?;
+                    params.input_responses = Some(responses);
+                    params.request_state = required.request_state;
+                }
+                CallToolResponse::Task(_) => {
+                    return Err(self.protocol(&what, "the server answered with a task, but Gatehouse does not declare the tasks extension"));
+                }
+                _ => {
+                    return Err(
+                        self.protocol(&what, "the server answered with an unknown result type")
+                    );
+                }
+            }
+        }
+        Err(self.protocol(
+            &what,
+            &format!("no final result after {MAX_INPUT_ROUNDS} input_required rounds"),
+        ))
+    }
+
+    fn answer_input_requests(
+        &self,
+        requests: rmcp::model::InputRequests,
+        what: &str,
+    ) -> Result<InputResponses, HostError> {
+        let mut responses = InputResponses::new();
+        for (key, request) in requests {
+            let value = match request {
+                InputRequest::Elicitation(elicit) => {
+                    let result =
+                        answer_elicitation(&self.server, self.mode, &elicit.params, &self.events);
+                    serde_json::to_value(result).expect("ElicitResult serializes")
+                }
+                // Sampling, roots and anything newer: not declared, so not answerable.
+                _ => {
+                    return Err(self.protocol(
+                        what,
+                        &format!("input request {key:?} asks for something other than an elicitation (sampling, roots), which Gatehouse does not declare"),
+                    ));
+                }
+            };
+            responses.insert(key, value);
+        }
+        Ok(responses)
+    }
+
+    /// Sends any request (for developers and the conformance client).
+    pub async fn send_raw(
+        &self,
+        request: ClientRequest,
+        what: &str,
+    ) -> Result<rmcp::model::ServerResult, HostError> {
+        self.guarded(
+            what,
+            &CallOptions::default(),
+            self.service.peer().send_request(request),
+        )
+        .await
+    }
+
+    async fn guarded<T>(
+        &self,
+        what: &str,
+        options: &CallOptions,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, HostError> {
+        let after = options.timeout.unwrap_or(self.request_timeout);
+        let never = CancellationToken::new();
+        let cancel = options.cancel.as_ref().unwrap_or(&never);
+        let outcome = tokio::select! {
+            result = tokio::time::timeout(after, request) => match result {
+                Ok(Ok(value)) => return Ok(value),
+                Ok(Err(error)) => Err(self.service_error(error, what)),
+                Err(_) => Err(HostError::Timeout { server: self.server.clone(), what: what.to_string(), after }),
+            },
+            _ = cancel.cancelled() => Err(HostError::Cancelled { server: self.server.clone(), what: what.to_string() }),
+        };
+        // The abandoned request's `notifications/cancelled` is queued by rmcp when the future
+        // drops; give the service loop a moment to put it on the wire before the caller
+        // possibly exits.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        outcome
+    }
+
+    fn protocol(&self, what: &str, detail: &str) -> HostError {
+        HostError::Protocol {
+            server: self.server.clone(),
+            what: what.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
+    fn service_error(&self, error: ServiceError, what: &str) -> HostError {
+        match error {
+            ServiceError::McpError(data) => HostError::ServerError {
+                server: self.server.clone(),
+                what: what.to_string(),
+                code: data.code.0,
+                message: data.message.to_string(),
+            },
+            ServiceError::Timeout { timeout } => HostError::Timeout {
+                server: self.server.clone(),
+                what: what.to_string(),
+                after: timeout,
+            },
+            ServiceError::Cancelled { .. } => HostError::Cancelled {
+                server: self.server.clone(),
+                what: what.to_string(),
+            },
+            ServiceError::UnexpectedResponse => {
+                self.protocol(what, "the server answered with the wrong result type")
+            }
+            ServiceError::InputRequiredRoundsExceeded { max_rounds } => self.protocol(
+                what,
+                &format!("no final result after {max_rounds} input_required rounds"),
+            ),
+            other => {
+                let detail = self.state.fault().unwrap_or_else(|| chain(&other));
+                HostError::Transport {
+                    server: self.server.clone(),
+                    detail: with_stderr(format!("{what} failed: {detail}"), &self.state),
+                }
+            }
+        }
+    }
+
+    /// Closes the connection: for stdio, closes stdin, then SIGTERM, then SIGKILL; for HTTP,
+    /// ends the streams and DELETEs the session where there is one.
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+fn settle<S: ClientHandler>(
+    result: Result<
+        Result<RunningService<RoleClient, S>, rmcp::service::ClientInitializeError>,
+        tokio::time::error::Elapsed,
+    >,
+    options: &ConnectOptions,
+    state: &TransportState,
+    connect_error: impl Fn(&TransportState, String) -> HostError,
+) -> Result<RunningService<RoleClient, S>, HostError> {
+    match result {
+        Ok(Ok(service)) => Ok(service),
+        Ok(Err(error)) => Err(connect_error(state, chain(&error))),
+        Err(_) => Err(connect_error(
+            state,
+            format!(
+                "no answer to the handshake within {}s (is it an MCP server? does it speak this protocol era?)",
+                options.connect_timeout.as_secs_f64()
+            ),
+        )),
+    }
+}
+
+fn with_stderr(detail: String, state: &TransportState) -> String {
+    let tail = state.stderr_tail();
+    match tail.iter().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) => format!("{detail} (last stderr line: {last:?})"),
+        None => detail,
+    }
+}

@@ -1,0 +1,429 @@
+//! The stdio transport: a child process speaking newline-delimited JSON-RPC.
+//!
+//! Written here rather than taken from rmcp's `TokioChildProcess` because the host needs
+//! control rmcp does not offer: a size limit per line ([`crate::MAX_MESSAGE_BYTES`]), a clear
+//! fault for a line that is not UTF-8, not JSON, or not JSON-RPC (the connection ends, the host
+//! goes on), stderr captured to a per-server log and never treated as an error, the child in
+//! its own process group (a Ctrl-C at the terminal reaches the host, which then cancels
+//! properly), and the spec's shutdown: close stdin, then SIGTERM, then SIGKILL.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::ServerJsonRpcMessage;
+use rmcp::service::TxJsonRpcMessage;
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::{HostError, MAX_MESSAGE_BYTES};
+
+/// What the host learned about why a transport stopped working. The first fault wins: later
+/// ones are consequences.
+#[derive(Debug, Default)]
+pub struct TransportState {
+    fault: Mutex<Option<String>>,
+    stderr_tail: Mutex<VecDeque<String>>,
+}
+
+const STDERR_TAIL_LINES: usize = 20;
+
+impl TransportState {
+    pub fn set_fault(&self, fault: impl Into<String>) {
+        let mut slot = self.fault.lock().expect("fault poisoned");
+        if slot.is_none() {
+            *slot = Some(fault.into());
+        }
+    }
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().expect("fault poisoned").clone()
+    }
+    /// The last lines the server wrote to stderr.
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.stderr_tail
+            .lock()
+            .expect("stderr poisoned")
+            .iter()
+            .cloned()
+            .collect()
+    }
+    fn push_stderr(&self, line: String) {
+        let mut tail = self.stderr_tail.lock().expect("stderr poisoned");
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+}
+
+/// How to run a stdio server. Secrets in `env` are already resolved.
+#[derive(Debug, Clone)]
+pub struct StdioLaunch {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// Where the server's stderr is appended; `None` keeps only the in-memory tail.
+    pub stderr_log: Option<PathBuf>,
+    /// How long to wait after closing stdin, and again after SIGTERM.
+    pub grace: Duration,
+}
+
+pub struct StdioTransport {
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+    shutdown: Option<oneshot::Sender<()>>,
+    exited: watch::Receiver<Option<ExitStatus>>,
+}
+
+impl StdioTransport {
+    /// Starts the server. The returned state reports faults and the stderr tail.
+    pub fn spawn(
+        server: &str,
+        launch: &StdioLaunch,
+    ) -> Result<(StdioTransport, Arc<TransportState>), HostError> {
+        let mut command = Command::new(&launch.command);
+        command
+            .args(&launch.args)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = &launch.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|e| HostError::Spawn {
+            server: server.to_string(),
+            command: launch.command.clone(),
+            detail: match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    format!("{e}; is it installed and on PATH (or give an absolute path)?")
+                }
+                _ => e.to_string(),
+            },
+        })?;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let state = Arc::new(TransportState::default());
+
+        let log = match &launch.stderr_log {
+            Some(path) => {
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                match std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                {
+                    Ok(file) => Some(file),
+                    Err(error) => {
+                        tracing::warn!(%error, path = %path.display(), "cannot open the server's stderr log; keeping only the last lines in memory");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        tokio::spawn(copy_stderr(stderr, log, state.clone()));
+
+        let (exit_tx, exited) = watch::channel(None);
+        let (shutdown_tx, shutdown_rx) = oneshot::channel();
+        let stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
+        tokio::spawn(reap(
+            child,
+            stdin.clone(),
+            shutdown_rx,
+            exit_tx,
+            launch.grace,
+        ));
+
+        let (tx, incoming) = mpsc::channel(64);
+        tokio::spawn(read_stdout(
+            BufReader::new(stdout),
+            tx,
+            state.clone(),
+            exited.clone(),
+        ));
+
+        Ok((
+            StdioTransport {
+                stdin,
+                incoming,
+                shutdown: Some(shutdown_tx),
+                exited,
+            },
+            state,
+        ))
+    }
+}
+
+async fn copy_stderr(
+    stderr: tokio::process::ChildStderr,
+    mut log: Option<std::fs::File>,
+    state: Arc<TransportState>,
+) {
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Bounded like stdout, so a server cannot make the host buffer without limit here either.
+        match read_frame(&mut reader, &mut line, 64 * 1024).await {
+            Ok(true) => {}
+            Ok(false) | Err(FrameError::Io(_)) => break,
+            Err(FrameError::TooLong) => line.extend_from_slice(b" [line truncated]"),
+        }
+        let text = String::from_utf8_lossy(&line).trim_end().to_string();
+        if let Some(file) = &mut log {
+            let _ = writeln!(file, "{text}");
+        }
+        state.push_stderr(text);
+    }
+}
+
+async fn reap(
+    mut child: Child,
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    shutdown: oneshot::Receiver<()>,
+    exit_tx: watch::Sender<Option<ExitStatus>>,
+    grace: Duration,
+) {
+    let status = tokio::select! {
+        status = child.wait() => status.ok(),
+        _ = shutdown => {
+            stdin.lock().await.take();
+            match tokio::time::timeout(grace, child.wait()).await {
+                Ok(status) => status.ok(),
+                Err(_) => {
+                    if let Some(pid) = child.id() {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid as i32),
+                            nix::sys::signal::Signal::SIGTERM,
+                        );
+                    }
+                    match tokio::time::timeout(grace, child.wait()).await {
+                        Ok(status) => status.ok(),
+                        Err(_) => {
+                            let _ = child.start_kill();
+                            child.wait().await.ok()
+                        }
+                    }
+                }
+            }
+        }
+    };
+    let _ = exit_tx.send(status);
+}
+
+#[derive(Debug)]
+enum FrameError {
+    TooLong,
+    Io(std::io::Error),
+}
+
+/// Reads one `\n`-terminated frame into `buf` (without the newline), at most `max` bytes.
+/// `Ok(false)` at end of input with nothing read. On `TooLong`, the rest of the line is
+/// consumed so the reader stays in step.
+async fn read_frame<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> Result<bool, FrameError> {
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await.map_err(FrameError::Io)?;
+        if available.is_empty() {
+            return if too_long {
+                Err(FrameError::TooLong)
+            } else {
+                Ok(!buf.is_empty())
+            };
+        }
+        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i)),
+            None => (available, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = found.map_or(chunk.len(), |i| i + 1);
+        reader.consume(used);
+        if found.is_some() {
+            return if too_long {
+                Err(FrameError::TooLong)
+            } else {
+                Ok(true)
+            };
+        }
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let short: String = text.chars().take(80).collect();
+    if short.len() < text.len() {
+        format!("{short:?}…")
+    } else {
+        format!("{short:?}")
+    }
+}
+
+async fn read_stdout<R: AsyncBufRead + Unpin>(
+    mut reader: R,
+    tx: mpsc::Sender<ServerJsonRpcMessage>,
+    state: Arc<TransportState>,
+    mut exited: watch::Receiver<Option<ExitStatus>>,
+) {
+    let mut line = Vec::new();
+    let mut number = 0u64;
+    loop {
+        line.clear();
+        number += 1;
+        match read_frame(&mut reader, &mut line, MAX_MESSAGE_BYTES).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(FrameError::TooLong) => {
+                state.set_fault(format!(
+                    "sent a message (stdout line {number}) over the {} MiB limit; the connection was closed",
+                    MAX_MESSAGE_BYTES / (1024 * 1024)
+                ));
+                return;
+            }
+            Err(FrameError::Io(e)) => {
+                state.set_fault(format!("reading stdout failed: {e}"));
+                return;
+            }
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = match std::str::from_utf8(&line) {
+            Ok(text) => text,
+            Err(e) => {
+                state.set_fault(format!(
+                    "wrote invalid UTF-8 on stdout (line {number}, byte {}); MCP messages are UTF-8, so the connection was closed",
+                    e.valid_up_to()
+                ));
+                return;
+            }
+        };
+        match serde_json::from_str::<ServerJsonRpcMessage>(text) {
+            Ok(message) => {
+                if tx.send(message).await.is_err() {
+                    return;
+                }
+            }
+            Err(error) => {
+                let fault = if serde_json::from_str::<serde_json::Value>(text).is_ok() {
+                    format!(
+                        "wrote JSON that is not a valid JSON-RPC message on stdout (line {number}: {error}): {}",
+                        excerpt(text)
+                    )
+                } else {
+                    format!(
+                        "wrote a line that is not JSON on stdout (line {number}): {}; stdout is reserved for MCP messages (logs belong on stderr), so the connection was closed",
+                        excerpt(text)
+                    )
+                };
+                state.set_fault(fault);
+                return;
+            }
+        }
+    }
+    // End of stdout: the server closed it or exited. Give the reaper a moment to learn how.
+    let status = tokio::time::timeout(Duration::from_secs(2), exited.wait_for(Option::is_some))
+        .await
+        .ok()
+        .and_then(|r| r.ok().and_then(|s| *s));
+    state.set_fault(match status {
+        Some(status) => format!("the server process exited ({status})"),
+        None => "the server closed its stdout".to_string(),
+    });
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let stdin = self.stdin.clone();
+        async move {
+            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            let mut guard = stdin.lock().await;
+            let pipe = guard.as_mut().ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the server's stdin is closed",
+                )
+            })?;
+            pipe.write_all(&line).await?;
+            pipe.flush().await
+        }
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        let _ = self.exited.wait_for(Option::is_some).await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_are_bounded_and_stay_in_step() {
+        let data: &[u8] = b"short\nthis line is too long\nok\nlast";
+        let mut reader = BufReader::with_capacity(4, data);
+        let mut buf = Vec::new();
+        assert!(read_frame(&mut reader, &mut buf, 10).await.unwrap());
+        assert_eq!(buf, b"short");
+        buf.clear();
+        assert!(matches!(
+            read_frame(&mut reader, &mut buf, 10).await,
+            Err(FrameError::TooLong)
+        ));
+        buf.clear();
+        assert!(read_frame(&mut reader, &mut buf, 10).await.unwrap());
+        assert_eq!(buf, b"ok");
+        buf.clear();
+        assert!(read_frame(&mut reader, &mut buf, 10).await.unwrap());
+        assert_eq!(buf, b"last");
+        buf.clear();
+        assert!(!read_frame(&mut reader, &mut buf, 10).await.unwrap());
+    }
+
+    #[test]
+    fn first_fault_wins() {
+        let state = TransportState::default();
+        state.set_fault("first");
+        state.set_fault("second");
+        assert_eq!(state.fault().as_deref(), Some("first"));
+    }
+}

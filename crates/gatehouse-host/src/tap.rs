@@ -1,0 +1,303 @@
+//! The traffic tap: every JSON-RPC message in and out, per server, with direction, time and
+//! era, in a bounded in-memory ring and optionally a JSONL file.
+//!
+//! The tap sits between rmcp and the transport ([`Tapped`]), so it sees exactly what goes on
+//! the wire as JSON-RPC, never HTTP headers (and so never an `Authorization` header). Secret
+//! values the host resolved from the keychain are replaced by `[secret:NAME]` wherever they
+//! appear in a recorded message, in memory and in the file.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde::Serialize;
+use serde_json::Value;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::Era;
+
+/// Where the tap reads the time from. Passed in so tests can fix it.
+pub type Clock = Arc<dyn Fn() -> OffsetDateTime + Send + Sync>;
+
+/// The wall clock.
+pub fn system_clock() -> Clock {
+    Arc::new(OffsetDateTime::now_utc)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Host to server.
+    Out,
+    /// Server to host.
+    In,
+}
+
+/// One recorded message.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrafficEntry {
+    /// Position in this tap, across servers, starting at 1.
+    pub seq: u64,
+    /// RFC 3339, UTC.
+    pub time: String,
+    pub server: String,
+    pub direction: Direction,
+    /// The era the message belongs to; `None` only before the first handshake message.
+    pub era: Option<Era>,
+    pub message: Value,
+}
+
+struct Ring {
+    next_seq: u64,
+    entries: VecDeque<TrafficEntry>,
+}
+
+pub struct TrafficTap {
+    capacity: usize,
+    clock: Clock,
+    ring: Mutex<Ring>,
+    file: Option<Mutex<BufWriter<File>>>,
+    redactions: RwLock<Vec<(String, String)>>,
+}
+
+impl std::fmt::Debug for TrafficTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrafficTap")
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TrafficTap {
+    /// A tap keeping the last `capacity` messages (at least one).
+    pub fn new(capacity: usize, clock: Clock) -> Self {
+        TrafficTap {
+            capacity: capacity.max(1),
+            clock,
+            ring: Mutex::new(Ring {
+                next_seq: 1,
+                entries: VecDeque::new(),
+            }),
+            file: None,
+            redactions: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Also appends every entry as one JSON line to `path` (created if missing).
+    pub fn with_jsonl_file(mut self, path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        self.file = Some(Mutex::new(BufWriter::new(file)));
+        Ok(self)
+    }
+
+    /// From now on, `value` is recorded as `[secret:NAME]`.
+    pub fn redact(&self, name: &str, value: &str) {
+        if value.is_empty() {
+            return;
+        }
+        let mut redactions = self.redactions.write().expect("redactions poisoned");
+        if !redactions.iter().any(|(_, v)| v == value) {
+            redactions.push((format!("[secret:{name}]"), value.to_string()));
+            // Longest first, so a secret that contains another is replaced whole.
+            redactions.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+        }
+    }
+
+    pub fn record(&self, server: &str, direction: Direction, era: Option<Era>, mut message: Value) {
+        {
+            let redactions = self.redactions.read().expect("redactions poisoned");
+            if !redactions.is_empty() {
+                redact_value(&mut message, &redactions);
+            }
+        }
+        let time = (self.clock)()
+            .format(&Rfc3339)
+            .unwrap_or_else(|_| "invalid-time".into());
+        let entry = {
+            let mut ring = self.ring.lock().expect("tap poisoned");
+            let entry = TrafficEntry {
+                seq: ring.next_seq,
+                time,
+                server: server.to_string(),
+                direction,
+                era,
+                message,
+            };
+            ring.next_seq += 1;
+            if ring.entries.len() == self.capacity {
+                ring.entries.pop_front();
+            }
+            ring.entries.push_back(entry.clone());
+            entry
+        };
+        if let Some(file) = &self.file {
+            let mut file = file.lock().expect("tap file poisoned");
+            // The tap is diagnostics: a full disk must not break the connection, so a failed
+            // write is logged, not returned.
+            let result = serde_json::to_writer(&mut *file, &entry)
+                .map_err(std::io::Error::from)
+                .and_then(|()| file.write_all(b"\n"))
+                .and_then(|()| file.flush());
+            if let Err(error) = result {
+                tracing::warn!(%error, "could not write the traffic log");
+            }
+        }
+    }
+
+    /// The recorded entries, oldest first, for one server or all.
+    pub fn entries(&self, server: Option<&str>) -> Vec<TrafficEntry> {
+        let ring = self.ring.lock().expect("tap poisoned");
+        ring.entries
+            .iter()
+            .filter(|e| server.is_none_or(|s| e.server == s))
+            .cloned()
+            .collect()
+    }
+}
+
+fn redact_value(value: &mut Value, redactions: &[(String, String)]) {
+    match value {
+        Value::String(s) => {
+            for (label, secret) in redactions {
+                if s.contains(secret.as_str()) {
+                    *s = s.replace(secret.as_str(), label);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, redactions)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_value(v, redactions)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// The era a connection is in, shared by its tap wrapper and the connection. Before the
+/// handshake settles, the tap infers it from the handshake message it sees.
+#[derive(Debug, Default)]
+pub struct EraCell(Mutex<Option<Era>>);
+
+impl EraCell {
+    pub fn get(&self) -> Option<Era> {
+        *self.0.lock().expect("era cell poisoned")
+    }
+    pub fn set(&self, era: Era) {
+        *self.0.lock().expect("era cell poisoned") = Some(era);
+    }
+}
+
+/// A transport wrapped so the tap records every message crossing it.
+pub struct Tapped<T> {
+    inner: T,
+    tap: Arc<TrafficTap>,
+    server: Arc<str>,
+    era: Arc<EraCell>,
+}
+
+impl<T> Tapped<T> {
+    pub fn new(inner: T, tap: Arc<TrafficTap>, server: &str, era: Arc<EraCell>) -> Self {
+        Tapped {
+            inner,
+            tap,
+            server: server.into(),
+            era,
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let value = serde_json::to_value(&item).unwrap_or(Value::Null);
+        match value.get("method").and_then(Value::as_str) {
+            Some("server/discover") => self.era.set(Era::V2026_07_28),
+            Some("initialize") => self.era.set(Era::V2025_11_25),
+            _ => {}
+        }
+        self.tap
+            .record(&self.server, Direction::Out, self.era.get(), value);
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let item = self.inner.receive().await?;
+        let value = serde_json::to_value(&item).unwrap_or(Value::Null);
+        self.tap
+            .record(&self.server, Direction::In, self.era.get(), value);
+        Some(item)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fixed_clock() -> Clock {
+        Arc::new(|| time::macros::datetime!(2026-11-21 10:00:00 UTC))
+    }
+
+    #[test]
+    fn ring_keeps_the_newest_entries_and_filters_by_server() {
+        let tap = TrafficTap::new(3, fixed_clock());
+        for i in 0..5 {
+            let server = if i % 2 == 0 { "a" } else { "b" };
+            tap.record(
+                server,
+                Direction::Out,
+                Some(Era::V2025_11_25),
+                json!({"i": i}),
+            );
+        }
+        let all = tap.entries(None);
+        assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3, 4, 5]);
+        assert_eq!(all[0].time, "2026-11-21T10:00:00Z");
+        let a = tap.entries(Some("a"));
+        assert_eq!(
+            a.iter()
+                .map(|e| e.message["i"].as_i64().unwrap())
+                .collect::<Vec<_>>(),
+            vec![2, 4]
+        );
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_memory_and_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("traffic.jsonl");
+        let tap = TrafficTap::new(10, fixed_clock())
+            .with_jsonl_file(&path)
+            .unwrap();
+        tap.redact("api", "sk-live-123");
+        tap.record(
+            "s",
+            Direction::In,
+            None,
+            json!({"result": {"content": [{"text": "token is sk-live-123!"}]}, "n": 1}),
+        );
+        let entry = &tap.entries(None)[0];
+        assert_eq!(
+            entry.message["result"]["content"][0]["text"],
+            "token is [secret:api]!"
+        );
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert!(!file.contains("sk-live-123"), "{file}");
+        assert!(file.contains("[secret:api]"));
+        assert_eq!(file.lines().count(), 1);
+    }
+}
