@@ -1,1 +1,58 @@
-fn main() {}
+//! `gatehouse`: the headless face of the Gatehouse MCP host, for developers, admins and
+//! scripts. Every command is a thin call into `gatehouse-host`; the contract (commands,
+//! options, JSON shapes, exit codes) is stable because scripts depend on it.
+//!
+//! Exit codes: 0 success; 1 the server or the gate refused, or the tool returned `isError`;
+//! 2 usage, config or connection error.
+
+mod cli;
+mod commands;
+mod conformance;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
+            let code = if error.use_stderr() { 2 } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        // rmcp logs transport failures that the host reports itself, with advice; its own
+        // lines only repeat them, so they are off unless asked for with GATEHOUSE_LOG.
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
+                .unwrap_or_else(|_| "warn,rmcp=off".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("gatehouse: error: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let json = cli.json;
+    let outcome = runtime.block_on(commands::run(cli));
+    let code = match outcome {
+        Ok(code) => code,
+        Err(failure) => {
+            output::print_failure(&failure, json);
+            failure.exit_code()
+        }
+    };
+    // Don't wait for stray blocking tasks (a hung keychain call) at exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    ExitCode::from(code)
+}

@@ -2,13 +2,13 @@
 //! refreshed after `list_changed`), call tools one round at a time, close politely.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, InputRequest,
-    InputResponses, JsonObject, ProgressToken, RequestMetaObject, ServerPeerInfo, Tool,
+    InputResponses, JsonObject, ServerPeerInfo, Tool,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation};
 use crate::config::{ServerSpec, lookup_secret, resolve_secrets};
-use crate::error::chain;
+use crate::error::explain;
 use crate::http::{self, HttpLaunch};
 use crate::secrets::{SecretStore, SecretValue};
 use crate::stdio::{StdioLaunch, StdioTransport, TransportState};
@@ -72,8 +72,6 @@ pub struct ToolOutcome {
     pub result: CallToolResult,
     /// How many requests the call took (more than one after MRTR rounds).
     pub rounds: usize,
-    /// The progress token sent with the call; progress events carry it.
-    pub progress_token: String,
 }
 
 impl ToolOutcome {
@@ -107,7 +105,6 @@ pub struct Connection {
     tools_stale: Arc<AtomicBool>,
     tools_cache: Mutex<Option<Vec<Tool>>>,
     request_timeout: Duration,
-    next_token: AtomicU64,
 }
 
 impl std::fmt::Debug for Connection {
@@ -297,7 +294,6 @@ impl Connection {
             tools_stale,
             tools_cache: Mutex::new(None),
             request_timeout: options.request_timeout,
-            next_token: AtomicU64::new(1),
         })
     }
 
@@ -372,15 +368,9 @@ impl Connection {
         arguments: Option<JsonObject>,
         options: &CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        let token = format!(
-            "gatehouse-{}",
-            self.next_token.fetch_add(1, Ordering::Relaxed)
-        );
+        // rmcp attaches a fresh progress token to every request; progress arrives as events.
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments;
-        params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
-            rmcp::model::NumberOrString::String(token.clone().into()),
-        )));
         let what = format!("tools/call {name:?}");
         for round in 1..=MAX_INPUT_ROUNDS {
             let response = self
@@ -395,7 +385,6 @@ impl Connection {
                     return Ok(ToolOutcome {
                         result,
                         rounds: round,
-                        progress_token: token,
                     });
                 }
                 CallToolResponse::InputRequired(required) => {
@@ -519,7 +508,7 @@ impl Connection {
                 &format!("no final result after {max_rounds} input_required rounds"),
             ),
             other => {
-                let detail = self.state.fault().unwrap_or_else(|| chain(&other));
+                let detail = self.state.fault().unwrap_or_else(|| explain(&other));
                 HostError::Transport {
                     server: self.server.clone(),
                     detail: with_stderr(format!("{what} failed: {detail}"), &self.state),
@@ -546,7 +535,10 @@ fn settle<S: ClientHandler>(
 ) -> Result<RunningService<RoleClient, S>, HostError> {
     match result {
         Ok(Ok(service)) => Ok(service),
-        Ok(Err(error)) => Err(connect_error(state, chain(&error))),
+        Ok(Err(error)) => Err(connect_error(
+            state,
+            format!("during the handshake: {}", explain(&error)),
+        )),
         Err(_) => Err(connect_error(
             state,
             format!(

@@ -122,3 +122,108 @@ pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+/// Explains a transport or handshake failure in the user's terms: the innermost cause (what
+/// actually happened, without SDK type names) and, for the common HTTP failures, what to do.
+pub fn explain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut innermost = error;
+    while let Some(source) = innermost.source() {
+        innermost = source;
+    }
+    let mut cause = innermost.to_string();
+    // rmcp's transport errors wrap the cause as "… Transport [<type name>] error: CAUSE, when
+    // CONTEXT" without exposing it as a source; keep only CAUSE.
+    if let Some(start) = cause.find("] error: ") {
+        cause = cause[start + "] error: ".len()..].to_string();
+        if let Some(end) = cause.rfind(", when ") {
+            cause.truncate(end);
+        }
+    }
+    let cause = cause.trim_end_matches([':', ' ']).to_string();
+    let lower = cause.to_ascii_lowercase();
+    let hint = if lower.contains("auth required") || lower.contains("http 401") {
+        Some(
+            "the server requires authorization (HTTP 401): store a token with `gatehouse secret set NAME` and set \"bearerTokenSecret\": \"NAME\" on the server",
+        )
+    } else if lower.contains("http 403") || lower.contains("insufficient scope") {
+        Some("the server refused the credentials (HTTP 403)")
+    } else if lower.contains("http 404") {
+        Some("there is no MCP endpoint at this URL (HTTP 404); check the path, often /mcp")
+    } else if lower.contains("redirect") || lower.contains("http 30") {
+        Some(
+            "the server redirected the request; Gatehouse follows only same-origin 307/308 redirects, because a redirect elsewhere would carry the session and credentials to another host: configure the final URL",
+        )
+    } else if lower.contains("content type") {
+        Some(
+            "an MCP endpoint answers with application/json or text/event-stream; is this URL the server's MCP endpoint?",
+        )
+    } else if lower.contains("http 5") {
+        Some("the server failed while handling the request")
+    } else if lower.contains("connection refused")
+        || lower.contains("error sending request")
+        || lower.contains("dns")
+    {
+        Some("nothing answered at that address; is the server running and the URL right?")
+    } else {
+        None
+    };
+    match hint {
+        Some(hint) => format!("{cause}: {hint}"),
+        None => cause,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("Transport [some::Type<Generic>] error: {0}")]
+    struct Outer(#[source] Inner);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Inner(String);
+
+    #[test]
+    fn explain_uses_the_innermost_cause_and_adds_a_hint() {
+        let wrapped = Inner(
+            "Send message error Transport [a::B<c::D>] error: HTTP 502, when send discover request"
+                .into(),
+        );
+        assert_eq!(
+            explain(&wrapped),
+            "HTTP 502: the server failed while handling the request"
+        );
+        let text = explain(&Outer(Inner("HTTP 500".into())));
+        assert!(text.starts_with("HTTP 500: the server failed"), "{text}");
+        assert!(!text.contains("some::Type"));
+        let text = explain(&Outer(Inner(
+            "Unexpected content type: Some(\"text/html\")".into(),
+        )));
+        assert!(
+            text.contains("application/json or text/event-stream"),
+            "{text}"
+        );
+        assert_eq!(explain(&Inner("odd".into())), "odd");
+    }
+
+    #[test]
+    fn only_server_errors_are_refusals() {
+        let refusal = HostError::ServerError {
+            server: "s".into(),
+            what: "w".into(),
+            code: -32602,
+            message: "m".into(),
+        };
+        assert!(refusal.is_refusal());
+        assert_eq!(refusal.code(), "server_error");
+        let timeout = HostError::Timeout {
+            server: "s".into(),
+            what: "w".into(),
+            after: Duration::from_secs(1),
+        };
+        assert!(!timeout.is_refusal());
+        assert!(timeout.to_string().contains("notifications/cancelled"));
+    }
+}

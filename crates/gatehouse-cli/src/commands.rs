@@ -1,0 +1,560 @@
+//! One function per command; each is a thin call into gatehouse-host plus printing.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gatehouse_host::config::{ServerEntry, import, validate_server_name};
+use gatehouse_host::secrets::{SecretValue, validate_name};
+use gatehouse_host::tap::system_clock;
+use gatehouse_host::{
+    CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, KeyringStore,
+    SecretStore, ServerSpec, ServersFile, TrafficTap,
+};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{
+    AddArgs, Adhoc, CallArgs, Cli, Command, SecretCommand, ServersCommand, Target, TraceArgs,
+};
+use crate::output::{self, Spinner};
+
+/// A command that did not succeed: what to print and how to exit.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: &'static str,
+    pub message: String,
+    pub exit: u8,
+}
+
+impl Failure {
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure {
+            code: "usage",
+            message: message.into(),
+            exit: 2,
+        }
+    }
+    pub fn exit_code(&self) -> u8 {
+        self.exit
+    }
+}
+
+impl From<HostError> for Failure {
+    fn from(error: HostError) -> Self {
+        Failure {
+            code: error.code(),
+            message: error.to_string(),
+            exit: if error.is_refusal() { 1 } else { 2 },
+        }
+    }
+}
+
+/// The tap keeps this many messages in memory.
+const TAP_CAPACITY: usize = 10_000;
+
+/// Name used for an ad-hoc server in logs and the traffic record.
+const ADHOC: &str = "adhoc";
+
+pub struct Context {
+    pub json: bool,
+    pub config_path: PathBuf,
+    pub options: ConnectOptions,
+    pub tap: Arc<TrafficTap>,
+    pub secrets: Arc<dyn SecretStore>,
+    pub events: broadcast::Sender<HostEvent>,
+}
+
+fn default_config_path() -> PathBuf {
+    dirs::config_dir()
+        .unwrap_or_else(|| PathBuf::from(".config"))
+        .join("gatehouse")
+        .join("servers.json")
+}
+
+fn default_log_dir() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("gatehouse").join("logs"))
+}
+
+fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(Failure::usage(format!(
+            "{what} must be a number of seconds between 0 and 86400, not {value}"
+        )))
+    }
+}
+
+pub async fn run(cli: Cli) -> Result<u8, Failure> {
+    let mut tap = TrafficTap::new(TAP_CAPACITY, system_clock());
+    if let Some(path) = &cli.traffic_log {
+        tap = tap
+            .with_jsonl_file(path)
+            .map_err(|e| Failure::usage(format!("--traffic-log {}: {e}", path.display())))?;
+    }
+    let (events, _) = broadcast::channel(256);
+    let context = Context {
+        json: cli.json,
+        config_path: cli.config.clone().unwrap_or_else(default_config_path),
+        options: ConnectOptions {
+            era: cli.era,
+            elicitation: ElicitationMode::DeclineAndLog,
+            connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
+            request_timeout: seconds(cli.timeout, "--timeout")?,
+            log_dir: cli.log_dir.clone().or_else(default_log_dir),
+            ..ConnectOptions::default()
+        },
+        tap: Arc::new(tap),
+        secrets: Arc::new(KeyringStore),
+        events,
+    };
+    match cli.command {
+        Command::Servers(command) => servers(&context, command).await,
+        Command::Secret(command) => secret(&context, command).await,
+        Command::Connect(target) => connect_command(&context, &target).await,
+        Command::Tools(target) => tools(&context, &target).await,
+        Command::Call(args) => call(&context, &args).await,
+        Command::Trace(args) => trace(&context, &args).await,
+        Command::Conformance { url } => crate::conformance::run(&context, &url).await,
+    }
+}
+
+fn load_config(context: &Context) -> Result<ServersFile, Failure> {
+    Ok(ServersFile::load(&context.config_path)?)
+}
+
+/// The server a command addresses: a configured name, or an ad-hoc --stdio / --url.
+fn resolve_target(
+    context: &Context,
+    name: Option<&str>,
+    adhoc: &Adhoc,
+) -> Result<(String, ServerSpec), Failure> {
+    match (name, adhoc.given()) {
+        (Some(name), true) => Err(Failure::usage(format!(
+            "give either a configured server ({name:?}) or --stdio/--url, not both"
+        ))),
+        (None, false) => Err(Failure::usage(
+            "name a configured server, or give an ad-hoc one with --stdio 'CMD ARGS…' or --url URL",
+        )),
+        (Some(name), false) => {
+            let config = load_config(context)?;
+            Ok((name.to_string(), config.spec(name, &context.config_path)?))
+        }
+        (None, true) => Ok((ADHOC.to_string(), adhoc_spec(adhoc)?)),
+    }
+}
+
+fn adhoc_spec(adhoc: &Adhoc) -> Result<ServerSpec, Failure> {
+    Ok(match (&adhoc.stdio, &adhoc.url) {
+        (Some(command), None) => ServerSpec::adhoc_stdio(command)?,
+        (None, Some(url)) => ServerSpec::adhoc_http(url)?,
+        _ => return Err(Failure::usage("give one of --stdio or --url")),
+    })
+}
+
+/// Collects host events while a command runs, printing progress and elicitations to stderr
+/// in human mode.
+struct EventLog {
+    events: Arc<Mutex<Vec<HostEvent>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EventLog {
+    fn start(context: &Context) -> EventLog {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let mut rx = context.events.subscribe();
+        let sink = events.clone();
+        let json = context.json;
+        let task = tokio::spawn(async move {
+            while let Ok(event) = rx.recv().await {
+                if !json {
+                    output::print_event(&event);
+                }
+                sink.lock().expect("event log poisoned").push(event);
+            }
+        });
+        EventLog { events, task }
+    }
+
+    async fn finish(self) -> Vec<HostEvent> {
+        // Let events already sent reach the log.
+        tokio::task::yield_now().await;
+        self.task.abort();
+        let _ = self.task.await;
+        std::mem::take(&mut *self.events.lock().expect("event log poisoned"))
+    }
+}
+
+pub async fn connect(
+    context: &Context,
+    name: &str,
+    spec: &ServerSpec,
+) -> Result<Connection, Failure> {
+    let spinner = Spinner::start(
+        &format!("connecting to {name} ({})", spec.describe()),
+        context.json,
+    );
+    let result = Connection::connect(
+        name,
+        spec,
+        context.secrets.clone(),
+        context.tap.clone(),
+        context.events.clone(),
+        &context.options,
+    )
+    .await;
+    spinner.stop();
+    Ok(result?)
+}
+
+async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failure> {
+    let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
+    let log = EventLog::start(context);
+    let connection = connect(context, &name, &spec).await?;
+    let summary = connection.summary();
+    let tools = connection.tools().await;
+    let events = log.finish().await;
+    connection.close().await;
+    let tools = tools?;
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "connected": true,
+            "summary": summary,
+            "tools": tools.len(),
+            "events": events,
+        }));
+    } else {
+        output::print_summary(&name, &summary, tools.len());
+    }
+    Ok(0)
+}
+
+async fn tools(context: &Context, target: &Target) -> Result<u8, Failure> {
+    let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
+    let connection = connect(context, &name, &spec).await?;
+    let tools = connection.tools().await;
+    connection.close().await;
+    let tools = tools?;
+    if context.json {
+        output::print_json(&json!({"server": name, "tools": tools}));
+    } else {
+        output::print_tools(&tools);
+    }
+    Ok(0)
+}
+
+fn parse_arguments(raw: Option<&str>) -> Result<Option<serde_json::Map<String, Value>>, Failure> {
+    let Some(raw) = raw else { return Ok(None) };
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(other) => Err(Failure::usage(format!(
+            "--args must be a JSON object like '{{\"message\": \"hi\"}}', not {}",
+            output::json_kind(&other)
+        ))),
+        Err(e) => Err(Failure::usage(format!("--args is not valid JSON: {e}"))),
+    }
+}
+
+/// Cancelled on Ctrl-C, so an interrupted call sends `notifications/cancelled`.
+fn ctrl_c_token() -> CancellationToken {
+    let token = CancellationToken::new();
+    let trigger = token.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            trigger.cancel();
+        }
+    });
+    token
+}
+
+async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
+    let (server, tool) = match (args.words.as_slice(), args.adhoc.given()) {
+        ([tool], true) => (None, tool.clone()),
+        ([server, tool], false) => (Some(server.as_str()), tool.clone()),
+        ([_], false) => {
+            return Err(Failure::usage(
+                "call needs SERVER TOOL (or TOOL with --stdio / --url)",
+            ));
+        }
+        (_, true) => {
+            return Err(Failure::usage(
+                "with --stdio or --url, give only the TOOL name",
+            ));
+        }
+        _ => return Err(Failure::usage("call needs SERVER TOOL")),
+    };
+    let arguments = parse_arguments(args.args.as_deref())?;
+    let (name, spec) = resolve_target(context, server, &args.adhoc)?;
+    let log = EventLog::start(context);
+    let connection = connect(context, &name, &spec).await?;
+    let options = CallOptions {
+        cancel: Some(ctrl_c_token()),
+        timeout: None,
+    };
+    let outcome = connection.call_tool(&tool, arguments, &options).await;
+    let events = log.finish().await;
+    connection.close().await;
+    let outcome = outcome?;
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "tool": tool,
+            "is_error": outcome.is_error(),
+            "rounds": outcome.rounds,
+            "result": outcome.result,
+            "events": events,
+        }));
+    } else {
+        output::print_result(&outcome.result);
+    }
+    if outcome.is_error() {
+        if !context.json {
+            eprintln!("gatehouse: the tool {tool:?} returned an error result (isError)");
+        }
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
+    let (name, spec) = resolve_target(context, args.target.server.as_deref(), &args.target.adhoc)?;
+    let arguments = parse_arguments(args.args.as_deref())?;
+    let log = EventLog::start(context);
+    let mut exit = 0;
+    let mut failure = None;
+    match connect(context, &name, &spec).await {
+        Ok(connection) => {
+            if let Err(e) = connection.tools().await {
+                failure = Some(Failure::from(e));
+            } else if let Some(tool) = &args.tool {
+                match connection
+                    .call_tool(
+                        tool,
+                        arguments,
+                        &CallOptions {
+                            cancel: Some(ctrl_c_token()),
+                            timeout: None,
+                        },
+                    )
+                    .await
+                {
+                    Ok(outcome) if outcome.is_error() => exit = 1,
+                    Ok(_) => {}
+                    Err(e) => failure = Some(e.into()),
+                }
+            }
+            connection.close().await;
+        }
+        Err(e) => failure = Some(e),
+    }
+    log.finish().await;
+    // The traffic is printed even when the run failed: that is when it is most useful.
+    let entries = context.tap.entries(Some(&name));
+    if context.json {
+        for entry in &entries {
+            println!(
+                "{}",
+                serde_json::to_string(entry).expect("entry serializes")
+            );
+        }
+    } else {
+        output::print_traffic(&entries);
+    }
+    match failure {
+        Some(failure) => Err(failure),
+        None => Ok(exit),
+    }
+}
+
+async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failure> {
+    let path = &context.config_path;
+    match command {
+        ServersCommand::List => {
+            let config = load_config(context)?;
+            let rows: Vec<Value> = config
+                .servers
+                .iter()
+                .map(|(name, entry)| {
+                    let spec = entry.to_spec(name).expect("validated on load");
+                    json!({
+                        "name": name,
+                        "transport": spec.transport_name(),
+                        "target": spec.describe(),
+                        "secrets": entry.secret_references(),
+                    })
+                })
+                .collect();
+            if context.json {
+                output::print_json(&json!({"config": path, "servers": rows}));
+            } else {
+                output::print_servers(path, &rows);
+            }
+            Ok(0)
+        }
+        ServersCommand::Add(args) => {
+            let mut config = load_config(context)?;
+            add_server(&mut config, &args, path)?;
+            config.save(path)?;
+            report(
+                context,
+                json!({"added": args.name, "config": path}),
+                &format!("added {:?} to {}", args.name, path.display()),
+            );
+            Ok(0)
+        }
+        ServersCommand::Remove { name } => {
+            let mut config = load_config(context)?;
+            if config.servers.remove(&name).is_none() {
+                return Err(HostError::UnknownServer {
+                    name: name.clone(),
+                    config: path.display().to_string(),
+                    known: config
+                        .servers
+                        .keys()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+                .into());
+            }
+            config.save(path)?;
+            report(
+                context,
+                json!({"removed": name, "config": path}),
+                &format!("removed {name:?} from {}", path.display()),
+            );
+            Ok(0)
+        }
+        ServersCommand::Import {
+            path: source,
+            replace,
+        } => {
+            let text = std::fs::read_to_string(&source)
+                .map_err(|e| HostError::Config(format!("cannot read {}: {e}", source.display())))?;
+            let mut config = load_config(context)?;
+            let secrets = context.secrets.clone();
+            let source_for_task = source.clone();
+            let (config, result) = tokio::task::spawn_blocking(move || {
+                let result = import(
+                    &text,
+                    &source_for_task,
+                    &mut config,
+                    secrets.as_ref(),
+                    replace,
+                );
+                (config, result)
+            })
+            .await
+            .map_err(|e| Failure::usage(format!("import failed: {e}")))?;
+            let report_data = result?;
+            config.save(path)?;
+            if context.json {
+                output::print_json(&json!({"config": path, "import": report_data}));
+            } else {
+                output::print_import(&source, path, &report_data);
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn split_pair<'a>(raw: &'a str, flag: &str) -> Result<(&'a str, &'a str), Failure> {
+    raw.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| Failure::usage(format!("{flag} {raw:?}: expected KEY=VALUE")))
+}
+
+fn add_server(config: &mut ServersFile, args: &AddArgs, path: &Path) -> Result<(), Failure> {
+    validate_server_name(&args.name)?;
+    if config.servers.contains_key(&args.name) && !args.replace {
+        return Err(HostError::Config(format!(
+            "{}: a server named {:?} exists; use --replace to overwrite it",
+            path.display(),
+            args.name
+        ))
+        .into());
+    }
+    let spec = adhoc_spec(&args.server)?;
+    let mut entry = ServerEntry::from(&spec);
+    for raw in &args.env {
+        let (k, v) = split_pair(raw, "--env")?;
+        entry.env.insert(k.into(), v.into());
+    }
+    for raw in &args.headers {
+        let (k, v) = split_pair(raw, "--header")?;
+        entry.headers.insert(k.into(), v.into());
+    }
+    entry.cwd = args.cwd.as_ref().map(|p| p.display().to_string());
+    entry.bearer_token_secret = args.bearer_secret.clone();
+    entry.to_spec(&args.name)?;
+    config.servers.insert(args.name.clone(), entry);
+    Ok(())
+}
+
+async fn secret(context: &Context, command: SecretCommand) -> Result<u8, Failure> {
+    match command {
+        SecretCommand::Set { name } => {
+            validate_name(&name)?;
+            let value = read_secret_value(&name)?;
+            let secrets = context.secrets.clone();
+            let task_name = name.clone();
+            tokio::task::spawn_blocking(move || secrets.set(&task_name, &value))
+                .await
+                .map_err(|e| Failure::usage(format!("keychain task failed: {e}")))??;
+            report(
+                context,
+                json!({"stored": name}),
+                &format!("stored secret {name:?} in the OS keychain"),
+            );
+            Ok(0)
+        }
+        SecretCommand::Delete { name } => {
+            validate_name(&name)?;
+            let secrets = context.secrets.clone();
+            let task_name = name.clone();
+            tokio::task::spawn_blocking(move || secrets.delete(&task_name))
+                .await
+                .map_err(|e| Failure::usage(format!("keychain task failed: {e}")))??;
+            report(
+                context,
+                json!({"deleted": name}),
+                &format!("deleted secret {name:?}"),
+            );
+            Ok(0)
+        }
+    }
+}
+
+/// Reads a secret from stdin: with the terminal's echo off when stdin is a terminal, else the
+/// whole input with one trailing newline removed.
+fn read_secret_value(name: &str) -> Result<SecretValue, Failure> {
+    let value = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(format!("value for {name} (not echoed): "))
+            .map_err(|e| Failure::usage(format!("cannot read the secret from the terminal: {e}")))?
+    } else {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::usage(format!("cannot read the secret from stdin: {e}")))?;
+        let trimmed = text.strip_suffix('\n').unwrap_or(&text);
+        trimmed.strip_suffix('\r').unwrap_or(trimmed).to_string()
+    };
+    if value.is_empty() {
+        return Err(Failure::usage(format!(
+            "the value for secret {name:?} is empty; nothing was stored"
+        )));
+    }
+    Ok(SecretValue::new(value))
+}
+
+fn report(context: &Context, data: Value, human: &str) {
+    if context.json {
+        output::print_json(&data);
+    } else {
+        println!("{human}");
+    }
+}

@@ -1,0 +1,287 @@
+//! Printing: human text on stdout, diagnostics on stderr, one JSON document with --json.
+//!
+//! Server-supplied text is printed as data: control characters are escaped so a server
+//! cannot move the cursor, recolour the terminal or fake a line of ours.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use gatehouse_host::config::ImportReport;
+use gatehouse_host::connection::ServerSummary;
+use gatehouse_host::{Direction, HostEvent, TrafficEntry};
+use rmcp::model::{CallToolResult, Tool};
+use serde_json::{Value, json};
+
+use crate::commands::Failure;
+
+pub fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON serializes")
+    );
+}
+
+pub fn print_failure(failure: &Failure, json: bool) {
+    if json {
+        print_json(&json!({"error": {"code": failure.code, "message": failure.message}}));
+    }
+    eprintln!("gatehouse: error: {}", failure.message);
+}
+
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Escapes control characters (keeping newlines and tabs) in server-supplied text.
+pub fn safe(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// One line of server text: newlines escaped too.
+fn safe_line(text: &str) -> String {
+    safe(text).replace('\n', "\\n")
+}
+
+pub fn print_summary(name: &str, summary: &ServerSummary, tools: usize) {
+    println!(
+        "connected to {name} ({} {})",
+        summary.transport,
+        safe_line(&summary.target)
+    );
+    println!(
+        "  protocol   {} (era {})",
+        summary.protocol_version, summary.era
+    );
+    let claimed = match (&summary.name, &summary.version) {
+        (Some(n), Some(v)) => format!("{} {}", safe_line(n), safe_line(v)),
+        (Some(n), None) => safe_line(n),
+        _ => "(none given)".into(),
+    };
+    println!("  server     {claimed} (claimed by the server, not verified)");
+    println!("  tools      {tools}");
+    if let Some(instructions) = &summary.instructions {
+        println!(
+            "  instructions (from the server): {}",
+            safe_line(instructions)
+        );
+    }
+}
+
+pub fn print_tools(tools: &[Tool]) {
+    if tools.is_empty() {
+        println!("(no tools)");
+        return;
+    }
+    let width = tools
+        .iter()
+        .map(|t| t.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(40);
+    for tool in tools {
+        let description = tool
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        println!(
+            "{:width$}  {}",
+            safe_line(&tool.name),
+            safe_line(description.trim())
+        );
+    }
+}
+
+pub fn print_result(result: &CallToolResult) {
+    for block in &result.content {
+        match block.as_text() {
+            Some(text) => println!("{}", safe(&text.text)),
+            None => println!("{}", serde_json::to_string(block).unwrap_or_default()),
+        }
+    }
+    if let Some(structured) = &result.structured_content
+        && result.content.is_empty()
+    {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(structured).unwrap_or_default()
+        );
+    }
+}
+
+pub fn print_event(event: &HostEvent) {
+    match event {
+        HostEvent::Progress {
+            progress,
+            total,
+            message,
+            ..
+        } => {
+            let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+            let message = message
+                .as_deref()
+                .map(|m| format!(" {}", safe_line(m)))
+                .unwrap_or_default();
+            eprintln!("progress {progress}{of}{message}");
+        }
+        HostEvent::ToolsChanged { server } => eprintln!("{server}: the tool list changed"),
+        HostEvent::Elicitation {
+            server,
+            mode,
+            message,
+            url,
+            action,
+            reason,
+        } => {
+            let url = url
+                .as_deref()
+                .map(|u| format!(" url={}", safe_line(u)))
+                .unwrap_or_default();
+            eprintln!(
+                "{server}: {mode} elicitation {:?}{url}: answered {action} ({reason})",
+                safe_line(message)
+            );
+        }
+        HostEvent::ElicitationRefused { server, detail } => {
+            eprintln!("{server}: elicitation refused: {detail}")
+        }
+        HostEvent::Log {
+            server,
+            level,
+            data,
+        } => {
+            eprintln!("{server} log [{level}]: {}", safe_line(&data.to_string()));
+        }
+        HostEvent::Unhandled { server, method } => {
+            eprintln!("{server}: ignored notification {}", safe_line(method))
+        }
+    }
+}
+
+pub fn print_traffic(entries: &[TrafficEntry]) {
+    for entry in entries {
+        let arrow = match entry.direction {
+            Direction::Out => "->",
+            Direction::In => "<-",
+        };
+        let era = entry.era.map(|e| e.as_str()).unwrap_or("-");
+        println!(
+            "#{} {} {era} {} {arrow} {}",
+            entry.seq, entry.time, entry.server, entry.message
+        );
+    }
+}
+
+pub fn print_servers(path: &Path, rows: &[Value]) {
+    if rows.is_empty() {
+        println!(
+            "no servers in {}; add one with `gatehouse servers add NAME --stdio 'CMD'` or --url URL",
+            path.display()
+        );
+        return;
+    }
+    for row in rows {
+        println!(
+            "{}  {}  {}",
+            row["name"].as_str().unwrap_or_default(),
+            row["transport"].as_str().unwrap_or_default(),
+            row["target"].as_str().unwrap_or_default()
+        );
+    }
+}
+
+pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
+    println!(
+        "imported {} server(s) from {} into {}",
+        report.imported.len(),
+        source.display(),
+        into.display()
+    );
+    for name in &report.imported {
+        println!("  + {name}");
+    }
+    for name in &report.skipped {
+        println!("  = {name} (exists; use --replace to overwrite)");
+    }
+    for moved in &report.secrets_moved {
+        println!("  moved to the keychain: {moved}");
+    }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// A spinner on stderr for slow connects, only when stderr is a terminal and output is not
+/// JSON. It appears after a short delay so fast connects print nothing.
+pub struct Spinner {
+    done: Arc<AtomicBool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Spinner {
+    pub fn start(label: &str, json: bool) -> Spinner {
+        let done = Arc::new(AtomicBool::new(false));
+        if json || !std::io::stderr().is_terminal() {
+            return Spinner { done, task: None };
+        }
+        let flag = done.clone();
+        let label = label.to_string();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let frames = ['|', '/', '-', '\\'];
+            let mut i = 0;
+            while !flag.load(Ordering::SeqCst) {
+                eprint!("\r{} {label}…", frames[i % frames.len()]);
+                let _ = std::io::stderr().flush();
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Spinner {
+            done,
+            task: Some(task),
+        }
+    }
+
+    pub fn stop(self) {
+        self.done.store(true, Ordering::SeqCst);
+        if let Some(task) = self.task {
+            let finished = task.is_finished();
+            task.abort();
+            if !finished {
+                // Clear the spinner's line.
+                eprint!("\r\x1b[2K");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_from_servers_are_escaped() {
+        assert_eq!(safe("ok\x1b[31mred\x07"), "ok\\u{1b}[31mred\\u{7}");
+        assert_eq!(safe("line1\nline2\tx"), "line1\nline2\tx");
+        assert_eq!(safe_line("a\nb"), "a\\nb");
+    }
+}
