@@ -326,7 +326,8 @@ impl ServersFile {
             ))
         })?;
         for (name, entry) in &file.servers {
-            validate_server_name(name)?;
+            validate_server_name(name)
+                .map_err(|e| HostError::Config(format!("{}: {e}", path.display())))?;
             entry
                 .to_spec(name)
                 .map_err(|e| HostError::Config(format!("{}: {e}", path.display())))?;

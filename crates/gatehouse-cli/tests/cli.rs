@@ -1,0 +1,555 @@
+//! The `gatehouse` binary as a user and a script drive it: real processes, the demo server,
+//! the misbehaving fixtures, exit codes and JSON shapes.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The demo server binary, built next to `gatehouse` by `cargo build --workspace`.
+fn demo_bin() -> String {
+    let path =
+        PathBuf::from(env!("CARGO_BIN_EXE_gatehouse")).with_file_name("gatehouse-demo-server");
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+fn fixture(name: &str) -> String {
+    repo()
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("servers.json")
+    }
+    fn logs(&self) -> PathBuf {
+        self.dir.path().join("logs")
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::cargo_bin("gatehouse").unwrap();
+        cmd.arg("--config")
+            .arg(self.config())
+            .arg("--log-dir")
+            .arg(self.logs());
+        cmd.args(args);
+        cmd.env("HOME", self.dir.path())
+            .env_remove("GATEHOUSE_CONFIG")
+            .stdin(Stdio::null());
+        cmd
+    }
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.cmd(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+    fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let (code, stdout, stderr) = self.run(&all);
+        let value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
+        (code, value)
+    }
+}
+
+/// A server process killed when the test ends.
+struct Running(Child);
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a process that prints `listening on URL` first, and returns the URL.
+fn start_listening(mut command: Command) -> (Running, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (Running(child), url)
+}
+
+fn demo_http(extra: &[&str]) -> (Running, String) {
+    let mut command = Command::new(demo_bin());
+    command.args(["--http", "127.0.0.1:0"]).args(extra);
+    start_listening(command)
+}
+
+#[test]
+fn demo_over_stdio_in_every_era() {
+    let env = Env::new();
+    let demo = demo_bin();
+    for (era, expected) in [
+        ("auto", "2026-07-28"),
+        ("2026-07-28", "2026-07-28"),
+        ("2025-11-25", "2025-11-25"),
+    ] {
+        let (code, connect) = env.json(&["--era", era, "connect", "--stdio", &demo]);
+        assert_eq!(code, 0, "{connect}");
+        assert_eq!(connect["summary"]["era"], expected);
+        assert_eq!(connect["summary"]["name"], "gatehouse-demo-server");
+        assert_eq!(connect["tools"], 4);
+
+        let (code, tools) = env.json(&["--era", era, "tools", "--stdio", &demo]);
+        assert_eq!(code, 0);
+        let mut names: Vec<&str> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["add", "echo", "fail", "slow"]);
+
+        let (code, add) = env.json(&[
+            "--era",
+            era,
+            "call",
+            "--stdio",
+            &demo,
+            "add",
+            "--args",
+            r#"{"a": 2, "b": 3.5}"#,
+        ]);
+        assert_eq!(code, 0);
+        assert_eq!(add["result"]["content"][0]["text"], "5.5");
+        assert_eq!(add["is_error"], false);
+
+        let (code, fail) = env.json(&[
+            "--era",
+            era,
+            "call",
+            "--stdio",
+            &demo,
+            "fail",
+            "--args",
+            r#"{"message": "nope"}"#,
+        ]);
+        assert_eq!(code, 1, "isError exits 1");
+        assert_eq!(fail["is_error"], true);
+        assert_eq!(fail["result"]["content"][0]["text"], "nope");
+
+        let (code, missing) = env.json(&["--era", era, "call", "--stdio", &demo, "no_such_tool"]);
+        assert_eq!(code, 1, "a server refusal exits 1");
+        assert_eq!(missing["error"]["code"], "server_error");
+    }
+}
+
+#[test]
+fn human_output_and_progress() {
+    let env = Env::new();
+    let demo = demo_bin();
+    let (code, stdout, stderr) = env.run(&[
+        "call",
+        "--stdio",
+        &demo,
+        "slow",
+        "--args",
+        r#"{"steps": 3, "delay_ms": 20}"#,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim(), "done after 3 steps");
+    assert!(stderr.contains("progress 3/3 step 3 of 3"), "{stderr}");
+    let (code, stdout, _) = env.run(&["connect", "--stdio", &demo]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("claimed by the server, not verified"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn demo_over_http_in_both_eras() {
+    let env = Env::new();
+    let (_server, url) = demo_http(&[]);
+    for (era, expected) in [("auto", "2026-07-28"), ("2025-11-25", "2025-11-25")] {
+        let (code, out) = env.json(&[
+            "--era",
+            era,
+            "call",
+            "--url",
+            &url,
+            "echo",
+            "--args",
+            r#"{"message": "über"}"#,
+        ]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(out["result"]["content"][0]["text"], "über");
+        let (_, connect) = env.json(&["--era", era, "connect", "--url", &url]);
+        assert_eq!(connect["summary"]["era"], expected);
+    }
+}
+
+#[test]
+fn era_override_against_a_single_era_server() {
+    let env = Env::new();
+    let legacy = format!("{} --era 2025-11-25", demo_bin());
+    let (code, out) = env.json(&["connect", "--stdio", &legacy]);
+    assert_eq!(code, 0, "auto falls back: {out}");
+    assert_eq!(out["summary"]["era"], "2025-11-25");
+    let (code, out) = env.json(&["--era", "2026-07-28", "connect", "--stdio", &legacy]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(out["error"]["code"], "connect_failed");
+
+    let modern = format!("{} --era 2026-07-28", demo_bin());
+    let (code, out) = env.json(&["connect", "--stdio", &modern]);
+    assert_eq!(
+        (code, out["summary"]["era"].as_str()),
+        (0, Some("2026-07-28"))
+    );
+    let (code, _) = env.json(&["--era", "2025-11-25", "connect", "--stdio", &modern]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn tools_list_follows_every_page() {
+    let env = Env::new();
+    let paged = format!("{} --page-size 1", demo_bin());
+    let (code, tools) = env.json(&["tools", "--stdio", &paged]);
+    assert_eq!(code, 0);
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 4);
+    let (_, stdout, _) = env.run(&["--json", "trace", "--stdio", &paged]);
+    let lists = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["direction"] == "out" && e["message"]["method"] == "tools/list")
+        .count();
+    assert_eq!(lists, 4, "one tools/list per page");
+}
+
+#[test]
+fn trace_shows_every_message_with_direction_time_and_era() {
+    let env = Env::new();
+    let demo = demo_bin();
+    let traffic = env.dir.path().join("traffic.jsonl");
+    let (code, stdout, stderr) = env.run(&[
+        "--json",
+        "--traffic-log",
+        traffic.to_str().unwrap(),
+        "--era",
+        "2025-11-25",
+        "trace",
+        "--stdio",
+        &demo,
+        "--call",
+        "echo",
+        "--args",
+        r#"{"message": "hi"}"#,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let entries: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let methods: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["message"]["method"].as_str())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["era"] == "2025-11-25" && e["server"] == "adhoc")
+    );
+    assert!(entries.iter().any(|e| e["direction"] == "in" && e["message"]["result"]["content"][0]["text"] == "hi"));
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["time"].as_str().unwrap().ends_with('Z'))
+    );
+    let file = std::fs::read_to_string(&traffic).unwrap();
+    assert_eq!(
+        file.lines().count(),
+        entries.len(),
+        "the JSONL file has the same messages"
+    );
+}
+
+#[test]
+fn stdio_bad_input_ends_in_a_clear_error() {
+    let env = Env::new();
+    let cases = [
+        ("non-json", "not JSON on stdout"),
+        ("oversize", "over the 16 MiB limit"),
+        ("invalid-utf8", "invalid UTF-8"),
+        ("not-jsonrpc", "not a valid JSON-RPC message"),
+        ("exit-mid-call", "exited (exit status: 3)"),
+    ];
+    for (mode, needle) in cases {
+        let server = format!("python3 {} {mode}", fixture("misbehaving_stdio.py"));
+        let (code, stdout, stderr) = env.run(&["--json", "call", "--stdio", &server, "t"]);
+        assert_eq!(code, 2, "{mode}: {stderr}");
+        let error: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(error["error"]["code"], "transport_failed", "{mode}");
+        assert!(
+            error["error"]["message"].as_str().unwrap().contains(needle),
+            "{mode}: {error}"
+        );
+    }
+    let banner = format!("python3 {} banner", fixture("misbehaving_stdio.py"));
+    let (code, stdout, _) = env.run(&["--json", "connect", "--stdio", &banner]);
+    assert_eq!(code, 2);
+    assert!(
+        stdout.contains("connect_failed") && stdout.contains("Starting server v1.0"),
+        "{stdout}"
+    );
+    let (code, _, stderr) = env.run(&["connect", "--stdio", "/no/such/server-binary"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("could not start") && stderr.contains("PATH"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_silent_server_times_out_and_is_told_so() {
+    let env = Env::new();
+    let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
+    let (code, _, stderr) = env.run(&["--timeout", "1", "call", "--stdio", &server, "t"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no answer to tools/call \"t\" within 1s"),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(env.logs().join("adhoc.stderr.log")).unwrap();
+    assert!(log.contains("got notifications/cancelled"), "{log}");
+}
+
+#[test]
+fn ctrl_c_cancels_the_call_on_the_wire() {
+    let env = Env::new();
+    let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
+    let mut child = env
+        .cmd(&["call", "--stdio", &server, "t"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the call is in flight (the fixture logs its start), then interrupt.
+    let log = env.logs().join("adhoc.stderr.log");
+    for _ in 0..100 {
+        if std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started")) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cancelled by the user"), "{stderr}");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("got notifications/cancelled")
+    );
+}
+
+fn misbehaving_http(mode: &str, hits: &Path) -> (Running, String) {
+    let mut command = Command::new("python3");
+    command
+        .arg(fixture("misbehaving_http.py"))
+        .arg(mode)
+        .arg(hits);
+    start_listening(command)
+}
+
+#[test]
+fn http_bad_input_ends_in_a_clear_error() {
+    let env = Env::new();
+    let cases = [
+        ("status-500", "HTTP 500"),
+        ("status-401", "requires authorization"),
+        ("wrong-type", "text/html"),
+        ("redirect", "same-origin"),
+        ("call-500", "HTTP 503"),
+    ];
+    for (mode, needle) in cases {
+        let hits = env.dir.path().join(format!("{mode}.hits"));
+        let (_server, url) = misbehaving_http(mode, &hits);
+        let (code, out) = env.json(&["--connect-timeout", "10", "call", "--url", &url, "t"]);
+        assert_eq!(code, 2, "{mode}: {out}");
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(message.contains(needle), "{mode}: {message}");
+        assert!(!message.contains("rmcp::"), "no SDK type names: {message}");
+        if mode == "redirect" {
+            assert!(
+                !hits.exists(),
+                "the cross-origin redirect was followed: {:?}",
+                std::fs::read_to_string(&hits)
+            );
+        }
+    }
+}
+
+#[test]
+fn servers_add_list_remove_and_import() {
+    let env = Env::new();
+    let (code, _) = env.json(&[
+        "servers",
+        "add",
+        "demo",
+        "--stdio",
+        "gatehouse-demo-server --era both",
+        "--env",
+        "A=1",
+    ]);
+    assert_eq!(code, 0);
+    let (code, _) = env.json(&[
+        "servers",
+        "add",
+        "web",
+        "--url",
+        "https://mcp.example/mcp",
+        "--bearer-secret",
+        "web-token",
+        "--header",
+        "X-Team=blue",
+    ]);
+    assert_eq!(code, 0);
+    let (code, out) = env.json(&["servers", "add", "demo", "--stdio", "x"]);
+    assert_eq!(code, 2, "duplicate names need --replace: {out}");
+    let (_, list) = env.json(&["servers", "list"]);
+    let rows = list["servers"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["target"], "gatehouse-demo-server --era both");
+    assert_eq!(rows[1]["secrets"][0], "web-token");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.config()).unwrap()).unwrap();
+    assert_eq!(file["mcpServers"]["demo"]["env"]["A"], "1");
+    assert_eq!(file["mcpServers"]["web"]["bearerTokenSecret"], "web-token");
+
+    let claude = env.dir.path().join("claude_desktop_config.json");
+    std::fs::write(&claude, r#"{"mcpServers": {"files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}}}"#).unwrap();
+    let (code, out) = env.json(&["servers", "import", claude.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["import"]["imported"][0], "files");
+
+    let (code, _) = env.json(&["servers", "remove", "demo"]);
+    assert_eq!(code, 0);
+    let (code, out) = env.json(&["servers", "remove", "demo"]);
+    assert_eq!(
+        (code, out["error"]["code"].as_str()),
+        (2, Some("unknown_server"))
+    );
+    let (_, list) = env.json(&["servers", "list"]);
+    assert_eq!(list["servers"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn configured_servers_are_used_by_name() {
+    let env = Env::new();
+    env.json(&["servers", "add", "demo", "--stdio", &demo_bin()]);
+    let (code, out) = env.json(&[
+        "call",
+        "demo",
+        "echo",
+        "--args",
+        r#"{"message": "by name"}"#,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["server"], "demo");
+    assert_eq!(out["result"]["content"][0]["text"], "by name");
+    let (code, out) = env.json(&["tools", "nope"]);
+    assert_eq!(code, 2);
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("configured: demo"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_broken_config_file_is_named_and_left_alone() {
+    let env = Env::new();
+    std::fs::write(env.config(), "{\"mcpServers\": {\"a\": {\"command\": 1}}}").unwrap();
+    let (code, _, stderr) = env.run(&["servers", "list"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("servers.json: line 1 column"), "{stderr}");
+    let (code, _, _) = env.run(&["servers", "add", "b", "--stdio", "x"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        std::fs::read_to_string(env.config()).unwrap(),
+        "{\"mcpServers\": {\"a\": {\"command\": 1}}}",
+        "untouched"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_and_say_what_to_do() {
+    let env = Env::new();
+    let demo = demo_bin();
+    let cases: [(&[&str], &str); 6] = [
+        (&["call", "demo"], "SERVER TOOL"),
+        (
+            &["call", "--stdio", &demo, "echo", "--args", "[1]"],
+            "JSON object",
+        ),
+        (
+            &["call", "--stdio", &demo, "echo", "--args", "{"],
+            "not valid JSON",
+        ),
+        (&["tools"], "--stdio"),
+        (&["connect", "--url", "ftp://x"], "http:// or https://"),
+        (
+            &["--era", "2024-01-01", "tools", "x"],
+            "unknown protocol era",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, _, stderr) = env.run(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}

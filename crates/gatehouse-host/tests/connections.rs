@@ -1,0 +1,254 @@
+//! The host against real server processes: the misbehaving fixtures (tests/fixtures) next to
+//! a healthy one, in one host, the way the app keeps several servers at once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gatehouse_host::tap::system_clock;
+use gatehouse_host::{
+    CallOptions, ConnectOptions, Connection, Direction, HostEvent, MemoryStore, ServerSpec,
+    TrafficTap,
+};
+use tokio::sync::broadcast;
+
+fn fixture(mode: &str) -> ServerSpec {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/misbehaving_stdio.py");
+    ServerSpec::adhoc_stdio(&format!("python3 {} {mode}", script.display())).unwrap()
+}
+
+struct Host {
+    tap: Arc<TrafficTap>,
+    events: broadcast::Sender<HostEvent>,
+    options: ConnectOptions,
+    _logs: tempfile::TempDir,
+}
+
+impl Host {
+    fn new() -> Host {
+        let logs = tempfile::tempdir().unwrap();
+        let options = ConnectOptions {
+            log_dir: Some(logs.path().to_path_buf()),
+            connect_timeout: Duration::from_secs(20),
+            request_timeout: Duration::from_secs(20),
+            shutdown_grace: Duration::from_millis(300),
+            ..ConnectOptions::default()
+        };
+        Host {
+            tap: Arc::new(TrafficTap::new(1000, system_clock())),
+            events: broadcast::channel(64).0,
+            options,
+            _logs: logs,
+        }
+    }
+
+    async fn connect(&self, name: &str, mode: &str) -> Connection {
+        Connection::connect(
+            name,
+            &fixture(mode),
+            Arc::new(MemoryStore::default()),
+            self.tap.clone(),
+            self.events.clone(),
+            &self.options,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"))
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self._logs.path().join(format!("{name}.stderr.log")))
+            .unwrap_or_default()
+    }
+}
+
+#[tokio::test]
+async fn a_broken_server_does_not_disturb_a_healthy_one() {
+    let host = Host::new();
+    let healthy = host.connect("healthy", "stderr-noise").await;
+    for mode in [
+        "non-json",
+        "oversize",
+        "invalid-utf8",
+        "not-jsonrpc",
+        "exit-mid-call",
+    ] {
+        let broken = host.connect(mode, mode).await;
+        let error = broken
+            .call_tool("t", None, &CallOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "transport_failed", "{mode}: {error}");
+        // The broken connection stays broken, with the same explanation.
+        let again = broken
+            .call_tool("t", None, &CallOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(again.code(), "transport_failed", "{mode}: {again}");
+        let ok = healthy
+            .call_tool("t", None, &CallOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(
+            ok.result.content[0].as_text().unwrap().text,
+            "ok",
+            "after {mode}"
+        );
+        broken.close().await;
+    }
+    // The tap kept every server's traffic apart.
+    assert!(
+        host.tap
+            .entries(Some("healthy"))
+            .iter()
+            .all(|e| e.server == "healthy")
+    );
+    assert!(!host.tap.entries(Some("exit-mid-call")).is_empty());
+    healthy.close().await;
+}
+
+#[tokio::test]
+async fn stderr_is_logged_and_never_an_error() {
+    let host = Host::new();
+    let server = host.connect("noisy", "stderr-noise").await;
+    let outcome = server
+        .call_tool("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    assert!(!outcome.is_error());
+    server.close().await;
+    let log = host.log("noisy");
+    assert!(log.contains("ERROR: this is just noise"), "{log}");
+}
+
+#[tokio::test]
+async fn a_timeout_cancels_the_request_on_the_wire() {
+    let host = Host::new();
+    let server = host.connect("silent", "never-answer").await;
+    let options = CallOptions {
+        timeout: Some(Duration::from_millis(500)),
+        ..CallOptions::default()
+    };
+    let error = server.call_tool("t", None, &options).await.unwrap_err();
+    assert_eq!(error.code(), "timeout");
+    let cancelled =
+        host.tap.entries(Some("silent")).into_iter().any(|e| {
+            e.direction == Direction::Out && e.message["method"] == "notifications/cancelled"
+        });
+    assert!(cancelled, "no notifications/cancelled in the traffic");
+    server.close().await;
+    assert!(
+        host.log("silent").contains("got notifications/cancelled"),
+        "{}",
+        host.log("silent")
+    );
+}
+
+#[tokio::test]
+async fn a_user_abort_cancels_the_request() {
+    let host = Host::new();
+    let server = host.connect("silent", "never-answer").await;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    let options = CallOptions {
+        cancel: Some(cancel),
+        ..CallOptions::default()
+    };
+    let error = server.call_tool("t", None, &options).await.unwrap_err();
+    assert_eq!(error.code(), "cancelled");
+    server.close().await;
+    assert!(host.log("silent").contains("got notifications/cancelled"));
+}
+
+#[tokio::test]
+async fn list_changed_refreshes_the_tool_list() {
+    let host = Host::new();
+    let mut events = host.events.subscribe();
+    let server = host.connect("changing", "list-changed").await;
+    assert_eq!(server.tools().await.unwrap().len(), 1);
+    // Cached: no second tools/list goes out while nothing changed.
+    assert_eq!(server.tools().await.unwrap().len(), 1);
+    server
+        .call_tool("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), events.recv()).await {
+            Ok(Ok(HostEvent::ToolsChanged { server })) => {
+                assert_eq!(server, "changing");
+                break;
+            }
+            Ok(Ok(_)) if Instant::now() < deadline => continue,
+            other => panic!("no ToolsChanged event: {other:?}"),
+        }
+    }
+    let names: Vec<String> = server
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names, ["t", "t2"]);
+    let lists = host
+        .tap
+        .entries(Some("changing"))
+        .iter()
+        .filter(|e| e.direction == Direction::Out && e.message["method"] == "tools/list")
+        .count();
+    assert_eq!(lists, 2);
+    server.close().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_stdin_then_sigterm_then_sigkill() {
+    let host = Host::new();
+    let server = host.connect("stubborn", "stubborn").await;
+    let started = Instant::now();
+    server.close().await;
+    let elapsed = started.elapsed();
+    let log = host.log("stubborn");
+    let pid: i32 = log
+        .split("pid ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {log}"));
+    let stdin_closed = log
+        .find("stdin closed")
+        .expect("stdin was not closed first");
+    let sigterm = log.find("got SIGTERM").expect("no SIGTERM was sent");
+    assert!(stdin_closed < sigterm, "{log}");
+    // Only SIGKILL ends this process; close() waited for it, so it is gone (and reaped).
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "process {pid} survived close()"
+    );
+    // Two grace periods (300 ms each) plus slack; not a timing assertion on speed, only that
+    // close() did not hang.
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn auto_era_falls_back_to_initialize_for_a_legacy_server() {
+    let host = Host::new();
+    let server = host.connect("legacy", "stderr-noise").await;
+    assert_eq!(server.era(), gatehouse_host::Era::V2025_11_25);
+    let methods: Vec<String> = host
+        .tap
+        .entries(Some("legacy"))
+        .iter()
+        .filter(|e| e.direction == Direction::Out)
+        .filter_map(|e| e.message["method"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        &methods[..3],
+        ["server/discover", "initialize", "notifications/initialized"]
+    );
+    server.close().await;
+}
