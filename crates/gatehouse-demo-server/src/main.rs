@@ -1,1 +1,109 @@
-fn main() {}
+//! `gatehouse-demo-server`: the Gatehouse demo MCP server over stdio (default) or Streamable
+//! HTTP (`--http ADDR`). See the library docs for what it serves and what it never does.
+
+use std::{io::Write, net::SocketAddr, num::NonZeroUsize, process::ExitCode};
+
+use anyhow::Context;
+use clap::Parser;
+use gatehouse_demo_server::{DemoServer, Era, http, stdio};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gatehouse-demo-server",
+    version,
+    about = "The Gatehouse demo MCP server"
+)]
+struct Cli {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio; port 0 picks a free port.
+    /// The address is printed to stdout as `listening on http://IP:PORT/mcp`.
+    #[arg(long, value_name = "ADDR", value_parser = http::parse_listen_addr)]
+    http: Option<SocketAddr>,
+
+    /// Allow --http to listen on an address other than loopback.
+    #[arg(long, requires = "http")]
+    allow_non_loopback: bool,
+
+    /// Protocol era(s) to accept: 2025-11-25, 2026-07-28 or both.
+    #[arg(long, value_name = "ERA", env = "GATEHOUSE_DEMO_ERA", default_value_t = Era::Both)]
+    era: Era,
+
+    /// Paginate tools/list with N tools per page (default: one page).
+    #[arg(long, value_name = "N", env = "GATEHOUSE_DEMO_PAGE_SIZE")]
+    page_size: Option<NonZeroUsize>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One readable line, not a debug dump: hosts show this stderr to people.
+            eprintln!("gatehouse-demo-server: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let server = DemoServer::new(cli.era).with_page_size(cli.page_size);
+
+    match cli.http {
+        None => stdio::serve_stdio(server, shutdown_signal()).await,
+        Some(addr) => {
+            let listener = http::bind(addr, cli.allow_non_loopback).await?;
+            let local = listener
+                .local_addr()
+                .context("listener has no local address")?;
+            // Tests that asked for port 0 read this line to learn the port, so it is the only
+            // thing ever written to stdout in HTTP mode.
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "listening on http://{local}{}", http::MCP_PATH)?;
+            stdout.flush()?;
+            drop(stdout);
+            http::serve_http(server, listener, shutdown_signal()).await
+        }
+    }
+}
+
+/// Logs go to stderr: in stdio mode stdout belongs to JSON-RPC.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// Resolves on Ctrl-C / SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::warn!(%error, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => tracing::info!("interrupted"),
+        () = terminate => tracing::info!("terminated"),
+    }
+}

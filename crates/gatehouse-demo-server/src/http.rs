@@ -1,0 +1,156 @@
+//! Serving the demo over Streamable HTTP at `/mcp`, loopback-only unless told otherwise.
+
+use std::{
+    future::Future,
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+};
+
+use anyhow::{Context, bail};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    era::{Era, legacy_discover_gate},
+    server::DemoServer,
+};
+
+/// The path the MCP endpoint is served at.
+pub const MCP_PATH: &str = "/mcp";
+
+/// Parse `IP:PORT` (IPv6 in brackets), or `localhost:PORT` as a convenience for 127.0.0.1.
+///
+/// # Errors
+///
+/// When `value` is neither form; host names other than `localhost` are not resolved.
+pub fn parse_listen_addr(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(port) = value.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    Err(format!(
+        "expected IP:PORT such as 127.0.0.1:0 or [::1]:8080, got {value:?}"
+    ))
+}
+
+/// Bind `addr`, refusing anything but loopback unless `allow_non_loopback` is set.
+///
+/// # Errors
+///
+/// When `addr` is not loopback and that was not allowed, or when binding fails.
+pub async fn bind(addr: SocketAddr, allow_non_loopback: bool) -> anyhow::Result<TcpListener> {
+    if !is_loopback(addr.ip()) && !allow_non_loopback {
+        bail!(
+            "refusing to listen on {addr}: it is not a loopback address, so other machines \
+             could reach this demo server; pass --allow-non-loopback if that is intended"
+        );
+    }
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("could not listen on {addr}"))
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    // `::ffff:127.0.0.1` is loopback too.
+    ip.to_canonical().is_loopback()
+}
+
+/// Serve Streamable HTTP on `listener` until `shutdown` resolves, then shut down gracefully:
+/// sessions and open SSE streams are closed so in-flight connections can finish.
+///
+/// # Errors
+///
+/// When the listener's address cannot be read or the HTTP server fails.
+pub async fn serve_http(
+    server: DemoServer,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let local = listener
+        .local_addr()
+        .context("listener has no local address")?;
+    let era = server.era();
+    let ct = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        // SEP-2567 removed sessions in 2026-07-28, so a modern-only server has none.
+        .with_legacy_session_mode(era != Era::Modern)
+        // Without this, a request with no protocol signals is served as 2025-03-26.
+        .with_stateless_protocol_metadata_required(era == Era::Modern)
+        // Plain JSON for simple answers; rmcp switches to SSE when a tool sends progress.
+        .with_json_response(true)
+        .with_cancellation_token(ct.child_token());
+    let config = allow_hosts(config, local.ip());
+
+    let service: StreamableHttpService<DemoServer, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    if era == Era::Legacy {
+        router = router.layer(axum::middleware::from_fn(legacy_discover_gate));
+    }
+
+    tracing::info!(%local, %era, "serving Streamable HTTP");
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down");
+            // Ends sessions and SSE streams, which would otherwise keep connections open.
+            ct.cancel();
+        })
+        .await
+        .context("HTTP server failed")
+}
+
+/// rmcp checks `Host` against an allow-list to stop DNS rebinding. Its default covers the
+/// loopback names; add the address we bound so e.g. 127.0.0.2 or a permitted LAN address work.
+fn allow_hosts(config: StreamableHttpServerConfig, bound: IpAddr) -> StreamableHttpServerConfig {
+    if bound.is_unspecified() {
+        // Bound to every interface: any address of this machine may appear in `Host`.
+        tracing::warn!("listening on all interfaces; Host header checks are disabled");
+        return config.disable_allowed_hosts();
+    }
+    let mut hosts = config.allowed_hosts.clone();
+    let bound = bound.to_string();
+    if !hosts.contains(&bound) {
+        hosts.push(bound);
+    }
+    config.with_allowed_hosts(hosts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_parse() {
+        assert_eq!(
+            parse_listen_addr("127.0.0.1:0").unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen_addr("[::1]:8080").unwrap(),
+            "[::1]:8080".parse().unwrap()
+        );
+        assert_eq!(
+            parse_listen_addr("localhost:9").unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
+        assert!(parse_listen_addr("example.com:80").is_err());
+        assert!(parse_listen_addr("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn only_loopback_counts_as_loopback() {
+        for ip in ["127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"] {
+            assert!(is_loopback(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["0.0.0.0", "::", "192.168.1.2", "10.0.0.1"] {
+            assert!(!is_loopback(ip.parse().unwrap()), "{ip}");
+        }
+    }
+}

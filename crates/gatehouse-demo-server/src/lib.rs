@@ -1,0 +1,20 @@
+//! Gatehouse's embedded demo MCP server and shared test fixture (the rmcp server side).
+//!
+//! It serves four deterministic tools (`echo`, `add`, `slow`, `fail`) over stdio or Streamable
+//! HTTP, in the 2025-11-25 era (`initialize`), the 2026-07-28 era (`server/discover`,
+//! per-request `_meta`) or both, so the host, the CLI and their tests can exercise every
+//! connection path against a server whose answers are known in advance. The `gatehouse-demo-server`
+//! binary is a thin command line over this library.
+//!
+//! What it never does: it never reads or writes files, runs commands or reaches out to the
+//! network on a client's behalf; it never listens on a non-loopback address unless explicitly
+//! allowed; in stdio mode it never writes anything but JSON-RPC to stdout. It is a demo: it is
+//! never trusted by default, only admitted under the demo trust root.
+
+pub mod era;
+pub mod http;
+pub mod server;
+pub mod stdio;
+
+pub use era::Era;
+pub use server::DemoServer;

@@ -1,0 +1,329 @@
+//! The demo server's handler: four deterministic tools, server identity, era rules and
+//! optional `tools/list` pagination.
+
+use std::{borrow::Cow, num::NonZeroUsize, time::Duration};
+
+use rmcp::{
+    ErrorData, RoleServer, ServerHandler,
+    handler::server::{router::tool::ToolRouter, wrapper::Parameters},
+    model::{
+        CacheScope, CallToolResult, ContentBlock, DiscoverResult, Implementation, ListToolsResult,
+        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ResultType,
+        ServerCapabilities, ServerConfig,
+    },
+    schemars::JsonSchema,
+    service::RequestContext,
+    tool, tool_handler, tool_router,
+};
+use serde::Deserialize;
+
+use crate::era::{Era, discover_not_found};
+
+/// The name the server reports in `serverInfo`.
+pub const SERVER_NAME: &str = "gatehouse-demo-server";
+
+/// The `instructions` text the server reports.
+pub const INSTRUCTIONS: &str = "This is the Gatehouse demo MCP server, a fixture for trying and \
+testing Gatehouse. Tools: echo (returns its message), add (sums two numbers), slow (reports \
+progress step by step and can be cancelled) and fail (always returns a tool error). It is a demo: \
+never trust it with real data.";
+
+/// Default message of the `fail` tool.
+pub const DEFAULT_FAIL_MESSAGE: &str = "the fail tool always fails";
+
+const DEFAULT_SLOW_STEPS: u32 = 5;
+const MAX_SLOW_STEPS: u32 = 100;
+const DEFAULT_SLOW_DELAY_MS: u64 = 100;
+const MAX_SLOW_DELAY_MS: u64 = 10_000;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct EchoArgs {
+    /// The text to send back unchanged.
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// The first addend.
+    pub a: f64,
+    /// The second addend.
+    pub b: f64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SlowArgs {
+    /// How many steps to run (at most 100).
+    #[serde(default = "default_slow_steps")]
+    #[schemars(range(max = 100))]
+    pub steps: u32,
+    /// Milliseconds to wait before each step (at most 10000).
+    #[serde(default = "default_slow_delay_ms")]
+    #[schemars(range(max = 10000))]
+    pub delay_ms: u64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FailArgs {
+    /// The error text to return.
+    #[serde(default = "default_fail_message")]
+    pub message: String,
+}
+
+fn default_slow_steps() -> u32 {
+    DEFAULT_SLOW_STEPS
+}
+
+fn default_slow_delay_ms() -> u64 {
+    DEFAULT_SLOW_DELAY_MS
+}
+
+fn default_fail_message() -> String {
+    DEFAULT_FAIL_MESSAGE.to_owned()
+}
+
+/// The demo MCP server. Cheap to clone: Streamable HTTP builds one per session.
+#[derive(Clone)]
+pub struct DemoServer {
+    era: Era,
+    page_size: Option<NonZeroUsize>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl DemoServer {
+    /// A server for `era` that lists all tools on one page.
+    pub fn new(era: Era) -> Self {
+        Self {
+            era,
+            page_size: None,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Paginate `tools/list` with `page_size` tools per page, so clients exercise cursors.
+    pub fn with_page_size(mut self, page_size: Option<NonZeroUsize>) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    pub fn era(&self) -> Era {
+        self.era
+    }
+}
+
+#[tool_router]
+impl DemoServer {
+    #[tool(description = "Return the message unchanged, as text.")]
+    async fn echo(
+        &self,
+        Parameters(args): Parameters<EchoArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::success(vec![ContentBlock::text(
+            args.message,
+        )]))
+    }
+
+    #[tool(description = "Add two numbers and return the sum as text.")]
+    async fn add(
+        &self,
+        Parameters(args): Parameters<AddArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let sum = args.a + args.b;
+        if !sum.is_finite() {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(
+                "the sum is too large to represent",
+            )]));
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(
+            format_number(sum),
+        )]))
+    }
+
+    #[tool(
+        description = "Run `steps` steps (default 5, at most 100), waiting `delay_ms` milliseconds \
+        (default 100, at most 10000) before each. Sends notifications/progress after every step \
+        when the request has a progressToken. Stops when the request is cancelled."
+    )]
+    async fn slow(
+        &self,
+        Parameters(args): Parameters<SlowArgs>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        // The schema states the limits, but clients do not have to validate against it. Out of
+        // range is a tool error, as rmcp makes malformed arguments, so a model can correct itself.
+        if args.steps > MAX_SLOW_STEPS {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "steps must be at most {MAX_SLOW_STEPS}"
+            ))]));
+        }
+        if args.delay_ms > MAX_SLOW_DELAY_MS {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "delay_ms must be at most {MAX_SLOW_DELAY_MS}"
+            ))]));
+        }
+        let progress_token = context.meta.get_progress_token();
+        let delay = Duration::from_millis(args.delay_ms);
+        for step in 1..=args.steps {
+            tokio::select! {
+                // rmcp cancels this token on notifications/cancelled (and on disconnect) and
+                // drops whatever we return, so stopping is all that is left to do.
+                () = context.ct.cancelled() => {
+                    tracing::info!(step, steps = args.steps, "slow tool cancelled");
+                    return Err(ErrorData::internal_error("cancelled", None));
+                }
+                () = tokio::time::sleep(delay) => {}
+            }
+            if let Some(token) = &progress_token {
+                let progress = ProgressNotificationParam::new(token.clone(), f64::from(step))
+                    .with_total(f64::from(args.steps))
+                    .with_message(format!("step {step} of {}", args.steps));
+                if let Err(error) = context.peer.notify_progress(progress).await {
+                    // The client is gone or the stream closed; nobody is left to answer.
+                    tracing::warn!(%error, "could not send progress; stopping");
+                    return Err(ErrorData::internal_error("progress channel closed", None));
+                }
+            }
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(format!(
+            "done after {} steps",
+            args.steps
+        ))]))
+    }
+
+    #[tool(
+        description = "Always fail: returns a tool result with isError true and the message \
+        (default \"the fail tool always fails\")."
+    )]
+    async fn fail(
+        &self,
+        Parameters(args): Parameters<FailArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(CallToolResult::error(vec![ContentBlock::text(
+            args.message,
+        )]))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for DemoServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+                .with_title("Gatehouse demo server"),
+        )
+        .with_instructions(INSTRUCTIONS)
+        .with_protocol_version(self.era.handshake_fallback())
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.era.supported_versions()
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        // Reached inside an HTTP session; stdio and session-less HTTP are gated in `era`.
+        if !self.era.serves_discover() {
+            return Err(discover_not_found());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.tool_router.list_all();
+        let cursor = request.and_then(|request| request.cursor);
+        let (tools, next_cursor) = paginate(tools, cursor.as_deref(), self.page_size)?;
+        // Same cache hints rmcp's generated list_tools gives 2026-07-28 peers.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        Ok(ListToolsResult {
+            result_type: Some(ResultType::COMPLETE),
+            meta: None,
+            next_cursor,
+            ttl_ms: modern.then_some(0),
+            cache_scope: modern.then_some(CacheScope::Public),
+            tools,
+        })
+    }
+}
+
+/// Print a sum the way a person writes it: `5`, not `5.0`.
+fn format_number(value: f64) -> String {
+    // Rust's `Display` for f64 already omits a zero fraction and never uses exponents.
+    format!("{value}")
+}
+
+/// Cut `items` into the page that starts at `cursor`.
+///
+/// The cursor is the decimal index of the first item on the page. It is opaque to clients,
+/// and anything we did not hand out is refused rather than guessed at.
+fn paginate<T>(
+    mut items: Vec<T>,
+    cursor: Option<&str>,
+    page_size: Option<NonZeroUsize>,
+) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let Some(page_size) = page_size else {
+        return Ok((items, None));
+    };
+    let start = match cursor {
+        None => 0,
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .ok()
+            .filter(|start| *start > 0 && *start < items.len())
+            .ok_or_else(|| ErrorData::invalid_params(format!("invalid cursor {cursor:?}"), None))?,
+    };
+    let end = start.saturating_add(page_size.get()).min(items.len());
+    let next_cursor = (end < items.len()).then(|| end.to_string());
+    items.truncate(end);
+    Ok((items.split_off(start), next_cursor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(cursor: Option<&str>, size: usize) -> Result<(Vec<u8>, Option<String>), ErrorData> {
+        paginate(vec![1, 2, 3, 4], cursor, NonZeroUsize::new(size))
+    }
+
+    #[test]
+    fn pagination_walks_every_item_once() {
+        assert_eq!(page(None, 3).unwrap(), (vec![1, 2, 3], Some("3".into())));
+        assert_eq!(page(Some("3"), 3).unwrap(), (vec![4], None));
+        assert_eq!(page(None, 4).unwrap(), (vec![1, 2, 3, 4], None));
+        assert_eq!(
+            paginate(vec![1, 2], None, None).unwrap(),
+            (vec![1, 2], None)
+        );
+    }
+
+    #[test]
+    fn pagination_refuses_cursors_it_never_issued() {
+        for cursor in ["0", "4", "-1", "abc", ""] {
+            assert!(page(Some(cursor), 1).is_err(), "cursor {cursor:?}");
+        }
+    }
+
+    #[test]
+    fn sums_print_without_a_zero_fraction() {
+        assert_eq!(format_number(5.0), "5");
+        assert_eq!(format_number(-0.5), "-0.5");
+        assert_eq!(format_number(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_number(1e21), "1000000000000000000000");
+    }
+}
