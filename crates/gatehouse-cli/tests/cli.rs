@@ -1,116 +1,13 @@
 //! The `gatehouse` binary as a user and a script drive it: real processes, the demo server,
 //! the misbehaving fixtures, exit codes and JSON shapes.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
 
-use assert_cmd::cargo::CommandCargoExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{Env, Running, demo_bin, demo_http, fixture, start_listening};
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The demo server binary, built next to `gatehouse` by `cargo build --workspace`.
-fn demo_bin() -> String {
-    let path =
-        PathBuf::from(env!("CARGO_BIN_EXE_gatehouse")).with_file_name("gatehouse-demo-server");
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path.display().to_string()
-}
-
-fn fixture(name: &str) -> String {
-    repo()
-        .join("tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn config(&self) -> PathBuf {
-        self.dir.path().join("servers.json")
-    }
-    fn logs(&self) -> PathBuf {
-        self.dir.path().join("logs")
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::cargo_bin("gatehouse").unwrap();
-        cmd.arg("--config")
-            .arg(self.config())
-            .arg("--log-dir")
-            .arg(self.logs());
-        cmd.args(args);
-        cmd.env("HOME", self.dir.path())
-            .env_remove("GATEHOUSE_CONFIG")
-            .stdin(Stdio::null());
-        cmd
-    }
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.cmd(args).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-    fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        let (code, stdout, stderr) = self.run(&all);
-        let value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
-        (code, value)
-    }
-}
-
-/// A server process killed when the test ends.
-struct Running(Child);
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a process that prints `listening on URL` first, and returns the URL.
-fn start_listening(mut command: Command) -> (Running, String) {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_string();
-    (Running(child), url)
-}
-
-fn demo_http(extra: &[&str]) -> (Running, String) {
-    let mut command = Command::new(demo_bin());
-    command.args(["--http", "127.0.0.1:0"]).args(extra);
-    start_listening(command)
-}
 
 #[test]
 fn demo_over_stdio_in_every_era() {
@@ -364,7 +261,7 @@ fn a_silent_server_times_out_and_is_told_so() {
 fn ctrl_c_cancels_the_call_on_the_wire() {
     let env = Env::new();
     let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
-    let mut child = env
+    let child = env
         .cmd(&["call", "--stdio", &server, "t"])
         .stderr(Stdio::piped())
         .spawn()

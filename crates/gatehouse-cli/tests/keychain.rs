@@ -9,9 +9,23 @@ use std::process::Command;
 
 #[test]
 fn secrets_live_in_a_real_gnome_keyring() {
-    for tool in ["dbus-run-session", "gnome-keyring-daemon", "secret-tool", "python3"] {
-        let found = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().unwrap().status.success();
-        assert!(found, "{tool} is not installed; run scripts/install-deps.sh (or apt-get install dbus gnome-keyring libsecret-tools)");
+    for tool in [
+        "dbus-run-session",
+        "gnome-keyring-daemon",
+        "secret-tool",
+        "python3",
+    ] {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(
+            found,
+            "{tool} is not installed; run scripts/install-deps.sh (or apt-get install dbus gnome-keyring libsecret-tools)"
+        );
     }
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     let output = Command::new("dbus-run-session")
@@ -25,6 +39,10 @@ fn secrets_live_in_a_real_gnome_keyring() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     // On failure the whole bash -x trace is shown, so the failing step is visible in CI.
-    assert!(output.status.success(), "{stderr}\n{}", String::from_utf8_lossy(&output.stdout));
+    assert!(
+        output.status.success(),
+        "{stderr}\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
     assert!(stderr.contains("all steps passed"), "{stderr}");
 }

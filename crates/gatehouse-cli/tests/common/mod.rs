@@ -1,0 +1,118 @@
+//! Helpers shared by the CLI integration tests.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The demo server binary, built next to `gatehouse` by `cargo build --workspace`.
+pub fn demo_bin() -> String {
+    let path =
+        PathBuf::from(env!("CARGO_BIN_EXE_gatehouse")).with_file_name("gatehouse-demo-server");
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace first (cargo build --workspace)",
+        path.display()
+    );
+    path.display().to_string()
+}
+
+pub fn fixture(name: &str) -> String {
+    repo()
+        .join("tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("servers.json")
+    }
+    pub fn logs(&self) -> PathBuf {
+        self.dir.path().join("logs")
+    }
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::cargo_bin("gatehouse").unwrap();
+        cmd.arg("--config")
+            .arg(self.config())
+            .arg("--log-dir")
+            .arg(self.logs());
+        cmd.args(args);
+        cmd.env("HOME", self.dir.path())
+            .env_remove("GATEHOUSE_CONFIG")
+            .stdin(Stdio::null());
+        cmd
+    }
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.cmd(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+    pub fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let (code, stdout, stderr) = self.run(&all);
+        let value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
+        (code, value)
+    }
+}
+
+/// A server process killed when the test ends.
+pub struct Running(pub Child);
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a process that prints `listening on URL` on stdout, and returns the URL.
+pub fn start_listening(mut command: Command) -> (Running, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            panic!("the server exited before listening; it printed {seen:?}");
+        }
+        if let Some(url) = line.trim().strip_prefix("listening on ") {
+            let url = url.to_string();
+            // Keep draining stdout so the server never blocks on a full pipe.
+            std::thread::spawn(move || reader.lines().for_each(drop));
+            return (Running(child), url);
+        }
+        seen.push(line);
+    }
+}
+
+pub fn demo_http(extra: &[&str]) -> (Running, String) {
+    let mut command = Command::new(demo_bin());
+    command.args(["--http", "127.0.0.1:0"]).args(extra);
+    start_listening(command)
+}
