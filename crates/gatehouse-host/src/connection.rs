@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, InputRequest,
-    InputResponses, JsonObject, ServerPeerInfo, Tool,
+    InputRequests, InputResponses, JsonObject, ServerPeerInfo, Tool,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
@@ -54,6 +54,17 @@ impl Default for ConnectOptions {
             shutdown_grace: Duration::from_secs(2),
         }
     }
+}
+
+/// The outcome of one `tools/call` round.
+#[derive(Debug, Clone)]
+pub enum Round {
+    Complete(CallToolResult),
+    /// 2026-07-28 MRTR: answer `requests`, then retry with `request_state` echoed exactly.
+    InputRequired {
+        requests: InputRequests,
+        request_state: Option<String>,
+    },
 }
 
 /// Per-call options.
@@ -358,50 +369,33 @@ impl Connection {
         Ok(tools)
     }
 
-    /// Calls a tool. Each round is one `tools/call` (`call_tool_once`); on 2026-07-28 an
-    /// `input_required` result is answered (see [`ElicitationMode`]) and the call retried
-    /// with a new id, the answers, and `requestState` echoed exactly, at most
-    /// [`MAX_INPUT_ROUNDS`] times.
+    /// Calls a tool. Each round is one `tools/call` ([`Connection::call_tool_round`]); on
+    /// 2026-07-28 an `input_required` result is answered (see [`ElicitationMode`]) and the call
+    /// retried with a new id, the answers, and `requestState` echoed exactly (omitted when the
+    /// server sent none), at most [`MAX_INPUT_ROUNDS`] times.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         options: &CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        // rmcp attaches a fresh progress token to every request; progress arrives as events.
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments;
         let what = format!("tools/call {name:?}");
         for round in 1..=MAX_INPUT_ROUNDS {
-            let response = self
-                .guarded(
-                    &what,
-                    options,
-                    self.service.peer().call_tool_once(params.clone()),
-                )
-                .await?;
-            match response {
-                CallToolResponse::Complete(result) => {
+            match self.call_tool_round(params.clone(), options).await? {
+                Round::Complete(result) => {
                     return Ok(ToolOutcome {
                         result,
                         rounds: round,
                     });
                 }
-                CallToolResponse::InputRequired(required) => {
-                    let responses = self.answer_input_requests(
-                        required.input_requests.unwrap_or_default(),
-                        &what,
-                    )?;
-                    params.input_responses = Some(responses);
-                    params.request_state = required.request_state;
-                }
-                CallToolResponse::Task(_) => {
-                    return Err(self.protocol(&what, "the server answered with a task, but Gatehouse does not declare the tasks extension"));
-                }
-                _ => {
-                    return Err(
-                        self.protocol(&what, "the server answered with an unknown result type")
-                    );
+                Round::InputRequired {
+                    requests,
+                    request_state,
+                } => {
+                    params.input_responses = Some(self.answer_input_requests(requests, &what)?);
+                    params.request_state = request_state;
                 }
             }
         }
@@ -411,9 +405,33 @@ impl Connection {
         ))
     }
 
-    fn answer_input_requests(
+    /// One `tools/call` request (`call_tool_once`): the final result, or what the server needs
+    /// before the call can complete. The caller decides what happens next; rmcp never retries
+    /// on its own.
+    pub async fn call_tool_round(
         &self,
-        requests: rmcp::model::InputRequests,
+        params: CallToolRequestParams,
+        options: &CallOptions,
+    ) -> Result<Round, HostError> {
+        let what = format!("tools/call {:?}", params.name);
+        match self.guarded(&what, options, self.service.peer().call_tool_once(params)).await? {
+            CallToolResponse::Complete(result) => Ok(Round::Complete(result)),
+            CallToolResponse::InputRequired(required) => Ok(Round::InputRequired {
+                requests: required.input_requests.unwrap_or_default(),
+                request_state: required.request_state,
+            }),
+            CallToolResponse::Task(_) => {
+                Err(self.protocol(&what, "the server answered with a task, but Gatehouse does not declare the tasks extension"))
+            }
+            _ => Err(self.protocol(&what, "the server answered with an unknown result type")),
+        }
+    }
+
+    /// Answers the input requests of one `input_required` round, each as an elicitation under
+    /// this connection's [`ElicitationMode`].
+    pub fn answer_input_requests(
+        &self,
+        requests: InputRequests,
         what: &str,
     ) -> Result<InputResponses, HostError> {
         let mut responses = InputResponses::new();
@@ -435,6 +453,49 @@ impl Connection {
             responses.insert(key, value);
         }
         Ok(responses)
+    }
+
+    /// Every resource, across all pages.
+    pub async fn resources(&self) -> Result<Vec<rmcp::model::Resource>, HostError> {
+        self.guarded(
+            "resources/list",
+            &CallOptions::default(),
+            self.service.peer().list_all_resources(),
+        )
+        .await
+    }
+
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+    ) -> Result<rmcp::model::ReadResourceResult, HostError> {
+        let params = rmcp::model::ReadResourceRequestParams::new(uri.to_string());
+        self.guarded(
+            &format!("resources/read {uri:?}"),
+            &CallOptions::default(),
+            self.service.peer().read_resource(params),
+        )
+        .await
+    }
+
+    /// Every prompt, across all pages.
+    pub async fn prompts(&self) -> Result<Vec<rmcp::model::Prompt>, HostError> {
+        self.guarded(
+            "prompts/list",
+            &CallOptions::default(),
+            self.service.peer().list_all_prompts(),
+        )
+        .await
+    }
+
+    pub async fn get_prompt(&self, name: &str) -> Result<rmcp::model::GetPromptResult, HostError> {
+        let params = rmcp::model::GetPromptRequestParams::new(name.to_string());
+        self.guarded(
+            &format!("prompts/get {name:?}"),
+            &CallOptions::default(),
+            self.service.peer().get_prompt(params),
+        )
+        .await
     }
 
     /// Sends any request (for developers and the conformance client).
