@@ -450,3 +450,45 @@ fn usage_errors_exit_2_and_say_what_to_do() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn http_sessions_headers_and_delete_on_close() {
+    let env = Env::new();
+    let hits = env.dir.path().join("record.hits");
+    let (_server, url) = misbehaving_http("record", &hits);
+    let (code, out) = env.json(&["--era", "2025-11-25", "call", "--url", &url, "t"]);
+    assert_eq!(code, 0, "{out}");
+    let log = std::fs::read_to_string(&hits).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines[0], "POST session=- version=- jsonrpc=initialize",
+        "{log}"
+    );
+    let later: Vec<&&str> = lines[1..]
+        .iter()
+        .filter(|l| l.starts_with("POST"))
+        .collect();
+    assert!(!later.is_empty(), "{log}");
+    for line in &later {
+        assert!(
+            line.contains("session=session-1 version=2025-11-25"),
+            "every request after initialize carries the session and version: {log}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("POST") && l.ends_with("jsonrpc=tools/call")),
+        "{log}"
+    );
+    // The GET stream is tried (the fixture answers 405, which must not be fatal).
+    assert!(
+        lines.iter().any(|l| l.starts_with("GET session=session-1")),
+        "{log}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &"DELETE session=session-1 version=2025-11-25 jsonrpc=-",
+        "{log}"
+    );
+}

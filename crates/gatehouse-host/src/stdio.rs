@@ -19,8 +19,8 @@ use rmcp::model::ServerJsonRpcMessage;
 use rmcp::service::TxJsonRpcMessage;
 use rmcp::transport::Transport;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{oneshot, watch};
 
 use crate::{HostError, MAX_MESSAGE_BYTES};
 
@@ -77,7 +77,10 @@ pub struct StdioLaunch {
 
 pub struct StdioTransport {
     stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
-    incoming: mpsc::Receiver<ServerJsonRpcMessage>,
+    /// `None` once stdout ended or broke the rules; the fault is in `state`.
+    stdout: Option<FrameReader<BufReader<ChildStdout>>>,
+    line_number: u64,
+    state: Arc<TransportState>,
     shutdown: Option<oneshot::Sender<()>>,
     exited: watch::Receiver<Option<ExitStatus>>,
 }
@@ -147,23 +150,17 @@ impl StdioTransport {
             launch.grace,
         ));
 
-        let (tx, incoming) = mpsc::channel(64);
-        tokio::spawn(read_stdout(
-            BufReader::new(stdout),
-            tx,
-            state.clone(),
-            exited.clone(),
-        ));
-
-        Ok((
-            StdioTransport {
-                stdin,
-                incoming,
-                shutdown: Some(shutdown_tx),
-                exited,
-            },
-            state,
-        ))
+        // stdout is read in `receive` itself, not by a task of its own: a hand-over per message
+        // would cost a cross-thread wake-up on every round trip.
+        let transport = StdioTransport {
+            stdin,
+            stdout: Some(FrameReader::new(BufReader::new(stdout), MAX_MESSAGE_BYTES)),
+            line_number: 0,
+            state: state.clone(),
+            shutdown: Some(shutdown_tx),
+            exited,
+        };
+        Ok((transport, state))
     }
 }
 
@@ -172,17 +169,13 @@ async fn copy_stderr(
     mut log: Option<std::fs::File>,
     state: Arc<TransportState>,
 ) {
-    let mut reader = BufReader::new(stderr);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // Bounded like stdout, so a server cannot make the host buffer without limit here either.
-        match read_frame(&mut reader, &mut line, 64 * 1024).await {
-            Ok(true) => {}
-            Ok(false) | Err(FrameError::Io(_)) => break,
-            Err(FrameError::TooLong) => line.extend_from_slice(b" [line truncated]"),
-        }
-        let text = String::from_utf8_lossy(&line).trim_end().to_string();
+    // Bounded like stdout, so a server cannot make the host buffer without limit here either.
+    let mut frames = FrameReader::new(BufReader::new(stderr), 64 * 1024);
+    while let Ok(Some(frame)) = frames.next().await {
+        let text = match frame {
+            Frame::Line(line) => String::from_utf8_lossy(&line).trim_end().to_string(),
+            Frame::TooLong => "[a stderr line over 64 KiB was skipped]".to_string(),
+        };
         if let Some(file) = &mut log {
             let _ = writeln!(file, "{text}");
         }
@@ -224,50 +217,64 @@ async fn reap(
     let _ = exit_tx.send(status);
 }
 
-#[derive(Debug)]
-enum FrameError {
+/// One `\n`-terminated frame, or the news that a frame was over the limit (its bytes were
+/// skipped, so the reader stays in step with the next line).
+#[derive(Debug, PartialEq)]
+enum Frame {
+    Line(Vec<u8>),
     TooLong,
-    Io(std::io::Error),
 }
 
-/// Reads one `\n`-terminated frame into `buf` (without the newline), at most `max` bytes.
-/// `Ok(false)` at end of input with nothing read. On `TooLong`, the rest of the line is
-/// consumed so the reader stays in step.
-async fn read_frame<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
+/// Reads bounded frames. Cancel-safe: the only await is `fill_buf`, which consumes nothing,
+/// and every bit of state lives here, so a `receive` dropped by rmcp's `select!` loses nothing.
+struct FrameReader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    discarding: bool,
     max: usize,
-) -> Result<bool, FrameError> {
-    let mut too_long = false;
-    loop {
-        let available = reader.fill_buf().await.map_err(FrameError::Io)?;
-        if available.is_empty() {
-            return if too_long {
-                Err(FrameError::TooLong)
-            } else {
-                Ok(!buf.is_empty())
-            };
+}
+
+impl<R: AsyncBufRead + Unpin> FrameReader<R> {
+    fn new(reader: R, max: usize) -> Self {
+        FrameReader {
+            reader,
+            buf: Vec::new(),
+            discarding: false,
+            max,
         }
-        let (chunk, found) = match available.iter().position(|&b| b == b'\n') {
-            Some(i) => (&available[..i], Some(i)),
-            None => (available, None),
-        };
-        if !too_long {
-            if buf.len() + chunk.len() > max {
-                too_long = true;
-                buf.clear();
-            } else {
-                buf.extend_from_slice(chunk);
+    }
+
+    /// The next frame, or `None` at end of input.
+    async fn next(&mut self) -> std::io::Result<Option<Frame>> {
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                if self.discarding {
+                    self.discarding = false;
+                    return Ok(Some(Frame::TooLong));
+                }
+                return Ok(
+                    (!self.buf.is_empty()).then(|| Frame::Line(std::mem::take(&mut self.buf)))
+                );
             }
-        }
-        let used = found.map_or(chunk.len(), |i| i + 1);
-        reader.consume(used);
-        if found.is_some() {
-            return if too_long {
-                Err(FrameError::TooLong)
-            } else {
-                Ok(true)
-            };
+            let newline = available.iter().position(|&b| b == b'\n');
+            let chunk = &available[..newline.unwrap_or(available.len())];
+            if !self.discarding {
+                if self.buf.len() + chunk.len() > self.max {
+                    self.discarding = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(chunk);
+                }
+            }
+            let used = newline.map_or(chunk.len(), |i| i + 1);
+            self.reader.consume(used);
+            if newline.is_some() {
+                if std::mem::take(&mut self.discarding) {
+                    return Ok(Some(Frame::TooLong));
+                }
+                return Ok(Some(Frame::Line(std::mem::take(&mut self.buf))));
+            }
         }
     }
 }
@@ -281,80 +288,74 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-async fn read_stdout<R: AsyncBufRead + Unpin>(
-    mut reader: R,
-    tx: mpsc::Sender<ServerJsonRpcMessage>,
-    state: Arc<TransportState>,
-    mut exited: watch::Receiver<Option<ExitStatus>>,
-) {
-    let mut line = Vec::new();
-    let mut number = 0u64;
-    loop {
-        line.clear();
-        number += 1;
-        match read_frame(&mut reader, &mut line, MAX_MESSAGE_BYTES).await {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(FrameError::TooLong) => {
-                state.set_fault(format!(
-                    "sent a message (stdout line {number}) over the {} MiB limit; the connection was closed",
-                    MAX_MESSAGE_BYTES / (1024 * 1024)
-                ));
-                return;
-            }
-            Err(FrameError::Io(e)) => {
-                state.set_fault(format!("reading stdout failed: {e}"));
-                return;
-            }
-        }
-        if line.last() == Some(&b'\r') {
-            line.pop();
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let text = match std::str::from_utf8(&line) {
-            Ok(text) => text,
-            Err(e) => {
-                state.set_fault(format!(
-                    "wrote invalid UTF-8 on stdout (line {number}, byte {}); MCP messages are UTF-8, so the connection was closed",
-                    e.valid_up_to()
-                ));
-                return;
-            }
-        };
-        match serde_json::from_str::<ServerJsonRpcMessage>(text) {
-            Ok(message) => {
-                if tx.send(message).await.is_err() {
-                    return;
+impl StdioTransport {
+    /// The next message from stdout; `None` once stdout ended or broke the rules, with the
+    /// reason recorded in the transport state.
+    async fn next_message(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            let frame = self.stdout.as_mut()?.next().await;
+            self.line_number += 1;
+            let number = self.line_number;
+            let mut line = match frame {
+                Ok(Some(Frame::Line(line))) => line,
+                Ok(None) => return self.ended().await,
+                Ok(Some(Frame::TooLong)) => {
+                    return self.fail(format!(
+                        "sent a message (stdout line {number}) over the {} MiB limit; the connection was closed",
+                        MAX_MESSAGE_BYTES / (1024 * 1024)
+                    ));
                 }
+                Err(e) => return self.fail(format!("reading stdout failed: {e}")),
+            };
+            if line.last() == Some(&b'\r') {
+                line.pop();
             }
-            Err(error) => {
-                let fault = if serde_json::from_str::<serde_json::Value>(text).is_ok() {
-                    format!(
-                        "wrote JSON that is not a valid JSON-RPC message on stdout (line {number}: {error}): {}",
-                        excerpt(text)
-                    )
-                } else {
-                    format!(
-                        "wrote a line that is not JSON on stdout (line {number}): {}; stdout is reserved for MCP messages (logs belong on stderr), so the connection was closed",
-                        excerpt(text)
-                    )
-                };
-                state.set_fault(fault);
-                return;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
             }
+            let text = match std::str::from_utf8(&line) {
+                Ok(text) => text,
+                Err(e) => {
+                    return self.fail(format!(
+                        "wrote invalid UTF-8 on stdout (line {number}, byte {}); MCP messages are UTF-8, so the connection was closed",
+                        e.valid_up_to()
+                    ));
+                }
+            };
+            return match serde_json::from_str::<ServerJsonRpcMessage>(text) {
+                Ok(message) => Some(message),
+                Err(error) if serde_json::from_str::<serde_json::Value>(text).is_ok() => self.fail(format!(
+                    "wrote JSON that is not a valid JSON-RPC message on stdout (line {number}: {error}): {}",
+                    excerpt(text)
+                )),
+                Err(_) => self.fail(format!(
+                    "wrote a line that is not JSON on stdout (line {number}): {}; stdout is reserved for MCP messages (logs belong on stderr), so the connection was closed",
+                    excerpt(text)
+                )),
+            };
         }
     }
-    // End of stdout: the server closed it or exited. Give the reaper a moment to learn how.
-    let status = tokio::time::timeout(Duration::from_secs(2), exited.wait_for(Option::is_some))
+
+    fn fail(&mut self, fault: String) -> Option<ServerJsonRpcMessage> {
+        self.state.set_fault(fault);
+        self.stdout = None;
+        None
+    }
+
+    /// End of stdout: the server closed it or exited. Give the reaper a moment to learn how.
+    async fn ended(&mut self) -> Option<ServerJsonRpcMessage> {
+        let status = tokio::time::timeout(
+            Duration::from_secs(2),
+            self.exited.wait_for(Option::is_some),
+        )
         .await
         .ok()
         .and_then(|r| r.ok().and_then(|s| *s));
-    state.set_fault(match status {
-        Some(status) => format!("the server process exited ({status})"),
-        None => "the server closed its stdout".to_string(),
-    });
+        self.fail(match status {
+            Some(status) => format!("the server process exited ({status})"),
+            None => "the server closed its stdout".to_string(),
+        })
+    }
 }
 
 impl Transport<RoleClient> for StdioTransport {
@@ -381,7 +382,7 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
-        self.incoming.recv()
+        self.next_message()
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
@@ -400,23 +401,38 @@ mod tests {
     #[tokio::test]
     async fn frames_are_bounded_and_stay_in_step() {
         let data: &[u8] = b"short\nthis line is too long\nok\nlast";
-        let mut reader = BufReader::with_capacity(4, data);
-        let mut buf = Vec::new();
-        assert!(read_frame(&mut reader, &mut buf, 10).await.unwrap());
-        assert_eq!(buf, b"short");
-        buf.clear();
-        assert!(matches!(
-            read_frame(&mut reader, &mut buf, 10).await,
-            Err(FrameError::TooLong)
-        ));
-        buf.clear();
-        assert!(read_frame(&mut reader, &mut buf, 10).await.unwrap());
-        assert_eq!(buf, b"ok");
-        buf.clear();
-        assert!(read_frame(&mut reader, &mut buf, 10).await.unwrap());
-        assert_eq!(buf, b"last");
-        buf.clear();
-        assert!(!read_frame(&mut reader, &mut buf, 10).await.unwrap());
+        let mut frames = FrameReader::new(BufReader::with_capacity(4, data), 10);
+        assert_eq!(
+            frames.next().await.unwrap(),
+            Some(Frame::Line(b"short".to_vec()))
+        );
+        assert_eq!(frames.next().await.unwrap(), Some(Frame::TooLong));
+        assert_eq!(
+            frames.next().await.unwrap(),
+            Some(Frame::Line(b"ok".to_vec()))
+        );
+        assert_eq!(
+            frames.next().await.unwrap(),
+            Some(Frame::Line(b"last".to_vec()))
+        );
+        assert_eq!(frames.next().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_read_loses_nothing() {
+        // A reader that delivers a line in pieces, with pauses: dropping `next()` mid-line and
+        // calling it again must still yield the whole line.
+        let (client, mut server) = tokio::io::duplex(64);
+        let mut frames = FrameReader::new(BufReader::new(client), 100);
+        use tokio::io::AsyncWriteExt;
+        server.write_all(b"{\"par").await.unwrap();
+        let first = tokio::time::timeout(Duration::from_millis(20), frames.next()).await;
+        assert!(first.is_err(), "no complete line yet");
+        server.write_all(b"tial\": 1}\n").await.unwrap();
+        assert_eq!(
+            frames.next().await.unwrap(),
+            Some(Frame::Line(b"{\"partial\": 1}".to_vec()))
+        );
     }
 
     #[test]

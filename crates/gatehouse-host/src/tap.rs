@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::RoleClient;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Serialize;
@@ -53,9 +54,45 @@ pub struct TrafficEntry {
     pub message: Value,
 }
 
+/// A message as recorded: compact JSON text and the raw time. Parsing and formatting wait
+/// until someone reads the traffic, so recording stays cheap on every round trip.
+struct Recorded {
+    seq: u64,
+    time: OffsetDateTime,
+    server: Arc<str>,
+    direction: Direction,
+    era: Option<Era>,
+    text: String,
+}
+
+impl Recorded {
+    fn entry(&self) -> TrafficEntry {
+        TrafficEntry {
+            seq: self.seq,
+            time: self
+                .time
+                .format(&Rfc3339)
+                .unwrap_or_else(|_| "invalid-time".into()),
+            server: self.server.to_string(),
+            direction: self.direction,
+            era: self.era,
+            message: serde_json::from_str(&self.text)
+                .unwrap_or_else(|_| Value::String(self.text.clone())),
+        }
+    }
+}
+
 struct Ring {
     next_seq: u64,
-    entries: VecDeque<TrafficEntry>,
+    entries: VecDeque<Recorded>,
+}
+
+/// A secret to keep out of the record: its label, and its text as it appears inside a JSON
+/// string (escaped the way serde_json escapes it).
+struct Redaction {
+    label: String,
+    raw: String,
+    escaped: String,
 }
 
 pub struct TrafficTap {
@@ -63,7 +100,7 @@ pub struct TrafficTap {
     clock: Clock,
     ring: Mutex<Ring>,
     file: Option<Mutex<BufWriter<File>>>,
-    redactions: RwLock<Vec<(String, String)>>,
+    redactions: RwLock<Vec<Redaction>>,
 }
 
 impl std::fmt::Debug for TrafficTap {
@@ -104,53 +141,69 @@ impl TrafficTap {
         if value.is_empty() {
             return;
         }
+        let escaped = serde_json::to_string(value).expect("a string serializes");
+        let escaped = escaped[1..escaped.len() - 1].to_string();
         let mut redactions = self.redactions.write().expect("redactions poisoned");
-        if !redactions.iter().any(|(_, v)| v == value) {
-            redactions.push((format!("[secret:{name}]"), value.to_string()));
+        if !redactions.iter().any(|r| r.raw == value) {
+            redactions.push(Redaction {
+                label: format!("[secret:{name}]"),
+                raw: value.to_string(),
+                escaped,
+            });
             // Longest first, so a secret that contains another is replaced whole.
-            redactions.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+            redactions.sort_by_key(|r| std::cmp::Reverse(r.raw.len()));
         }
     }
 
-    pub fn record(&self, server: &str, direction: Direction, era: Option<Era>, mut message: Value) {
+    /// Records a message given as a JSON value.
+    pub fn record(&self, server: &str, direction: Direction, era: Option<Era>, message: Value) {
+        self.record_text(&Arc::from(server), direction, era, message.to_string());
+    }
+
+    /// Records a message given as compact JSON text.
+    pub fn record_text(
+        &self,
+        server: &Arc<str>,
+        direction: Direction,
+        era: Option<Era>,
+        mut text: String,
+    ) {
         {
             let redactions = self.redactions.read().expect("redactions poisoned");
-            if !redactions.is_empty() {
-                redact_value(&mut message, &redactions);
+            for redaction in redactions.iter() {
+                if text.contains(&redaction.escaped) {
+                    text = text.replace(&redaction.escaped, &redaction.label);
+                }
             }
         }
-        let time = (self.clock)()
-            .format(&Rfc3339)
-            .unwrap_or_else(|_| "invalid-time".into());
-        let entry = {
-            let mut ring = self.ring.lock().expect("tap poisoned");
-            let entry = TrafficEntry {
-                seq: ring.next_seq,
-                time,
-                server: server.to_string(),
-                direction,
-                era,
-                message,
-            };
-            ring.next_seq += 1;
-            if ring.entries.len() == self.capacity {
-                ring.entries.pop_front();
-            }
-            ring.entries.push_back(entry.clone());
-            entry
+        let time = (self.clock)();
+        let mut ring = self.ring.lock().expect("tap poisoned");
+        let recorded = Recorded {
+            seq: ring.next_seq,
+            time,
+            server: server.clone(),
+            direction,
+            era,
+            text,
         };
+        ring.next_seq += 1;
         if let Some(file) = &self.file {
+            let line = serde_json::to_string(&recorded.entry()).expect("entry serializes");
             let mut file = file.lock().expect("tap file poisoned");
             // The tap is diagnostics: a full disk must not break the connection, so a failed
             // write is logged, not returned.
-            let result = serde_json::to_writer(&mut *file, &entry)
-                .map_err(std::io::Error::from)
+            let result = file
+                .write_all(line.as_bytes())
                 .and_then(|()| file.write_all(b"\n"))
                 .and_then(|()| file.flush());
             if let Err(error) = result {
                 tracing::warn!(%error, "could not write the traffic log");
             }
         }
+        if ring.entries.len() == self.capacity {
+            ring.entries.pop_front();
+        }
+        ring.entries.push_back(recorded);
     }
 
     /// The recorded entries, oldest first, for one server or all.
@@ -158,24 +211,9 @@ impl TrafficTap {
         let ring = self.ring.lock().expect("tap poisoned");
         ring.entries
             .iter()
-            .filter(|e| server.is_none_or(|s| e.server == s))
-            .cloned()
+            .filter(|e| server.is_none_or(|s| &*e.server == s))
+            .map(Recorded::entry)
             .collect()
-    }
-}
-
-fn redact_value(value: &mut Value, redactions: &[(String, String)]) {
-    match value {
-        Value::String(s) => {
-            for (label, secret) in redactions {
-                if s.contains(secret.as_str()) {
-                    *s = s.replace(secret.as_str(), label);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, redactions)),
-        Value::Object(map) => map.values_mut().for_each(|v| redact_value(v, redactions)),
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
@@ -219,22 +257,24 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let value = serde_json::to_value(&item).unwrap_or(Value::Null);
-        match value.get("method").and_then(Value::as_str) {
-            Some("server/discover") => self.era.set(Era::V2026_07_28),
-            Some("initialize") => self.era.set(Era::V2025_11_25),
-            _ => {}
+        if let ClientJsonRpcMessage::Request(request) = &item {
+            match &request.request {
+                ClientRequest::DiscoverRequest(_) => self.era.set(Era::V2026_07_28),
+                ClientRequest::InitializeRequest(_) => self.era.set(Era::V2025_11_25),
+                _ => {}
+            }
         }
+        let text = serde_json::to_string(&item).unwrap_or_default();
         self.tap
-            .record(&self.server, Direction::Out, self.era.get(), value);
+            .record_text(&self.server, Direction::Out, self.era.get(), text);
         self.inner.send(item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let item = self.inner.receive().await?;
-        let value = serde_json::to_value(&item).unwrap_or(Value::Null);
+        let text = serde_json::to_string(&item).unwrap_or_default();
         self.tap
-            .record(&self.server, Direction::In, self.era.get(), value);
+            .record_text(&self.server, Direction::In, self.era.get(), text);
         Some(item)
     }
 
@@ -284,11 +324,18 @@ mod tests {
             .with_jsonl_file(&path)
             .unwrap();
         tap.redact("api", "sk-live-123");
+        tap.redact("quoted", "pa\"ss\\word");
         tap.record(
             "s",
             Direction::In,
             None,
             json!({"result": {"content": [{"text": "token is sk-live-123!"}]}, "n": 1}),
+        );
+        tap.record(
+            "s",
+            Direction::In,
+            None,
+            json!({"echo": "x pa\"ss\\word y"}),
         );
         let entry = &tap.entries(None)[0];
         assert_eq!(
@@ -298,6 +345,9 @@ mod tests {
         let file = std::fs::read_to_string(&path).unwrap();
         assert!(!file.contains("sk-live-123"), "{file}");
         assert!(file.contains("[secret:api]"));
-        assert_eq!(file.lines().count(), 1);
+        assert_eq!(file.lines().count(), 2);
+        // A secret that JSON escapes is found in its escaped form too.
+        assert_eq!(tap.entries(None)[1].message["echo"], "x [secret:quoted] y");
+        assert!(!file.contains("ss\\\\word"), "{file}");
     }
 }

