@@ -409,6 +409,9 @@ pub fn validate_server_name(name: &str) -> Result<(), HostError> {
     }
 }
 
+/// Secrets by name, about to be stored.
+type Secrets = Vec<(String, SecretValue)>;
+
 /// What an import did.
 #[derive(Debug, Default, Serialize)]
 pub struct ImportReport {
@@ -472,7 +475,8 @@ pub fn import(
         .ok_or_else(|| HostError::Config(format!("{}: the servers entry is not an object", source.display())))?;
 
     let mut report = ImportReport::default();
-    let mut staged: Vec<(String, ServerEntry, Vec<(String, SecretValue)>)> = Vec::new();
+    // (name, entry, secrets to store): nothing is stored until every entry is valid.
+    let mut staged: Vec<(String, ServerEntry, Secrets)> = Vec::new();
     for (name, raw) in servers {
         validate_server_name(name)
             .map_err(|e| HostError::Config(format!("{}: {e}", source.display())))?;

@@ -89,12 +89,15 @@ impl Drop for Running {
 
 /// Starts a process that prints `listening on URL` on stdout, and returns the URL.
 pub fn start_listening(mut command: Command) -> (Running, String) {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    // Owned by `Running` from the start, so the process is killed and reaped on every path.
+    let mut running = Running(
+        command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut reader = BufReader::new(running.0.stdout.take().unwrap());
     let mut seen = Vec::new();
     loop {
         let mut line = String::new();
@@ -105,7 +108,7 @@ pub fn start_listening(mut command: Command) -> (Running, String) {
             let url = url.to_string();
             // Keep draining stdout so the server never blocks on a full pipe.
             std::thread::spawn(move || reader.lines().for_each(drop));
-            return (Running(child), url);
+            return (running, url);
         }
         seen.push(line);
     }
