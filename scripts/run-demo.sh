@@ -19,7 +19,7 @@ step "$gatehouse" call --stdio "$demo" fail
 step "$gatehouse" --era 2025-11-25 trace --stdio "$demo" --call echo --args '{"message": "hello"}'
 
 log=$(mktemp)
-"$demo" --http 127.0.0.1:0 > "$log" &
+RUST_LOG=warn "$demo" --http 127.0.0.1:0 > "$log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q listening "$log" && break; sleep 0.05; done

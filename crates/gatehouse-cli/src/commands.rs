@@ -436,21 +436,18 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
             let text = std::fs::read_to_string(&source)
                 .map_err(|e| HostError::Config(format!("cannot read {}: {e}", source.display())))?;
             let mut config = load_config(context)?;
-            let secrets = context.secrets.clone();
-            let source_for_task = source.clone();
-            let (config, result) = tokio::task::spawn_blocking(move || {
-                let result = import(
+            let (secrets, source_for_task) = (context.secrets.clone(), source.clone());
+            let (config, report_data) = off_runtime(move || {
+                import(
                     &text,
                     &source_for_task,
                     &mut config,
                     secrets.as_ref(),
                     replace,
-                );
-                (config, result)
+                )
+                .map(|report| (config, report))
             })
-            .await
-            .map_err(|e| Failure::usage(format!("import failed: {e}")))?;
-            let report_data = result?;
+            .await?;
             config.save(path)?;
             if context.json {
                 output::print_json(&json!({"config": path, "import": report_data}));
@@ -495,16 +492,23 @@ fn add_server(config: &mut ServersFile, args: &AddArgs, path: &Path) -> Result<(
     Ok(())
 }
 
+/// Runs a keychain operation off the async runtime: Secret Service calls block on D-Bus.
+async fn off_runtime<T: Send + 'static>(
+    operation: impl FnOnce() -> Result<T, HostError> + Send + 'static,
+) -> Result<T, Failure> {
+    tokio::task::spawn_blocking(operation)
+        .await
+        .map_err(|e| Failure::usage(format!("keychain task failed: {e}")))?
+        .map_err(Failure::from)
+}
+
 async fn secret(context: &Context, command: SecretCommand) -> Result<u8, Failure> {
     match command {
         SecretCommand::Set { name } => {
             validate_name(&name)?;
             let value = read_secret_value(&name)?;
-            let secrets = context.secrets.clone();
-            let task_name = name.clone();
-            tokio::task::spawn_blocking(move || secrets.set(&task_name, &value))
-                .await
-                .map_err(|e| Failure::usage(format!("keychain task failed: {e}")))??;
+            let (secrets, task_name) = (context.secrets.clone(), name.clone());
+            off_runtime(move || secrets.set(&task_name, &value)).await?;
             report(
                 context,
                 json!({"stored": name}),
@@ -514,11 +518,8 @@ async fn secret(context: &Context, command: SecretCommand) -> Result<u8, Failure
         }
         SecretCommand::Delete { name } => {
             validate_name(&name)?;
-            let secrets = context.secrets.clone();
-            let task_name = name.clone();
-            tokio::task::spawn_blocking(move || secrets.delete(&task_name))
-                .await
-                .map_err(|e| Failure::usage(format!("keychain task failed: {e}")))??;
+            let (secrets, task_name) = (context.secrets.clone(), name.clone());
+            off_runtime(move || secrets.delete(&task_name)).await?;
             report(
                 context,
                 json!({"deleted": name}),
