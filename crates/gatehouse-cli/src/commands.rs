@@ -159,6 +159,7 @@ fn adhoc_spec(adhoc: &Adhoc) -> Result<ServerSpec, Failure> {
 /// in human mode.
 struct EventLog {
     events: Arc<Mutex<Vec<HostEvent>>>,
+    stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -168,21 +169,37 @@ impl EventLog {
         let mut rx = context.events.subscribe();
         let sink = events.clone();
         let json = context.json;
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
-            while let Ok(event) = rx.recv().await {
+            let keep = |event: HostEvent| {
                 if !json {
                     output::print_event(&event);
                 }
                 sink.lock().expect("event log poisoned").push(event);
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    event = rx.recv() => match event {
+                        Ok(event) => keep(event),
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(broadcast::error::RecvError::Closed) => return,
+                    },
+                    _ = &mut stopped => {
+                        // Everything sent before the stop is already in the channel.
+                        while let Ok(event) = rx.try_recv() {
+                            keep(event);
+                        }
+                        return;
+                    }
+                }
             }
         });
-        EventLog { events, task }
+        EventLog { events, stop, task }
     }
 
     async fn finish(self) -> Vec<HostEvent> {
-        // Let events already sent reach the log.
-        tokio::task::yield_now().await;
-        self.task.abort();
+        let _ = self.stop.send(());
         let _ = self.task.await;
         std::mem::take(&mut *self.events.lock().expect("event log poisoned"))
     }

@@ -19,6 +19,8 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
+
+use crate::tap::ProgressCount;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
@@ -76,6 +78,7 @@ pub struct HostClient {
     mode: ElicitationMode,
     events: broadcast::Sender<HostEvent>,
     tools_stale: Arc<AtomicBool>,
+    progress: Arc<ProgressCount>,
 }
 
 /// What every Gatehouse connection declares: form and URL elicitation, nothing else.
@@ -100,6 +103,7 @@ impl HostClient {
         mode: ElicitationMode,
         events: broadcast::Sender<HostEvent>,
         tools_stale: Arc<AtomicBool>,
+        progress: Arc<ProgressCount>,
     ) -> Self {
         HostClient {
             server: server.to_string(),
@@ -107,6 +111,7 @@ impl HostClient {
             mode,
             events,
             tools_stale,
+            progress,
         }
     }
 
@@ -240,6 +245,7 @@ impl ClientHandler for HostClient {
             total: params.total,
             message: params.message,
         });
+        self.progress.handled();
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -22,7 +22,7 @@ use crate::error::explain;
 use crate::http::{self, HttpLaunch};
 use crate::secrets::{SecretStore, SecretValue};
 use crate::stdio::{StdioLaunch, StdioTransport, TransportState};
-use crate::tap::{EraCell, Tapped, TrafficTap};
+use crate::tap::{EraCell, ProgressCount, Tapped, TrafficTap};
 use crate::{Era, EraPreference, HostError};
 
 /// The most `input_required` rounds one call may take (2026-07-28 MRTR), so a server cannot
@@ -114,6 +114,7 @@ pub struct Connection {
     events: broadcast::Sender<HostEvent>,
     mode: ElicitationMode,
     tools_stale: Arc<AtomicBool>,
+    progress: Arc<ProgressCount>,
     tools_cache: Mutex<Option<Vec<Tool>>>,
     request_timeout: Duration,
 }
@@ -219,11 +220,13 @@ impl Connection {
             tap.redact(name, value.expose());
         }
         let tools_stale = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(ProgressCount::default());
         let handler = HostClient::new(
             server,
             options.elicitation,
             events.clone(),
             tools_stale.clone(),
+            progress.clone(),
         );
         let era_cell = Arc::new(EraCell::default());
         let connect_error = |state: &TransportState, error: String| HostError::Connect {
@@ -245,7 +248,13 @@ impl Connection {
                     grace: options.shutdown_grace,
                 };
                 let (transport, state) = StdioTransport::spawn(server, &launch)?;
-                let tapped = Tapped::new(transport, tap.clone(), server, era_cell.clone());
+                let tapped = Tapped::new(
+                    transport,
+                    tap.clone(),
+                    server,
+                    era_cell.clone(),
+                    progress.clone(),
+                );
                 let result = tokio::time::timeout(
                     options.connect_timeout,
                     handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
@@ -262,7 +271,13 @@ impl Connection {
                 };
                 let transport = http::transport(server, &launch)?;
                 let state = Arc::new(TransportState::default());
-                let tapped = Tapped::new(transport, tap.clone(), server, era_cell.clone());
+                let tapped = Tapped::new(
+                    transport,
+                    tap.clone(),
+                    server,
+                    era_cell.clone(),
+                    progress.clone(),
+                );
                 let result = tokio::time::timeout(
                     options.connect_timeout,
                     handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
@@ -303,6 +318,7 @@ impl Connection {
             events,
             mode: options.elicitation,
             tools_stale,
+            progress,
             tools_cache: Mutex::new(None),
             request_timeout: options.request_timeout,
         })
@@ -415,7 +431,12 @@ impl Connection {
     ) -> Result<Round, HostError> {
         let what = format!("tools/call {:?}", params.name);
         match self.guarded(&what, options, self.service.peer().call_tool_once(params)).await? {
-            CallToolResponse::Complete(result) => Ok(Round::Complete(result)),
+            CallToolResponse::Complete(result) => {
+                // Progress that arrived before the result is reported before it; bounded, so a
+                // handler that never runs cannot hold the result back.
+                let _ = tokio::time::timeout(Duration::from_secs(2), self.progress.settle()).await;
+                Ok(Round::Complete(result))
+            }
             CallToolResponse::InputRequired(required) => Ok(Round::InputRequired {
                 requests: required.input_requests.unwrap_or_default(),
                 request_state: required.request_state,

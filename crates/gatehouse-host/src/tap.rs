@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage, ServerNotification};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Serialize;
@@ -231,21 +231,64 @@ impl EraCell {
     }
 }
 
+/// Progress notifications received vs handled, per connection. rmcp runs each notification
+/// handler in a task of its own, so a progress notification that arrived before a result may
+/// be handled after it; a caller that waits for `handled` to reach `received` sees every
+/// progress event of its call before the result.
+#[derive(Debug, Default)]
+pub struct ProgressCount {
+    received: std::sync::atomic::AtomicU64,
+    handled: std::sync::atomic::AtomicU64,
+    changed: tokio::sync::Notify,
+}
+
+impl ProgressCount {
+    pub fn received(&self) {
+        self.received
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    pub fn handled(&self) {
+        self.handled
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+    /// Waits until every progress notification received so far has been handled.
+    pub async fn settle(&self) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let target = self.received.load(SeqCst);
+        loop {
+            let changed = self.changed.notified();
+            if self.handled.load(SeqCst) >= target {
+                return;
+            }
+            changed.await;
+        }
+    }
+}
+
 /// A transport wrapped so the tap records every message crossing it.
 pub struct Tapped<T> {
     inner: T,
     tap: Arc<TrafficTap>,
     server: Arc<str>,
     era: Arc<EraCell>,
+    progress: Arc<ProgressCount>,
 }
 
 impl<T> Tapped<T> {
-    pub fn new(inner: T, tap: Arc<TrafficTap>, server: &str, era: Arc<EraCell>) -> Self {
+    pub fn new(
+        inner: T,
+        tap: Arc<TrafficTap>,
+        server: &str,
+        era: Arc<EraCell>,
+        progress: Arc<ProgressCount>,
+    ) -> Self {
         Tapped {
             inner,
             tap,
             server: server.into(),
             era,
+            progress,
         }
     }
 }
@@ -272,6 +315,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let item = self.inner.receive().await?;
+        if let ServerJsonRpcMessage::Notification(notification) = &item
+            && let ServerNotification::ProgressNotification(_) = &notification.notification
+        {
+            self.progress.received();
+        }
         let text = serde_json::to_string(&item).unwrap_or_default();
         self.tap
             .record_text(&self.server, Direction::In, self.era.get(), text);

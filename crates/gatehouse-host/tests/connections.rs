@@ -252,3 +252,31 @@ async fn auto_era_falls_back_to_initialize_for_a_legacy_server() {
     );
     server.close().await;
 }
+
+// Multi-thread, as in the CLI: handler tasks then really run in parallel with the response path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_progress_event_is_delivered_before_the_result() {
+    // rmcp handles each notification in a task of its own; without the host's barrier the last
+    // progress events of a burst can land after `call_tool` has returned.
+    let host = Host::new();
+    let mut events = host.events.subscribe();
+    let server = host.connect("burst", "progress-burst").await;
+    for round in 0..20 {
+        let outcome = server
+            .call_tool("t", None, &CallOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(outcome.result.content[0].as_text().unwrap().text, "burst");
+        let mut progress = 0;
+        while let Ok(event) = events.try_recv() {
+            if matches!(event, HostEvent::Progress { .. }) {
+                progress += 1;
+            }
+        }
+        assert_eq!(
+            progress, 50,
+            "round {round}: progress events missing when the result arrived"
+        );
+    }
+    server.close().await;
+}
