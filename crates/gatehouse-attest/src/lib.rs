@@ -15,9 +15,11 @@
 //! - A trust root with no keys, ambiguous clearance names or weak keys is refused when loaded,
 //!   never treated as "allow all" ([`TrustRoot::from_json`]).
 
+pub mod bundle;
 pub mod canonical;
 pub mod json;
 pub mod origin;
+pub mod pins;
 pub mod trust_root;
 pub mod verify;
 

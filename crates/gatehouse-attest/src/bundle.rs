@@ -1,0 +1,702 @@
+//! Gatehouse trust-root bundles: what an admin ships (docs/atsa.md §5, modelled on TUF's root).
+//!
+//! `{"signed": {...}, "signatures": [{"keyid", "sig"}]}`. The signatures are Ed25519 over the
+//! RFC 8785 (JCS) form of `signed`. The `signed` part reuses the ATSA trust-root shape
+//! (`scheme`, `keys`) unchanged and adds the bundle's identity, its own root keys and
+//! threshold, expiry, posture, and per-server policy (allow-lists, tool pins, stdio bindings).
+//!
+//! Rules: valid when at least `threshold` distinct root keys of the bundle itself sign it (a key
+//! id counts once); version N+1 replaces N only if a threshold of N's root keys AND of N+1's
+//! root keys sign it; versions below the highest seen are refused (the host persists that
+//! number); an expired bundle is refused; the first bundle of an id is trusted because an admin
+//! installed it in a protected path. Pure: the caller passes `now`, the installed bundle and
+//! the highest version seen.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::json::parse_strict;
+use crate::pins::parse_pin;
+use crate::trust_root::{TrustRoot, decode_exact, parse_public_key};
+
+/// The bundle `type` this version understands.
+pub const BUNDLE_TYPE: &str = "gatehouse-trust-root";
+/// Largest bundle file accepted.
+pub const MAX_BUNDLE_BYTES: usize = 1024 * 1024;
+
+/// What a bundle failed on. `code()` is the stable snake_case reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BundleError {
+    #[error("invalid bundle: {0}")]
+    Invalid(String),
+    #[error(
+        "bundle {bundle_id:?} version {version} expired at {expires}; ask the admin for a current bundle"
+    )]
+    Expired {
+        bundle_id: String,
+        version: u64,
+        expires: String,
+    },
+    #[error(
+        "bundle {bundle_id:?} version {version} has {valid} valid signature(s) from its root keys, needs {threshold}{detail}"
+    )]
+    ThresholdNotMet {
+        bundle_id: String,
+        version: u64,
+        valid: usize,
+        threshold: usize,
+        detail: String,
+    },
+    #[error(
+        "bundle {bundle_id:?} version {version} is older than version {highest}, already accepted on this machine; rollback refused"
+    )]
+    Rollback {
+        bundle_id: String,
+        version: u64,
+        highest: u64,
+    },
+    #[error(
+        "bundle {bundle_id:?} version {version} differs from the installed version {version} with the same number; a changed bundle needs a higher version"
+    )]
+    SameVersionChanged { bundle_id: String, version: u64 },
+    #[error(
+        "bundle {bundle_id:?} version {version} is not signed by {threshold} of the root keys of the installed version {installed} ({valid} valid); a rotation needs both the old and the new root keys"
+    )]
+    RotationNotAuthorized {
+        bundle_id: String,
+        version: u64,
+        installed: u64,
+        valid: usize,
+        threshold: usize,
+    },
+    #[error("installed bundles conflict: {0}")]
+    Conflict(String),
+}
+
+impl BundleError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            BundleError::Invalid(_) => "bundle_invalid",
+            BundleError::Expired { .. } => "bundle_expired",
+            BundleError::ThresholdNotMet { .. } => "bundle_threshold_not_met",
+            BundleError::Rollback { .. } => "bundle_rollback",
+            BundleError::SameVersionChanged { .. } => "bundle_version_reused",
+            BundleError::RotationNotAuthorized { .. } => "bundle_rotation_not_authorized",
+            BundleError::Conflict(_) => "bundle_conflict",
+        }
+    }
+}
+
+fn invalid<T>(detail: impl Into<String>) -> Result<T, BundleError> {
+    Err(BundleError::Invalid(detail.into()))
+}
+
+/// How a host treats servers that are not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Posture {
+    /// Refuse any failure and any unattested server.
+    DenyByDefault,
+    /// Show the failure; never treat it as success.
+    Warn,
+}
+
+impl Posture {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Posture::DenyByDefault => "deny-by-default",
+            Posture::Warn => "warn",
+        }
+    }
+    pub fn parse(text: &str) -> Option<Posture> {
+        match text {
+            "deny-by-default" => Some(Posture::DenyByDefault),
+            "warn" => Some(Posture::Warn),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootKey {
+    pub id: String,
+    pub public_key: VerifyingKey,
+}
+
+/// How a stdio server is bound: the exact launch command and the executable's digest, plus
+/// the attestation the admin vouches for (stdio servers have no origin to fetch one from).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StdioBinding {
+    pub command: String,
+    pub args: Vec<String>,
+    pub sha256: [u8; 32],
+    pub attestation: Value,
+}
+
+/// Per-server policy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerPolicy {
+    pub id: String,
+    pub origins: Vec<String>,
+    pub stdio: Option<StdioBinding>,
+    pub required_clearance: Option<String>,
+    /// The closed allow-list: exact tool names.
+    pub allowed_tools: Vec<String>,
+    /// Tool name → `sha256:<hex>` of the JCS of its whole definition.
+    pub tool_pins: BTreeMap<String, String>,
+    pub url_elicitation_domains: Vec<String>,
+}
+
+/// The checked content of `signed`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundleContent {
+    pub bundle_id: String,
+    pub version: u64,
+    pub expires: OffsetDateTime,
+    pub threshold: usize,
+    pub root_keys: Vec<RootKey>,
+    pub posture: Posture,
+    pub locked: bool,
+    pub required_clearance: String,
+    pub trust_root: TrustRoot,
+    pub servers: Vec<ServerPolicy>,
+}
+
+/// A parsed, structurally valid bundle whose signatures are not yet checked.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    content: BundleContent,
+    signed_jcs: Vec<u8>,
+    signatures: Vec<(String, String)>,
+}
+
+/// Proof that a bundle met its threshold, is current, and is no rollback or unauthorized
+/// rotation of the installed one. Only [`Bundle::verify`] makes one.
+///
+/// ```compile_fail
+/// fn forge(b: &gatehouse_attest::bundle::VerifiedBundle) -> gatehouse_attest::bundle::VerifiedBundle { b.clone() }
+/// ```
+#[derive(Debug)]
+pub struct VerifiedBundle {
+    content: BundleContent,
+    signed_sha256: [u8; 32],
+    signers: Vec<String>,
+}
+
+impl VerifiedBundle {
+    pub fn content(&self) -> &BundleContent {
+        &self.content
+    }
+    /// `bundleId@version`, as shown in verdicts and the audit log.
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.content.bundle_id, self.content.version)
+    }
+    pub fn signed_sha256_hex(&self) -> String {
+        hex::encode(self.signed_sha256)
+    }
+    /// Root key ids whose signatures counted.
+    pub fn signers(&self) -> &[String] {
+        &self.signers
+    }
+}
+
+fn text<'a>(value: &'a Value, path: &str) -> Result<&'a str, BundleError> {
+    match value.as_str() {
+        Some(s) if !s.is_empty() => Ok(s),
+        _ => invalid(format!("{path} must be a non-empty string")),
+    }
+}
+
+fn texts(value: Option<&Value>, path: &str) -> Result<Vec<String>, BundleError> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| text(v, &format!("{path}[{i}]")).map(str::to_string))
+            .collect(),
+        Some(_) => invalid(format!("{path} must be an array of strings")),
+    }
+}
+
+fn field<'a>(object: &'a Value, key: &str, path: &str) -> Result<&'a Value, BundleError> {
+    object
+        .get(key)
+        .ok_or_else(|| BundleError::Invalid(format!("{path}.{key} is missing")))
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn parse_server(raw: &Value, path: &str) -> Result<ServerPolicy, BundleError> {
+    let id = text(field(raw, "id", path)?, &format!("{path}.id"))?.to_string();
+    let origins = texts(raw.get("origins"), &format!("{path}.origins"))?;
+    for origin in &origins {
+        let url = url::Url::parse(origin).map_err(|e| {
+            BundleError::Invalid(format!("{path}.origins: {origin:?} is not a URL ({e})"))
+        })?;
+        if !matches!(url.scheme(), "https" | "http") || !url.origin().is_tuple() {
+            return invalid(format!(
+                "{path}.origins: {origin:?} is not an http(s) origin"
+            ));
+        }
+    }
+    let stdio = match raw.get("stdio") {
+        None | Some(Value::Null) => None,
+        Some(stdio) => {
+            let sp = format!("{path}.stdio");
+            let command =
+                text(field(stdio, "command", &sp)?, &format!("{sp}.command"))?.to_string();
+            let args = texts(stdio.get("args"), &format!("{sp}.args"))?;
+            let digest = text(field(stdio, "sha256", &sp)?, &format!("{sp}.sha256"))?;
+            let mut sha256 = [0u8; 32];
+            if digest.len() != 64
+                || digest.bytes().any(|b| b.is_ascii_uppercase())
+                || hex::decode_to_slice(digest, &mut sha256).is_err()
+            {
+                return invalid(format!("{sp}.sha256 must be 64 lower-case hex digits"));
+            }
+            let attestation = field(stdio, "attestation", &sp)?;
+            if !attestation.is_object() {
+                return invalid(format!(
+                    "{sp}.attestation must be a signed attestation document (an object)"
+                ));
+            }
+            Some(StdioBinding {
+                command,
+                args,
+                sha256,
+                attestation: attestation.clone(),
+            })
+        }
+    };
+    if origins.is_empty() && stdio.is_none() {
+        return invalid(format!(
+            "{path} ({id}) has neither origins nor a stdio binding, so nothing can match it"
+        ));
+    }
+    let required_clearance = match raw.get("requiredClearance") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(text(v, &format!("{path}.requiredClearance"))?.to_string()),
+    };
+    let allowed_tools = texts(raw.get("allowedTools"), &format!("{path}.allowedTools"))?;
+    let unique: BTreeSet<&String> = allowed_tools.iter().collect();
+    if unique.len() != allowed_tools.len() {
+        return invalid(format!("{path}.allowedTools lists a tool twice"));
+    }
+    let mut tool_pins = BTreeMap::new();
+    match raw.get("toolPins") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(pins)) => {
+            for (tool, pin) in pins {
+                let pin = text(pin, &format!("{path}.toolPins.{tool}"))?;
+                parse_pin(pin)
+                    .map_err(|e| BundleError::Invalid(format!("{path}.toolPins.{tool}: {e}")))?;
+                if !allowed_tools.contains(tool) {
+                    return invalid(format!(
+                        "{path}.toolPins pins {tool:?}, which is not in allowedTools"
+                    ));
+                }
+                tool_pins.insert(tool.clone(), pin.to_string());
+            }
+        }
+        Some(_) => {
+            return invalid(format!(
+                "{path}.toolPins must be an object of tool name to pin"
+            ));
+        }
+    }
+    let url_elicitation_domains = texts(
+        raw.get("urlElicitationDomains"),
+        &format!("{path}.urlElicitationDomains"),
+    )?;
+    Ok(ServerPolicy {
+        id,
+        origins,
+        stdio,
+        required_clearance,
+        allowed_tools,
+        tool_pins,
+        url_elicitation_domains,
+    })
+}
+
+fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
+    if !signed.is_object() {
+        return invalid("\"signed\" must be an object");
+    }
+    let p = "signed";
+    if signed.get("type").and_then(Value::as_str) != Some(BUNDLE_TYPE) {
+        return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
+    }
+    if signed.get("specVersion").and_then(Value::as_u64) != Some(1) {
+        return invalid(
+            "signed.specVersion must be 1 (the only version this Gatehouse understands)",
+        );
+    }
+    let bundle_id = text(field(signed, "bundleId", p)?, "signed.bundleId")?.to_string();
+    if !is_identifier(&bundle_id) {
+        return invalid("signed.bundleId must be 1 to 128 characters from A-Z a-z 0-9 . _ -");
+    }
+    let version = match signed.get("version").and_then(Value::as_u64) {
+        Some(v) if v >= 1 => v,
+        _ => return invalid("signed.version must be an integer of at least 1"),
+    };
+    let expires_text = text(field(signed, "expires", p)?, "signed.expires")?;
+    let expires = OffsetDateTime::parse(expires_text, &Rfc3339).map_err(|_| {
+        BundleError::Invalid(format!(
+            "signed.expires {expires_text:?} is not an RFC 3339 time"
+        ))
+    })?;
+    let root = field(signed, "root", p)?;
+    let Some(Value::Array(raw_root_keys)) = root.get("keys") else {
+        return invalid("signed.root.keys must be an array");
+    };
+    let mut root_keys: Vec<RootKey> = Vec::new();
+    for (i, raw) in raw_root_keys.iter().enumerate() {
+        let id = text(
+            field(raw, "id", "signed.root.keys[]")?,
+            &format!("signed.root.keys[{i}].id"),
+        )?
+        .to_string();
+        let public_key = parse_public_key(text(
+            field(raw, "publicKey", "signed.root.keys[]")?,
+            "publicKey",
+        )?)
+        .map_err(|e| BundleError::Invalid(format!("root key {id:?}: publicKey is {e}")))?;
+        if root_keys.iter().any(|k| k.id == id) {
+            return invalid(format!("the root key id {id:?} appears twice"));
+        }
+        if root_keys.iter().any(|k| k.public_key == public_key) {
+            return invalid(format!(
+                "root key {id:?} repeats another root key's public key; each key counts once"
+            ));
+        }
+        root_keys.push(RootKey { id, public_key });
+    }
+    let threshold = match root.get("threshold").and_then(Value::as_u64) {
+        Some(t) if t >= 1 && (t as usize) <= root_keys.len() => t as usize,
+        _ => {
+            return invalid(format!(
+                "signed.root.threshold must be an integer from 1 to the number of root keys ({})",
+                root_keys.len()
+            ));
+        }
+    };
+    let posture_text = text(field(signed, "posture", p)?, "signed.posture")?;
+    let posture = Posture::parse(posture_text).ok_or_else(|| {
+        BundleError::Invalid(format!(
+            "signed.posture {posture_text:?} is not \"deny-by-default\" or \"warn\""
+        ))
+    })?;
+    let locked = match signed.get("locked") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return invalid("signed.locked must be true or false"),
+    };
+    let trust_root =
+        TrustRoot::from_value(signed).map_err(|e| BundleError::Invalid(e.to_string()))?;
+    let required_clearance = text(
+        field(signed, "requiredClearance", p)?,
+        "signed.requiredClearance",
+    )?
+    .to_string();
+    let resolves = |name: &str, path: &str| -> Result<(), BundleError> {
+        match trust_root.scheme.resolve(name) {
+            Some(_) => Ok(()),
+            None => invalid(format!(
+                "{path} {name:?} is not a level of scheme {:?}",
+                trust_root.scheme.name
+            )),
+        }
+    };
+    resolves(&required_clearance, "signed.requiredClearance")?;
+    let mut servers: Vec<ServerPolicy> = Vec::new();
+    match signed.get("servers") {
+        None => {}
+        Some(Value::Array(raw_servers)) => {
+            for (i, raw) in raw_servers.iter().enumerate() {
+                let server = parse_server(raw, &format!("signed.servers[{i}]"))?;
+                if let Some(level) = &server.required_clearance {
+                    resolves(level, &format!("signed.servers[{i}].requiredClearance"))?;
+                }
+                if servers.iter().any(|s| s.id == server.id) {
+                    return invalid(format!("the server id {:?} appears twice", server.id));
+                }
+                servers.push(server);
+            }
+        }
+        Some(_) => return invalid("signed.servers must be an array"),
+    }
+    Ok(BundleContent {
+        bundle_id,
+        version,
+        expires,
+        threshold,
+        root_keys,
+        posture,
+        locked,
+        required_clearance,
+        trust_root,
+        servers,
+    })
+}
+
+/// The bytes every bundle signature covers: RFC 8785 JCS of `signed`.
+pub fn signing_bytes(signed: &Value) -> Result<Vec<u8>, BundleError> {
+    serde_jcs::to_vec(signed)
+        .map_err(|e| BundleError::Invalid(format!("cannot canonicalize \"signed\": {e}")))
+}
+
+/// A signature entry for a bundle: `{"keyid", "sig"}`.
+pub fn sign_bundle(signed: &Value, key_id: &str, key: &SigningKey) -> Result<Value, BundleError> {
+    let bytes = signing_bytes(signed)?;
+    Ok(json!({"keyid": key_id, "sig": STANDARD.encode(key.sign(&bytes).to_bytes())}))
+}
+
+impl Bundle {
+    /// Parses a bundle file strictly and checks its structure; signatures are checked by
+    /// [`Bundle::verify`].
+    pub fn parse(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let value = parse_strict(bytes, MAX_BUNDLE_BYTES, crate::MAX_DEPTH)
+            .map_err(|e| BundleError::Invalid(e.to_string()))?;
+        let signed = value
+            .get("signed")
+            .ok_or_else(|| BundleError::Invalid("no \"signed\" part".into()))?;
+        let content = parse_content(signed)?;
+        let signed_jcs = signing_bytes(signed)?;
+        let signatures = match value.get("signatures") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let keyid = text(
+                        field(s, "keyid", "signatures[]")?,
+                        &format!("signatures[{i}].keyid"),
+                    )?;
+                    let sig = text(
+                        field(s, "sig", "signatures[]")?,
+                        &format!("signatures[{i}].sig"),
+                    )?;
+                    Ok((keyid.to_string(), sig.to_string()))
+                })
+                .collect::<Result<Vec<_>, BundleError>>()?,
+            None => Vec::new(),
+            Some(_) => return invalid("\"signatures\" must be an array"),
+        };
+        Ok(Bundle {
+            content,
+            signed_jcs,
+            signatures,
+        })
+    }
+
+    pub fn content(&self) -> &BundleContent {
+        &self.content
+    }
+
+    /// Distinct root key ids (of `keys`) whose signature verifies over `signed`.
+    fn valid_signers(&self, keys: &[RootKey]) -> Vec<String> {
+        let mut counted: Vec<String> = Vec::new();
+        for (keyid, sig) in &self.signatures {
+            if counted.contains(keyid) {
+                continue;
+            }
+            let Some(key) = keys.iter().find(|k| &k.id == keyid) else {
+                continue;
+            };
+            let Ok(sig) = decode_exact::<64>(sig) else {
+                continue;
+            };
+            if key
+                .public_key
+                .verify_strict(&self.signed_jcs, &Signature::from_bytes(&sig))
+                .is_ok()
+            {
+                counted.push(keyid.clone());
+            }
+        }
+        counted
+    }
+
+    /// Checks the bundle at `now` against what this machine already has: the installed bundle
+    /// of the same id (for rotation) and the highest version ever accepted for that id (for
+    /// rollback).
+    pub fn verify(
+        &self,
+        now: OffsetDateTime,
+        installed: Option<&VerifiedBundle>,
+        highest_seen: Option<u64>,
+    ) -> Result<VerifiedBundle, BundleError> {
+        let c = &self.content;
+        let (bundle_id, version) = (c.bundle_id.clone(), c.version);
+        if now >= c.expires {
+            return Err(BundleError::Expired {
+                bundle_id,
+                version,
+                expires: c.expires.format(&Rfc3339).unwrap_or_default(),
+            });
+        }
+        let signers = self.valid_signers(&c.root_keys);
+        if signers.len() < c.threshold {
+            let unknown: Vec<&str> = self
+                .signatures
+                .iter()
+                .filter(|(id, _)| !c.root_keys.iter().any(|k| &k.id == id))
+                .map(|(id, _)| id.as_str())
+                .collect();
+            let detail = if unknown.is_empty() {
+                String::new()
+            } else {
+                format!(" (signatures from keys not in its root: {unknown:?})")
+            };
+            return Err(BundleError::ThresholdNotMet {
+                bundle_id,
+                version,
+                valid: signers.len(),
+                threshold: c.threshold,
+                detail,
+            });
+        }
+        if let Some(highest) = highest_seen
+            && version < highest
+        {
+            return Err(BundleError::Rollback {
+                bundle_id,
+                version,
+                highest,
+            });
+        }
+        let signed_sha256: [u8; 32] = Sha256::digest(&self.signed_jcs).into();
+        if let Some(installed) = installed.filter(|i| i.content.bundle_id == c.bundle_id) {
+            let before = &installed.content;
+            if version < before.version {
+                return Err(BundleError::Rollback {
+                    bundle_id,
+                    version,
+                    highest: before.version,
+                });
+            }
+            if version == before.version {
+                if signed_sha256 != installed.signed_sha256 {
+                    return Err(BundleError::SameVersionChanged { bundle_id, version });
+                }
+            } else {
+                let old_signers = self.valid_signers(&before.root_keys);
+                if old_signers.len() < before.threshold {
+                    return Err(BundleError::RotationNotAuthorized {
+                        bundle_id,
+                        version,
+                        installed: before.version,
+                        valid: old_signers.len(),
+                        threshold: before.threshold,
+                    });
+                }
+            }
+        }
+        Ok(VerifiedBundle {
+            content: c.clone(),
+            signed_sha256,
+            signers,
+        })
+    }
+}
+
+/// Several installed bundles, combined under written rules:
+/// - bundle ids are distinct;
+/// - a signer key id claimed by two bundles must be the same public key (else an error, not a
+///   coin toss);
+/// - a server id is governed by one bundle only;
+/// - the strictest posture wins (deny-by-default over warn), and one locked bundle locks all.
+#[derive(Debug)]
+pub struct TrustStore {
+    bundles: Vec<VerifiedBundle>,
+}
+
+impl TrustStore {
+    pub fn combine(mut bundles: Vec<VerifiedBundle>) -> Result<TrustStore, BundleError> {
+        bundles.sort_by(|a, b| a.content.bundle_id.cmp(&b.content.bundle_id));
+        for (i, a) in bundles.iter().enumerate() {
+            for b in &bundles[i + 1..] {
+                let (ac, bc) = (&a.content, &b.content);
+                if ac.bundle_id == bc.bundle_id {
+                    return Err(BundleError::Conflict(format!(
+                        "two installed bundles are both {:?}",
+                        ac.bundle_id
+                    )));
+                }
+                for key in &ac.trust_root.keys {
+                    if let Some(other) = bc.trust_root.key(&key.id)
+                        && other.public_key != key.public_key
+                    {
+                        return Err(BundleError::Conflict(format!(
+                            "signer key id {:?} is a different key in {} and {}",
+                            key.id,
+                            a.label(),
+                            b.label()
+                        )));
+                    }
+                }
+                for server in &ac.servers {
+                    if bc.servers.iter().any(|s| s.id == server.id) {
+                        return Err(BundleError::Conflict(format!(
+                            "server {:?} is governed by both {} and {}",
+                            server.id,
+                            a.label(),
+                            b.label()
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(TrustStore { bundles })
+    }
+
+    pub fn bundles(&self) -> &[VerifiedBundle] {
+        &self.bundles
+    }
+
+    /// The strictest posture of any bundle; `None` when there are no bundles.
+    pub fn posture(&self) -> Option<Posture> {
+        let postures: Vec<Posture> = self.bundles.iter().map(|b| b.content.posture).collect();
+        if postures.contains(&Posture::DenyByDefault) {
+            Some(Posture::DenyByDefault)
+        } else {
+            postures.first().copied()
+        }
+    }
+
+    pub fn locked(&self) -> bool {
+        self.bundles.iter().any(|b| b.content.locked)
+    }
+
+    /// The bundle and policy governing a server id.
+    pub fn server(&self, id: &str) -> Option<(&VerifiedBundle, &ServerPolicy)> {
+        self.bundles.iter().find_map(|b| {
+            b.content
+                .servers
+                .iter()
+                .find(|s| s.id == id)
+                .map(|s| (b, s))
+        })
+    }
+}
+
+impl fmt::Display for Posture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

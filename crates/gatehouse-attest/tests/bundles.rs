@@ -1,0 +1,384 @@
+//! Trust-root bundles: threshold signatures over JCS, expiry, rollback, rotation, structure,
+//! and how several installed bundles combine.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::SigningKey;
+use gatehouse_attest::bundle::{
+    Bundle, BundleError, Posture, TrustStore, VerifiedBundle, sign_bundle,
+};
+use gatehouse_attest::{VerifyContext, verify};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::macros::datetime;
+
+const NOW: OffsetDateTime = datetime!(2026-11-21 12:00 UTC);
+
+fn admin(n: u8) -> SigningKey {
+    SigningKey::from_bytes(&[0xA0 + n; 32])
+}
+
+fn public(key: &SigningKey) -> String {
+    STANDARD.encode(key.verifying_key().to_bytes())
+}
+
+fn vectors_root() -> Value {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/vectors/atsa/_trust-root.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// A `signed` part: root keys admin(n) for each n in `root`, the vectors' scheme and keys.
+fn signed(id: &str, version: u64, root: &[u8], threshold: u64) -> Value {
+    let tr = vectors_root();
+    json!({
+        "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": id, "version": version,
+        "expires": "2027-06-30T00:00:00Z",
+        "root": {"threshold": threshold, "keys": root.iter().map(|n| json!({"id": format!("admin-{n}"), "publicKey": public(&admin(*n))})).collect::<Vec<_>>()},
+        "posture": "deny-by-default", "locked": true, "requiredClearance": "internal",
+        "scheme": tr["scheme"], "keys": tr["keys"],
+        "servers": [{
+            "id": "urn:omcp:server:weather", "origins": ["https://tools.example.com"],
+            "requiredClearance": "internal",
+            "allowedTools": ["get_forecast", "list_stations"],
+            "toolPins": {"get_forecast": format!("sha256:{}", "ab".repeat(32))},
+            "urlElicitationDomains": ["auth.example.com"]
+        }]
+    })
+}
+
+fn bundle(signed: &Value, signers: &[u8]) -> Vec<u8> {
+    let signatures: Vec<Value> = signers
+        .iter()
+        .map(|n| sign_bundle(signed, &format!("admin-{n}"), &admin(*n)).unwrap())
+        .collect();
+    serde_json::to_vec(&json!({"signed": signed, "signatures": signatures})).unwrap()
+}
+
+fn check(
+    bytes: &[u8],
+    installed: Option<&VerifiedBundle>,
+    highest: Option<u64>,
+) -> Result<VerifiedBundle, BundleError> {
+    Bundle::parse(bytes)?.verify(NOW, installed, highest)
+}
+
+#[test]
+fn a_threshold_of_distinct_root_keys_makes_a_bundle_valid() {
+    let s = signed("acme", 1, &[1, 2, 3], 2);
+    let verified = check(&bundle(&s, &[1, 3]), None, None).unwrap();
+    assert_eq!(verified.label(), "acme@1");
+    assert_eq!(verified.signers(), ["admin-1", "admin-3"]);
+    assert_eq!(verified.content().posture, Posture::DenyByDefault);
+    assert!(verified.content().locked);
+}
+
+#[test]
+fn a_key_counts_once_and_strangers_count_not_at_all() {
+    let s = signed("acme", 1, &[1, 2, 3], 2);
+    let once = check(&bundle(&s, &[1, 1, 1]), None, None).unwrap_err();
+    assert!(
+        matches!(
+            once,
+            BundleError::ThresholdNotMet {
+                valid: 1,
+                threshold: 2,
+                ..
+            }
+        ),
+        "{once}"
+    );
+    // admin-9 signs under a root key id it does not hold; a valid signature by the wrong key.
+    let mut forged: Value = serde_json::from_slice(&bundle(&s, &[1])).unwrap();
+    forged["signatures"]
+        .as_array_mut()
+        .unwrap()
+        .push(sign_bundle(&s, "admin-2", &admin(9)).unwrap());
+    forged["signatures"]
+        .as_array_mut()
+        .unwrap()
+        .push(sign_bundle(&s, "admin-9", &admin(9)).unwrap());
+    let error = check(&serde_json::to_vec(&forged).unwrap(), None, None).unwrap_err();
+    assert_eq!(error.code(), "bundle_threshold_not_met");
+    assert!(error.to_string().contains("admin-9"), "{error}");
+}
+
+#[test]
+fn tampering_after_signing_breaks_the_threshold() {
+    let s = signed("acme", 1, &[1, 2, 3], 2);
+    let mut tampered: Value = serde_json::from_slice(&bundle(&s, &[1, 2])).unwrap();
+    tampered["signed"]["servers"][0]["allowedTools"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("delete_everything"));
+    assert_eq!(
+        check(&serde_json::to_vec(&tampered).unwrap(), None, None)
+            .unwrap_err()
+            .code(),
+        "bundle_threshold_not_met"
+    );
+    let mut widened: Value = serde_json::from_slice(&bundle(&s, &[1, 2])).unwrap();
+    widened["signed"]["posture"] = json!("warn");
+    assert_eq!(
+        check(&serde_json::to_vec(&widened).unwrap(), None, None)
+            .unwrap_err()
+            .code(),
+        "bundle_threshold_not_met"
+    );
+}
+
+#[test]
+fn signatures_cover_jcs_so_key_order_does_not_matter() {
+    let s = signed("acme", 1, &[1, 2], 2);
+    let signed_bytes = bundle(&s, &[1, 2]);
+    // Re-emit `signed` with its keys in reverse order: the same JCS, still valid.
+    let mut value: Value = serde_json::from_slice(&signed_bytes).unwrap();
+    let reversed: serde_json::Map<String, Value> = value["signed"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    value["signed"] = Value::Object(reversed);
+    check(&serde_json::to_vec_pretty(&value).unwrap(), None, None).unwrap();
+}
+
+#[test]
+fn expired_bundles_are_refused_naming_the_expiry() {
+    let mut s = signed("acme", 1, &[1], 1);
+    s["expires"] = json!("2026-11-21T12:00:00Z");
+    let error = check(&bundle(&s, &[1]), None, None).unwrap_err();
+    assert_eq!(error.code(), "bundle_expired");
+    assert!(
+        error.to_string().contains("2026-11-21T12:00:00Z"),
+        "{error}"
+    );
+    s["expires"] = json!("2026-11-21T12:00:01Z");
+    check(&bundle(&s, &[1]), None, None).unwrap();
+}
+
+#[test]
+fn rollback_is_refused() {
+    let v6 = bundle(&signed("acme", 6, &[1], 1), &[1]);
+    let error = check(&v6, None, Some(7)).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            BundleError::Rollback {
+                version: 6,
+                highest: 7,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let v7 = check(&bundle(&signed("acme", 7, &[1], 1), &[1]), None, Some(7)).unwrap();
+    assert_eq!(
+        check(&v6, Some(&v7), None).unwrap_err().code(),
+        "bundle_rollback"
+    );
+    // The same version again is fine only if it is the same bundle.
+    check(
+        &bundle(&signed("acme", 7, &[1], 1), &[1]),
+        Some(&v7),
+        Some(7),
+    )
+    .unwrap();
+    let mut changed = signed("acme", 7, &[1], 1);
+    changed["servers"][0]["allowedTools"] = json!(["get_forecast"]);
+    changed["servers"][0]["toolPins"] = json!({});
+    assert_eq!(
+        check(&bundle(&changed, &[1]), Some(&v7), Some(7))
+            .unwrap_err()
+            .code(),
+        "bundle_version_reused"
+    );
+}
+
+#[test]
+fn rotation_needs_thresholds_of_both_the_old_and_the_new_root() {
+    let v1 = check(
+        &bundle(&signed("acme", 1, &[1, 2, 3], 2), &[1, 2]),
+        None,
+        None,
+    )
+    .unwrap();
+    // New root {2, 3, 4}: signed by 2 and 3, who are in both roots: allowed.
+    let v2 = signed("acme", 2, &[2, 3, 4], 2);
+    let rotated = check(&bundle(&v2, &[2, 3]), Some(&v1), Some(1)).unwrap();
+    assert_eq!(rotated.label(), "acme@2");
+    // Signed by 3 and 4: the new root agrees, the old root has only one signature.
+    let error = check(&bundle(&v2, &[3, 4]), Some(&v1), Some(1)).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            BundleError::RotationNotAuthorized {
+                valid: 1,
+                threshold: 2,
+                installed: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // An attacker who stole old keys 1 and 2 cannot install a root of their own without the
+    // new root's threshold... and one made entirely of their keys fails the old threshold.
+    let hostile = signed("acme", 2, &[8, 9], 2);
+    assert_eq!(
+        check(&bundle(&hostile, &[8, 9]), Some(&v1), Some(1))
+            .unwrap_err()
+            .code(),
+        "bundle_rotation_not_authorized"
+    );
+    // Recovery from a lost key: old root 1,2,3 (2 of 3), key 1 lost: 2 and 3 sign v2 with a new key 5.
+    let recovered = signed("acme", 2, &[2, 3, 5], 2);
+    check(&bundle(&recovered, &[2, 3]), Some(&v1), Some(1)).unwrap();
+}
+
+#[test]
+fn structural_mistakes_are_refused_with_the_path() {
+    let base = signed("acme", 1, &[1, 2], 1);
+    let weak = STANDARD.encode({
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        identity
+    });
+    let cases: Vec<(&str, Value, &str)> = vec![
+        ("/type", json!("tuf-root"), "signed.type"),
+        ("/specVersion", json!(2), "specVersion"),
+        ("/bundleId", json!("acme prod"), "bundleId"),
+        ("/version", json!(0), "version"),
+        ("/expires", json!("next year"), "RFC 3339"),
+        ("/root/threshold", json!(0), "threshold"),
+        ("/root/threshold", json!(3), "threshold"),
+        ("/root/keys/1/id", json!("admin-1"), "appears twice"),
+        (
+            "/root/keys/1/publicKey",
+            json!(public(&admin(1))),
+            "counts once",
+        ),
+        ("/root/keys/0/publicKey", json!(weak), "weak"),
+        ("/posture", json!("allow-all"), "posture"),
+        ("/locked", json!("yes"), "locked"),
+        ("/requiredClearance", json!("top-secret"), "not a level"),
+        ("/keys", json!([]), "no signer keys"),
+        (
+            "/servers/0/toolPins",
+            json!({"other_tool": format!("sha256:{}", "ab".repeat(32))}),
+            "not in allowedTools",
+        ),
+        (
+            "/servers/0/toolPins",
+            json!({"get_forecast": "md5:abc"}),
+            "sha256:",
+        ),
+        (
+            "/servers/0/origins",
+            json!(["ftp://tools.example.com"]),
+            "http(s) origin",
+        ),
+        ("/servers/0/allowedTools", json!(["a", "a"]), "twice"),
+        (
+            "/servers/0/requiredClearance",
+            json!("ultra"),
+            "not a level",
+        ),
+    ];
+    for (pointer, value, needle) in cases {
+        let mut s = base.clone();
+        *s.pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{pointer}")) = value;
+        let error = check(&bundle(&s, &[1]), None, None).unwrap_err();
+        assert_eq!(error.code(), "bundle_invalid", "{pointer}");
+        assert!(error.to_string().contains(needle), "{pointer}: {error}");
+    }
+    let mut stdio = base.clone();
+    stdio["servers"][0]["stdio"] =
+        json!({"command": "/opt/w", "sha256": "AB".repeat(32), "attestation": {}});
+    assert!(
+        check(&bundle(&stdio, &[1]), None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("lower-case hex")
+    );
+    assert!(
+        check(br#"{"signatures": []}"#, None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("signed")
+    );
+    assert!(
+        check(br#"{"signed": {}, "signed": {}}"#, None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("duplicate")
+    );
+}
+
+#[test]
+fn the_atsa_vectors_verify_against_a_bundle_trust_root() {
+    let verified = check(&bundle(&signed("acme", 1, &[1], 1), &[1]), None, None).unwrap();
+    let vector: Value = serde_json::from_slice(
+        &std::fs::read(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../tests/vectors/atsa/admits-a-valid-document.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let ctx = VerifyContext {
+        origin: Some("https://tools.example.com"),
+        required_clearance: &verified.content().required_clearance,
+        now: datetime!(2026-06-01 12:00 UTC),
+    };
+    let admitted = verify(
+        Some(&serde_json::to_vec(&vector["sad"]).unwrap()),
+        &verified.content().trust_root,
+        &ctx,
+    )
+    .unwrap();
+    assert_eq!(admitted.id(), "urn:omcp:server:weather");
+}
+
+#[test]
+fn installed_bundles_combine_by_written_rules() {
+    let a = || check(&bundle(&signed("acme", 1, &[1], 1), &[1]), None, None).unwrap();
+    let mut other = signed("beta", 1, &[2], 1);
+    other["servers"] = json!([{"id": "urn:beta:search", "origins": ["https://search.beta.example"], "allowedTools": ["search"]}]);
+    other["posture"] = json!("warn");
+    other["locked"] = json!(false);
+    let b = || check(&bundle(&other, &[2]), None, None).unwrap();
+    let store = TrustStore::combine(vec![b(), a()]).unwrap();
+    assert_eq!(store.bundles()[0].label(), "acme@1", "sorted by bundle id");
+    assert_eq!(
+        store.posture(),
+        Some(Posture::DenyByDefault),
+        "the strictest posture wins"
+    );
+    assert!(store.locked());
+    assert_eq!(store.server("urn:beta:search").unwrap().0.label(), "beta@1");
+    assert!(store.server("urn:nobody").is_none());
+
+    // The same signer key id with a different key: an error, not a coin toss.
+    let mut clash = other.clone();
+    clash["keys"][0]["publicKey"] = json!(public(&admin(7)));
+    let error = TrustStore::combine(vec![a(), check(&bundle(&clash, &[2]), None, None).unwrap()])
+        .unwrap_err();
+    assert!(error.to_string().contains("key-prod-2026"), "{error}");
+    // One server governed by two bundles: refused.
+    let mut twice = other.clone();
+    twice["servers"][0]["id"] = json!("urn:omcp:server:weather");
+    assert_eq!(
+        TrustStore::combine(vec![a(), check(&bundle(&twice, &[2]), None, None).unwrap()])
+            .unwrap_err()
+            .code(),
+        "bundle_conflict"
+    );
+    // Two bundles with one id: refused.
+    assert_eq!(
+        TrustStore::combine(vec![a(), a()]).unwrap_err().code(),
+        "bundle_conflict"
+    );
+    assert_eq!(TrustStore::combine(Vec::new()).unwrap().posture(), None);
+}

@@ -1,0 +1,1 @@
+//! Placeholder: the audit log is being written.
