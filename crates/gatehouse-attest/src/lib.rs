@@ -18,6 +18,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod json;
+pub mod keys;
 pub mod origin;
 pub mod pins;
 pub mod trust_root;

@@ -60,6 +60,12 @@ pub enum Command {
     Call(CallArgs),
     /// Connect (and optionally call a tool), then print every JSON-RPC message exchanged.
     Trace(TraceArgs),
+    /// Admin: create, sign, verify and inspect trust-root bundles.
+    #[command(subcommand)]
+    Bundle(BundleCommand),
+    /// Server operators and admins: sign and verify ATSA attestation documents.
+    #[command(subcommand)]
+    Attest(AttestCommand),
     /// The client for the official MCP conformance suite (reads MCP_CONFORMANCE_SCENARIO).
     #[command(hide = false)]
     Conformance {
@@ -162,4 +168,86 @@ pub struct TraceArgs {
     /// Arguments for --call, as a JSON object.
     #[arg(long, value_name = "JSON", requires = "tool")]
     pub args: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Create an Ed25519 key pair: DIR/ID.key (private, mode 0600, never printed) and DIR/ID.pub.json.
+    Keygen {
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The key id, as bundles and signatures name it.
+        #[arg(long, default_value = "admin")]
+        id: String,
+    },
+    /// Write a new, unsigned bundle to edit and sign.
+    Init {
+        #[arg(long)]
+        bundle_id: String,
+        /// A root key (ID.pub.json from `bundle keygen`); repeat for each.
+        #[arg(long = "root-key", value_name = "PUB.json", required = true)]
+        root_keys: Vec<PathBuf>,
+        /// How many root keys must sign (default: a majority).
+        #[arg(long)]
+        threshold: Option<u64>,
+        /// A signer key for attestations (ID.pub.json), approved for every level; repeat.
+        #[arg(long = "signer-key", value_name = "PUB.json", required = true)]
+        signer_keys: Vec<PathBuf>,
+        /// Expiry (RFC 3339); default one year from now.
+        #[arg(long)]
+        expires: Option<String>,
+        #[arg(long, value_name = "BUNDLE")]
+        out: PathBuf,
+    },
+    /// Add (or replace) this key's signature on a bundle, in place.
+    Sign {
+        #[arg(long, value_name = "KEY")]
+        key: PathBuf,
+        bundle: PathBuf,
+    },
+    /// Check a bundle: structure, threshold, expiry and, with --previous, rotation and rollback.
+    Verify {
+        bundle: PathBuf,
+        /// The bundle it replaces.
+        #[arg(long, value_name = "OLD")]
+        previous: Option<PathBuf>,
+        /// Decide as of this time (RFC 3339) instead of now.
+        #[arg(long)]
+        now: Option<String>,
+    },
+    /// Show what a bundle says and who signed it.
+    Inspect {
+        bundle: PathBuf,
+        #[arg(long)]
+        now: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AttestCommand {
+    /// Sign an attestation document (SAD) with a signer key; prints the signed document.
+    Sign {
+        #[arg(long, value_name = "KEY")]
+        key: PathBuf,
+        sad: PathBuf,
+        /// Write here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Verify an attestation document against a trust root (a bundle or a plain {scheme, keys}).
+    Verify {
+        #[arg(long, value_name = "FILE")]
+        sad: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        trust_root: PathBuf,
+        /// The origin the server is reached at.
+        #[arg(long, value_name = "URL")]
+        origin: String,
+        /// The clearance level the server must reach.
+        #[arg(long, value_name = "LEVEL")]
+        required: String,
+        /// Decide as of this time (RFC 3339) instead of now.
+        #[arg(long)]
+        now: Option<String>,
+    },
 }

@@ -118,6 +118,8 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Tools(target) => tools(&context, &target).await,
         Command::Call(args) => call(&context, &args).await,
         Command::Trace(args) => trace(&context, &args).await,
+        Command::Bundle(command) => crate::admin::bundle(&context, command),
+        Command::Attest(command) => crate::admin::attest(&context, command),
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
     }
 }
@@ -569,7 +571,7 @@ fn read_secret_value(name: &str) -> Result<SecretValue, Failure> {
     Ok(SecretValue::new(value))
 }
 
-fn report(context: &Context, data: Value, human: &str) {
+pub(crate) fn report(context: &Context, data: Value, human: &str) {
     if context.json {
         output::print_json(&data);
     } else {

@@ -1,0 +1,384 @@
+//! Admin and operator commands over gatehouse-attest: key files, bundles, attestations.
+//! The crate decides; this module reads and writes files and reads the clock.
+
+use std::io::Write;
+use std::path::Path;
+
+use ed25519_dalek::SigningKey;
+use gatehouse_attest::bundle::{Bundle, BundleError, VerifiedBundle, sign_bundle};
+use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
+use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::cli::{AttestCommand, BundleCommand};
+use crate::commands::{Context, Failure, report};
+use crate::output;
+
+fn read(path: &Path) -> Result<Vec<u8>, Failure> {
+    std::fs::read(path).map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))
+}
+
+fn read_json(path: &Path) -> Result<Value, Failure> {
+    serde_json::from_slice(&read(path)?).map_err(|e| {
+        Failure::usage(format!(
+            "{}: not JSON: line {} column {}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })
+}
+
+fn now_or(given: Option<&str>) -> Result<OffsetDateTime, Failure> {
+    match given {
+        Some(text) => OffsetDateTime::parse(text, &Rfc3339).map_err(|_| {
+            Failure::usage(format!(
+                "--now {text:?} is not an RFC 3339 time like 2026-06-01T12:00:00Z"
+            ))
+        }),
+        None => Ok(OffsetDateTime::now_utc()),
+    }
+}
+
+/// Writes `text` to `path` atomically (temporary file in the same directory, fsync, rename).
+fn write_atomic(path: &Path, text: &[u8], mode: u32) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::usage(format!("cannot write {}: {e}", path.display()));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+        let mut file = options.open(&tmp)?;
+        file.write_all(text)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(fail)
+}
+
+fn bundle_failure(path: &Path, error: BundleError) -> Failure {
+    Failure {
+        code: error.code(),
+        message: format!("{}: {error}", path.display()),
+        exit: 1,
+    }
+}
+
+fn load_signing_key(path: &Path) -> Result<(String, SigningKey), Failure> {
+    parse_private_key(&read(path)?).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
+}
+
+fn verify_bundle_file(
+    path: &Path,
+    now: OffsetDateTime,
+    previous: Option<&Path>,
+) -> Result<VerifiedBundle, Failure> {
+    let installed = match previous {
+        Some(old) => Some(verify_bundle_file(old, now, None)?),
+        None => None,
+    };
+    let bundle = Bundle::parse(&read(path)?).map_err(|e| bundle_failure(path, e))?;
+    let highest = installed.as_ref().map(|b| b.content().version);
+    bundle
+        .verify(now, installed.as_ref(), highest)
+        .map_err(|e| bundle_failure(path, e))
+}
+
+pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> {
+    match command {
+        BundleCommand::Keygen { out, id } => {
+            if id.is_empty()
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            {
+                return Err(Failure::usage(format!(
+                    "--id {id:?}: use A-Z a-z 0-9 . _ -"
+                )));
+            }
+            std::fs::create_dir_all(&out)
+                .map_err(|e| Failure::usage(format!("cannot create {}: {e}", out.display())))?;
+            let private = out.join(format!("{id}.key"));
+            let public = out.join(format!("{id}.pub.json"));
+            if private.exists() || public.exists() {
+                return Err(Failure::usage(format!(
+                    "{} or {} exists; refusing to overwrite a key",
+                    private.display(),
+                    public.display()
+                )));
+            }
+            let mut seed = [0u8; 32];
+            getrandom::fill(&mut seed)
+                .map_err(|e| Failure::usage(format!("no randomness from the OS: {e}")))?;
+            let key = SigningKey::from_bytes(&seed);
+            // Private first and created exclusively, readable by the owner only.
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options
+                .open(&private)
+                .map_err(|e| Failure::usage(format!("cannot create {}: {e}", private.display())))?;
+            file.write_all(private_key_document(&id, &key).as_bytes())
+                .and_then(|()| file.sync_all())
+                .map_err(|e| Failure::usage(format!("cannot write {}: {e}", private.display())))?;
+            let public_doc = public_key_document(&id, &key.verifying_key());
+            write_atomic(
+                &public,
+                format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&public_doc).expect("json")
+                )
+                .as_bytes(),
+                0o644,
+            )?;
+            report(
+                context,
+                json!({"id": id, "private_key_file": private, "public_key_file": public, "publicKey": public_doc["publicKey"]}),
+                &format!(
+                    "created key {id:?}\n  private: {} (mode 0600; keep it offline)\n  public:  {}",
+                    private.display(),
+                    public.display()
+                ),
+            );
+            Ok(0)
+        }
+        BundleCommand::Init {
+            bundle_id,
+            root_keys,
+            threshold,
+            signer_keys,
+            expires,
+            out,
+        } => {
+            if out.exists() {
+                return Err(Failure::usage(format!(
+                    "{} exists; refusing to overwrite it",
+                    out.display()
+                )));
+            }
+            let roots = root_keys
+                .iter()
+                .map(|p| read_json(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            let signers: Vec<Value> = signer_keys
+                .iter()
+                .map(|p| {
+                    let mut key = read_json(p)?;
+                    key["approvedClearances"] =
+                        json!(["public", "internal", "confidential", "secret"]);
+                    Ok(key)
+                })
+                .collect::<Result<_, Failure>>()?;
+            let expires = match expires {
+                Some(e) => e,
+                None => (OffsetDateTime::now_utc() + time::Duration::days(365))
+                    .replace_nanosecond(0)
+                    .expect("valid")
+                    .format(&Rfc3339)
+                    .expect("formats"),
+            };
+            let threshold = threshold.unwrap_or(roots.len() as u64 / 2 + 1);
+            let signed = json!({
+                "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": bundle_id, "version": 1,
+                "expires": expires,
+                "root": {"threshold": threshold, "keys": roots},
+                "posture": "deny-by-default", "locked": false, "requiredClearance": "internal",
+                "scheme": {"name": "gatehouse-default", "levels": [
+                    {"name": "public", "rank": 0, "aliases": ["unclassified"]},
+                    {"name": "internal", "rank": 10},
+                    {"name": "confidential", "rank": 20},
+                    {"name": "secret", "rank": 30}
+                ]},
+                "keys": signers,
+                "servers": []
+            });
+            let document = json!({"signed": signed, "signatures": []});
+            // Parse what we wrote, so `init` never produces a bundle `verify` would call invalid.
+            let text = format!(
+                "{}\n",
+                serde_json::to_string_pretty(&document).expect("json")
+            );
+            Bundle::parse(text.as_bytes()).map_err(|e| bundle_failure(&out, e))?;
+            write_atomic(&out, text.as_bytes(), 0o644)?;
+            report(
+                context,
+                json!({"written": out}),
+                &format!(
+                    "wrote {} (unsigned; add servers, then `gatehouse bundle sign`)",
+                    out.display()
+                ),
+            );
+            Ok(0)
+        }
+        BundleCommand::Sign { key, bundle } => {
+            let (key_id, signing) = load_signing_key(&key)?;
+            let mut document = read_json(&bundle)?;
+            // Refuse to sign something malformed: a signature is an admin's word.
+            Bundle::parse(&read(&bundle)?).map_err(|e| bundle_failure(&bundle, e))?;
+            let signature = sign_bundle(&document["signed"], &key_id, &signing)
+                .map_err(|e| bundle_failure(&bundle, e))?;
+            let signatures = document["signatures"]
+                .as_array_mut()
+                .ok_or_else(|| Failure::usage("\"signatures\" is not an array"))?;
+            signatures.retain(|s| s["keyid"] != json!(key_id));
+            signatures.push(signature);
+            write_atomic(
+                &bundle,
+                format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&document).expect("json")
+                )
+                .as_bytes(),
+                0o644,
+            )?;
+            report(
+                context,
+                json!({"signed_by": key_id, "bundle": bundle}),
+                &format!("signed {} as {key_id:?}", bundle.display()),
+            );
+            Ok(0)
+        }
+        BundleCommand::Verify {
+            bundle,
+            previous,
+            now,
+        } => {
+            let now = now_or(now.as_deref())?;
+            let verified = verify_bundle_file(&bundle, now, previous.as_deref())?;
+            let content = verified.content();
+            report(
+                context,
+                json!({"valid": true, "bundle": verified.label(), "signers": verified.signers(), "threshold": content.threshold, "sha256": verified.signed_sha256_hex()}),
+                &format!(
+                    "{}: valid; signed by {} of {} required ({})",
+                    verified.label(),
+                    verified.signers().len(),
+                    content.threshold,
+                    verified.signers().join(", ")
+                ),
+            );
+            Ok(0)
+        }
+        BundleCommand::Inspect { bundle, now } => {
+            let now = now_or(now.as_deref())?;
+            let parsed = Bundle::parse(&read(&bundle)?).map_err(|e| bundle_failure(&bundle, e))?;
+            let verdict = parsed.verify(now, None, None);
+            let c = parsed.content();
+            let servers: Vec<Value> = c
+                .servers
+                .iter()
+                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins}))
+                .collect();
+            let data = json!({
+                "bundle": format!("{}@{}", c.bundle_id, c.version),
+                "expires": c.expires.format(&Rfc3339).unwrap_or_default(),
+                "posture": c.posture.as_str(), "locked": c.locked, "requiredClearance": c.required_clearance,
+                "root": {"threshold": c.threshold, "keys": c.root_keys.iter().map(|k| &k.id).collect::<Vec<_>>()},
+                "signerKeys": c.trust_root.keys.iter().map(|k| json!({"id": k.id, "approvedClearances": k.approved_clearances})).collect::<Vec<_>>(),
+                "servers": servers,
+                "valid": verdict.is_ok(),
+                "problem": verdict.as_ref().err().map(|e| json!({"code": e.code(), "message": e.to_string()})),
+            });
+            if context.json {
+                output::print_json(&data);
+            } else {
+                println!("{}", serde_json::to_string_pretty(&data).expect("json"));
+            }
+            Ok(if verdict.is_ok() { 0 } else { 1 })
+        }
+    }
+}
+
+fn hex_encode(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The trust root in a file: a bundle (which must itself verify) or a plain `{scheme, keys}`.
+fn load_trust_root(path: &Path, now: OffsetDateTime) -> Result<TrustRoot, Failure> {
+    let value = read_json(path)?;
+    if value.get("signed").is_some() {
+        let verified = verify_bundle_file(path, now, None)?;
+        return Ok(verified.content().trust_root.clone());
+    }
+    TrustRoot::from_value(&value).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
+}
+
+pub fn attest(context: &Context, command: AttestCommand) -> Result<u8, Failure> {
+    match command {
+        AttestCommand::Sign { key, sad, out } => {
+            let (key_id, signing) = load_signing_key(&key)?;
+            let document = read_json(&sad)?;
+            let object = document
+                .as_object()
+                .ok_or_else(|| Failure::usage(format!("{}: not a JSON object", sad.display())))?;
+            let signed = sign_document(object, &key_id, &signing)
+                .map_err(|e| Failure::usage(format!("{}: {e}", sad.display())))?;
+            let text = format!(
+                "{}\n",
+                serde_json::to_string_pretty(&Value::Object(signed)).expect("json")
+            );
+            match out {
+                Some(path) => write_atomic(&path, text.as_bytes(), 0o644)?,
+                None => print!("{text}"),
+            }
+            Ok(0)
+        }
+        AttestCommand::Verify {
+            sad,
+            trust_root,
+            origin,
+            required,
+            now,
+        } => {
+            let now = now_or(now.as_deref())?;
+            let root = load_trust_root(&trust_root, now)?;
+            let document = read(&sad)?;
+            let context_ = VerifyContext {
+                origin: Some(&origin),
+                required_clearance: &required,
+                now,
+            };
+            let outcome = verify(Some(&document), &root, &context_);
+            let (data, human, exit) = match &outcome {
+                Ok(admitted) => {
+                    let detail = format!(
+                        "admitted {} at clearance {} (signed by {}; publisher {:?} is claimed, not verified)",
+                        admitted.id(),
+                        admitted.clearance(),
+                        admitted.signer_key_id(),
+                        admitted.publisher()
+                    );
+                    (
+                        json!({"admitted": true, "reason": null, "code": null, "detail": detail}),
+                        detail.clone(),
+                        0,
+                    )
+                }
+                Err(refusal) => (
+                    json!({"admitted": false, "reason": refusal.reason.as_str(), "code": refusal.reason.code(), "detail": refusal.detail}),
+                    format!("refused: {refusal}"),
+                    1,
+                ),
+            };
+            if context.json {
+                output::print_json(&data);
+            } else {
+                println!("{human}");
+            }
+            Ok(exit)
+        }
+    }
+}
