@@ -1,0 +1,183 @@
+//! The head sidecar, `<log>.head`: the anchor (`seq`, `hash`) of the last record, replaced
+//! atomically after every append. Removing trailing records leaves the chain itself intact; the
+//! head is what notices.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::AuditError;
+use crate::record::{Anchor, is_hash, printable};
+
+/// A head file larger than this is not one of ours.
+const MAX_HEAD_BYTES: u64 = 4096;
+
+/// `<log file name>.head`, next to the log.
+pub fn head_path(log: &Path) -> PathBuf {
+    sibling(log, ".head")
+}
+
+/// The temporary file the head is written to before it is renamed over `<log>.head`. One fixed
+/// name is enough: it is only written while holding the log's exclusive lock.
+fn head_temp_path(log: &Path) -> PathBuf {
+    sibling(log, ".head.tmp")
+}
+
+/// `<log file name><suffix>` in the log's directory.
+pub(crate) fn sibling(log: &Path, suffix: &str) -> PathBuf {
+    let mut name: OsString = log.file_name().map(OsString::from).unwrap_or_default();
+    name.push(suffix);
+    log.with_file_name(name)
+}
+
+/// What the head file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum HeadState {
+    /// No head file.
+    Missing,
+    /// A head file that is not `{"seq":…,"hash":…}`; the text says why.
+    Unreadable(String),
+    Present(Anchor),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeadFile {
+    seq: u64,
+    hash: String,
+}
+
+/// Reads the head. A head that cannot be read at all (permissions, a directory in its place) is
+/// an error, not a mismatch: nothing can be anchored until it is fixed.
+pub(crate) fn read_head(log: &Path) -> Result<HeadState, AuditError> {
+    let path = head_path(log);
+    let file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(HeadState::Missing),
+        Err(source) => return Err(AuditError::Head { path, source }),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_HEAD_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| AuditError::Head {
+            path: path.clone(),
+            source,
+        })?;
+    if bytes.len() as u64 > MAX_HEAD_BYTES {
+        return Ok(HeadState::Unreadable(format!(
+            "it is longer than {MAX_HEAD_BYTES} bytes"
+        )));
+    }
+    Ok(match serde_json::from_slice::<HeadFile>(&bytes) {
+        Ok(head) if is_hash(&head.hash) => HeadState::Present(Anchor {
+            seq: head.seq,
+            hash: head.hash,
+        }),
+        Ok(head) => HeadState::Unreadable(printable(&format!(
+            "its hash {:?} is not 64 lower-case hex digits",
+            head.hash
+        ))),
+        Err(e) => HeadState::Unreadable(printable(&format!("it is not a head: {e}"))),
+    })
+}
+
+/// Replaces the head: temp file, fsync, rename, fsync of the directory, so a crash leaves either
+/// the old head or the new one, never a partial file.
+pub(crate) fn write_head(log: &Path, anchor: &Anchor) -> Result<(), AuditError> {
+    let path = head_path(log);
+    let temp = head_temp_path(log);
+    let err = |source| AuditError::Head {
+        path: path.clone(),
+        source,
+    };
+    let mut line = serde_json::to_vec(&serde_json::json!({"seq": anchor.seq, "hash": anchor.hash}))
+        .expect("a map of a number and a string serializes");
+    line.push(b'\n');
+    let mut file = private_file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .map_err(err)?;
+    file.write_all(&line).map_err(err)?;
+    file.sync_all().map_err(err)?;
+    drop(file);
+    fs::rename(&temp, &path).map_err(err)?;
+    // The rename is done and readers see the new head. Failing now would make the caller take
+    // back a record the visible head already anchors; if the directory cannot be flushed, a
+    // crash can at worst bring back the previous head, one record behind, which is accepted.
+    let _ = sync_dir(log);
+    Ok(())
+}
+
+/// Options that create files readable and writable by the owner only (on Unix).
+pub(crate) fn private_file_options() -> OpenOptions {
+    #[allow(unused_mut)] // only Unix sets a mode
+    let mut options = OpenOptions::new();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+/// Flushes the directory holding `log`, so a file created or renamed there survives a crash.
+/// Windows has no equivalent call; NTFS journals the metadata.
+pub(crate) fn sync_dir(log: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match log.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = log;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        assert_eq!(read_head(&log).unwrap(), HeadState::Missing);
+        let anchor = Anchor {
+            seq: 7,
+            hash: "ab".repeat(32),
+        };
+        write_head(&log, &anchor).unwrap();
+        assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor));
+        assert!(dir.path().join("audit.jsonl.head").is_file());
+        assert!(!dir.path().join("audit.jsonl.head.tmp").exists());
+    }
+
+    #[test]
+    fn a_head_that_is_not_one_is_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        for bad in [
+            "garbage".to_string(),
+            r#"{"seq":1}"#.to_string(),
+            r#"{"seq":1,"hash":"00"}"#.to_string(),
+            format!(r#"{{"seq":1,"hash":"{}","x":1}}"#, "0".repeat(64)),
+            "x".repeat(5000),
+        ] {
+            fs::write(head_path(&log), &bad).unwrap();
+            assert!(
+                matches!(read_head(&log).unwrap(), HeadState::Unreadable(_)),
+                "{bad}"
+            );
+        }
+    }
+}
