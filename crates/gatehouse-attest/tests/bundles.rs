@@ -245,49 +245,50 @@ fn structural_mistakes_are_refused_with_the_path() {
         identity
     });
     let cases: Vec<(&str, Value, &str)> = vec![
-        ("/type", json!("tuf-root"), "signed.type"),
-        ("/specVersion", json!(2), "specVersion"),
-        ("/bundleId", json!("acme prod"), "bundleId"),
-        ("/version", json!(0), "version"),
-        ("/expires", json!("next year"), "RFC 3339"),
-        ("/root/threshold", json!(0), "threshold"),
-        ("/root/threshold", json!(3), "threshold"),
-        ("/root/keys/1/id", json!("admin-1"), "appears twice"),
+        (".type", json!("tuf-root"), "signed.type"),
+        (".specVersion", json!(2), "specVersion"),
+        (".bundleId", json!("acme prod"), "bundleId"),
+        (".version", json!(0), "version"),
+        (".expires", json!("next year"), "RFC 3339"),
+        (".root/threshold", json!(0), "threshold"),
+        (".root/threshold", json!(3), "threshold"),
+        (".root/keys/1/id", json!("admin-1"), "appears twice"),
         (
-            "/root/keys/1/publicKey",
+            ".root/keys/1/publicKey",
             json!(public(&admin(1))),
             "counts once",
         ),
-        ("/root/keys/0/publicKey", json!(weak), "weak"),
-        ("/posture", json!("allow-all"), "posture"),
-        ("/locked", json!("yes"), "locked"),
-        ("/requiredClearance", json!("top-secret"), "not a level"),
-        ("/keys", json!([]), "no signer keys"),
+        (".root/keys/0/publicKey", json!(weak), "weak"),
+        (".posture", json!("allow-all"), "posture"),
+        (".locked", json!("yes"), "locked"),
+        (".requiredClearance", json!("top-secret"), "not a level"),
+        (".keys", json!([]), "no signer keys"),
         (
-            "/servers/0/toolPins",
+            ".servers/0/toolPins",
             json!({"other_tool": format!("sha256:{}", "ab".repeat(32))}),
             "not in allowedTools",
         ),
         (
-            "/servers/0/toolPins",
+            ".servers/0/toolPins",
             json!({"get_forecast": "md5:abc"}),
             "sha256:",
         ),
         (
-            "/servers/0/origins",
+            ".servers/0/origins",
             json!(["ftp://tools.example.com"]),
             "http(s) origin",
         ),
-        ("/servers/0/allowedTools", json!(["a", "a"]), "twice"),
+        (".servers/0/allowedTools", json!(["a", "a"]), "twice"),
         (
-            "/servers/0/requiredClearance",
+            ".servers/0/requiredClearance",
             json!("ultra"),
             "not a level",
         ),
     ];
     for (pointer, value, needle) in cases {
+        // Paths into `signed`: JSON pointers written with dots for slashes.
         let mut s = base.clone();
-        *s.pointer_mut(pointer)
+        *s.pointer_mut(&pointer.replace('.', "/"))
             .unwrap_or_else(|| panic!("{pointer}")) = value;
         let error = check(&bundle(&s, &[1]), None, None).unwrap_err();
         assert_eq!(error.code(), "bundle_invalid", "{pointer}");
