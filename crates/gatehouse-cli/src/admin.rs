@@ -8,6 +8,7 @@ use ed25519_dalek::SigningKey;
 use gatehouse_attest::bundle::{Bundle, BundleError, VerifiedBundle, sign_bundle};
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
+use gatehouse_host::config::write_atomically;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -42,31 +43,9 @@ fn now_or(given: Option<&str>) -> Result<OffsetDateTime, Failure> {
     }
 }
 
-/// Writes `text` to `path` atomically (temporary file in the same directory, fsync, rename).
 fn write_atomic(path: &Path, text: &[u8], mode: u32) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| Failure::usage(format!("cannot write {}: {e}", path.display()));
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
-        let mut file = options.open(&tmp)?;
-        file.write_all(text)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(fail)
+    write_atomically(path, text, mode)
+        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 fn bundle_failure(path: &Path, error: BundleError) -> Failure {

@@ -58,6 +58,7 @@ const TAP_CAPACITY: usize = 10_000;
 /// Name used for an ad-hoc server in logs and the traffic record.
 const ADHOC: &str = "adhoc";
 
+#[derive(Clone)]
 pub struct Context {
     pub json: bool,
     pub config_path: PathBuf,
@@ -428,17 +429,7 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
         ServersCommand::Remove { name } => {
             let mut config = load_config(context)?;
             if config.servers.remove(&name).is_none() {
-                return Err(HostError::UnknownServer {
-                    name: name.clone(),
-                    config: path.display().to_string(),
-                    known: config
-                        .servers
-                        .keys()
-                        .cloned()
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                }
-                .into());
+                return Err(config.unknown(&name, path).into());
             }
             config.save(path)?;
             report(

@@ -39,17 +39,9 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     };
     eprintln!("conformance: scenario {scenario}, protocol {version} (era {era})");
 
-    let mut options = context.options.clone();
-    options.era = EraPreference::Only(era);
-    options.elicitation = ElicitationMode::AcceptDefaults;
-    let conformance = Context {
-        json: context.json,
-        config_path: context.config_path.clone(),
-        options,
-        tap: context.tap.clone(),
-        secrets: context.secrets.clone(),
-        events: context.events.clone(),
-    };
+    let mut conformance = context.clone();
+    conformance.options.era = EraPreference::Only(era);
+    conformance.options.elicitation = ElicitationMode::AcceptDefaults;
     let spec = ServerSpec::adhoc_http(url)?;
     let connection = connect(&conformance, "conformance", &spec).await?;
     let outcome = exercise(&connection, &scenario, &scenario_context).await;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::HostError;
-use crate::secrets::{SecretStore, SecretValue, validate_name};
+use crate::secrets::{SecretStore, SecretValue, to_identifier, validate_name};
 
 /// The whole file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -335,59 +335,64 @@ impl ServersFile {
         Ok(file)
     }
 
-    /// Writes the file atomically (temporary file, fsync, rename), mode 0600, so a crash never
-    /// leaves half a file and other users cannot read it.
+    /// Writes the file atomically ([`write_atomically`]), mode 0600, so a crash never leaves half
+    /// a file and other users cannot read it.
     pub fn save(&self, path: &Path) -> Result<(), HostError> {
-        let fail =
-            |e: std::io::Error| HostError::Config(format!("cannot write {}: {e}", path.display()));
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(fail)?;
         let mut text = serde_json::to_string_pretty(self).expect("config serializes");
         text.push('\n');
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}",
-            path.file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("servers.json"),
-            std::process::id()
-        ));
-        let result = (|| {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(&tmp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-            Ok(())
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result.map_err(fail)
+        write_atomically(path, text.as_bytes(), 0o600)
+            .map_err(|e| HostError::Config(format!("cannot write {}: {e}", path.display())))
     }
 
     pub fn spec(&self, name: &str, path: &Path) -> Result<ServerSpec, HostError> {
         match self.servers.get(name) {
             Some(entry) => entry.to_spec(name),
-            None => Err(HostError::UnknownServer {
-                name: name.to_string(),
-                config: path.display().to_string(),
-                known: if self.servers.is_empty() {
-                    "none".into()
-                } else {
-                    self.servers.keys().cloned().collect::<Vec<_>>().join(", ")
-                },
-            }),
+            None => Err(self.unknown(name, path)),
         }
     }
+
+    /// The error for a server name that is not in this file, listing the names that are.
+    pub fn unknown(&self, name: &str, path: &Path) -> HostError {
+        HostError::UnknownServer {
+            name: name.to_string(),
+            config: path.display().to_string(),
+            known: if self.servers.is_empty() {
+                "none".into()
+            } else {
+                self.servers.keys().cloned().collect::<Vec<_>>().join(", ")
+            },
+        }
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either the old file or the new one, never
+/// half of either: a temporary file in the same directory (created with `mode`), fsync, rename,
+/// then fsync of the directory. The directory is created if missing.
+pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+        let mut file = options.open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Server names are shown in the UI and used in log file names: printable, no path separators,
@@ -488,16 +493,7 @@ pub fn import(
             continue;
         }
         let mut secrets = Vec::new();
-        let prefix: String = name
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
+        let prefix = to_identifier(name, '-');
         if let Some(auth) = entry
             .headers
             .get("Authorization")
@@ -535,16 +531,7 @@ pub fn import(
         for (field, map) in [("env", &mut entry.env), ("headers", &mut entry.headers)] {
             for (key, value) in map.iter_mut() {
                 if looks_secret(key) && !value.is_empty() && !value.contains("${") {
-                    let secret: String = format!("{prefix}.{key}")
-                        .chars()
-                        .map(|c| {
-                            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                                c
-                            } else {
-                                '-'
-                            }
-                        })
-                        .collect();
+                    let secret = to_identifier(&format!("{prefix}.{key}"), '-');
                     secrets.push((secret.clone(), SecretValue::new(value.clone())));
                     *value = format!("${{secret:{secret}}}");
                     report

@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::RoleClient;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, InputRequest,
-    InputRequests, InputResponses, JsonObject, ServerPeerInfo, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, InputRequest, InputRequests,
+    InputResponses, JsonObject, ServerPeerInfo, Tool,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::transport::Transport;
 use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -20,9 +21,9 @@ use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation};
 use crate::config::{ServerSpec, lookup_secret, resolve_secrets};
 use crate::error::explain;
 use crate::http::{self, HttpLaunch};
-use crate::secrets::{SecretStore, SecretValue};
+use crate::secrets::{SecretStore, SecretValue, to_identifier};
 use crate::stdio::{StdioLaunch, StdioTransport, TransportState};
-use crate::tap::{EraCell, ProgressCount, Tapped, TrafficTap};
+use crate::tap::{EraCell, ProgressCount, Tapped, TrafficTap, Wire};
 use crate::{Era, EraPreference, HostError};
 
 /// The most `input_required` rounds one call may take (2026-07-28 MRTR), so a server cannot
@@ -141,27 +142,45 @@ fn lifecycle(era: EraPreference) -> ClientLifecycleMode {
     }
 }
 
-/// Resolves every secret the spec references, off the async runtime (keychain calls block).
+/// How to start or reach a server, with its secrets resolved.
+enum Launch {
+    Stdio(StdioLaunch),
+    Http(HttpLaunch),
+}
+
+/// Resolves every secret the spec references, off the async runtime (keychain calls block),
+/// into a launch description. Returns the secrets used, for redaction.
 async fn resolve(
+    server: &str,
     spec: &ServerSpec,
     secrets: Arc<dyn SecretStore>,
-) -> Result<(ResolvedSpec, Vec<(String, SecretValue)>), HostError> {
+    options: &ConnectOptions,
+) -> Result<(Launch, Vec<(String, SecretValue)>), HostError> {
     let spec = spec.clone();
+    let stderr_log = options
+        .log_dir
+        .as_ref()
+        .map(|d| d.join(log_file_name(server)));
+    let (grace, connect_timeout) = (options.shutdown_grace, options.connect_timeout);
     tokio::task::spawn_blocking(move || {
         let mut used = Vec::new();
-        let resolved = match &spec {
-            ServerSpec::Stdio(s) => ResolvedSpec::Stdio(
-                s.env
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), resolve_secrets(v, secrets.as_ref(), &mut used)?)))
-                    .collect::<Result<_, HostError>>()?,
-            ),
+        let mut resolve_all = |pairs: &[(String, String)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), resolve_secrets(v, secrets.as_ref(), &mut used)?)))
+                .collect::<Result<Vec<_>, HostError>>()
+        };
+        let launch = match spec {
+            ServerSpec::Stdio(s) => Launch::Stdio(StdioLaunch {
+                env: resolve_all(&s.env)?,
+                command: s.command,
+                args: s.args,
+                cwd: s.cwd,
+                stderr_log,
+                grace,
+            }),
             ServerSpec::Http(h) => {
-                let headers = h
-                    .headers
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), resolve_secrets(v, secrets.as_ref(), &mut used)?)))
-                    .collect::<Result<_, HostError>>()?;
+                let headers = resolve_all(&h.headers)?;
                 let bearer = match &h.bearer_token_secret {
                     Some(name) => {
                         let value = lookup_secret(secrets.as_ref(), name)?;
@@ -170,39 +189,56 @@ async fn resolve(
                     }
                     None => None,
                 };
-                ResolvedSpec::Http { headers, bearer }
+                Launch::Http(HttpLaunch {
+                    url: h.url,
+                    headers,
+                    bearer,
+                    connect_timeout,
+                })
             }
         };
-        Ok((resolved, used))
+        Ok((launch, used))
     })
     .await
     .map_err(|e| HostError::Secret {
-        name: "?".into(),
-        detail: format!("keychain task failed: {e}"),
+        name: "(keychain)".into(),
+        detail: format!("the keychain lookup failed: {e}"),
     })?
 }
 
-enum ResolvedSpec {
-    Stdio(Vec<(String, String)>),
-    Http {
-        headers: Vec<(String, String)>,
-        bearer: Option<String>,
-    },
+/// Wraps `transport` in the tap and completes the MCP handshake in the chosen era, within the
+/// connect timeout.
+async fn handshake<T: Transport<RoleClient> + 'static>(
+    server: &str,
+    handler: HostClient,
+    transport: T,
+    wire: Wire,
+    options: &ConnectOptions,
+    state: &TransportState,
+) -> Result<RunningService<RoleClient, HostClient>, HostError> {
+    let tapped = Tapped::new(transport, server, wire);
+    let result = tokio::time::timeout(
+        options.connect_timeout,
+        handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
+    )
+    .await;
+    let detail = match result {
+        Ok(Ok(service)) => return Ok(service),
+        Ok(Err(error)) => format!("during the handshake: {}", explain(&error)),
+        Err(_) => format!(
+            "no answer to the handshake within {}s (is it an MCP server? does it speak this protocol era?)",
+            options.connect_timeout.as_secs_f64()
+        ),
+    };
+    Err(HostError::Connect {
+        server: server.to_string(),
+        detail: with_stderr(state.fault().unwrap_or(detail), state),
+    })
 }
 
 /// A file name for a server's log: the name with anything but `[A-Za-z0-9._-]` replaced.
 pub fn log_file_name(server: &str) -> String {
-    let safe: String = server
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{safe}.stderr.log")
+    format!("{}.stderr.log", to_identifier(server, '_'))
 }
 
 impl Connection {
@@ -215,77 +251,39 @@ impl Connection {
         events: broadcast::Sender<HostEvent>,
         options: &ConnectOptions,
     ) -> Result<Connection, HostError> {
-        let (resolved, used) = resolve(spec, secrets).await?;
+        let (launch, used) = resolve(server, spec, secrets, options).await?;
         for (name, value) in &used {
             tap.redact(name, value.expose());
         }
         let tools_stale = Arc::new(AtomicBool::new(false));
-        let progress = Arc::new(ProgressCount::default());
+        let wire = Wire {
+            tap,
+            era: Arc::new(EraCell::default()),
+            progress: Arc::new(ProgressCount::default()),
+        };
         let handler = HostClient::new(
             server,
             options.elicitation,
             events.clone(),
             tools_stale.clone(),
-            progress.clone(),
+            wire.progress.clone(),
         );
-        let era_cell = Arc::new(EraCell::default());
-        let connect_error = |state: &TransportState, error: String| HostError::Connect {
-            server: server.to_string(),
-            detail: with_stderr(state.fault().unwrap_or(error), state),
-        };
-
-        let (service, state) = match (spec, resolved) {
-            (ServerSpec::Stdio(s), ResolvedSpec::Stdio(env)) => {
-                let launch = StdioLaunch {
-                    command: s.command.clone(),
-                    args: s.args.clone(),
-                    env,
-                    cwd: s.cwd.clone(),
-                    stderr_log: options
-                        .log_dir
-                        .as_ref()
-                        .map(|d| d.join(log_file_name(server))),
-                    grace: options.shutdown_grace,
-                };
+        let (service, state) = match launch {
+            Launch::Stdio(launch) => {
                 let (transport, state) = StdioTransport::spawn(server, &launch)?;
-                let tapped = Tapped::new(
-                    transport,
-                    tap.clone(),
-                    server,
-                    era_cell.clone(),
-                    progress.clone(),
-                );
-                let result = tokio::time::timeout(
-                    options.connect_timeout,
-                    handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
+                (
+                    handshake(server, handler, transport, wire.clone(), options, &state).await?,
+                    state,
                 )
-                .await;
-                (settle(result, options, &state, connect_error)?, state)
             }
-            (ServerSpec::Http(h), ResolvedSpec::Http { headers, bearer }) => {
-                let launch = HttpLaunch {
-                    url: h.url.clone(),
-                    headers,
-                    bearer,
-                    connect_timeout: options.connect_timeout,
-                };
-                let transport = http::transport(server, &launch)?;
+            Launch::Http(launch) => {
                 let state = Arc::new(TransportState::default());
-                let tapped = Tapped::new(
-                    transport,
-                    tap.clone(),
-                    server,
-                    era_cell.clone(),
-                    progress.clone(),
-                );
-                let result = tokio::time::timeout(
-                    options.connect_timeout,
-                    handler.serve_with_lifecycle(tapped, lifecycle(options.era)),
+                let transport = http::transport(server, &launch)?;
+                (
+                    handshake(server, handler, transport, wire.clone(), options, &state).await?,
+                    state,
                 )
-                .await;
-                (settle(result, options, &state, connect_error)?, state)
             }
-            _ => unreachable!("resolve() keeps the spec's kind"),
         };
 
         let info = service
@@ -308,7 +306,7 @@ impl Connection {
                 ),
             });
         }
-        era_cell.set(era);
+        wire.era.set(era);
         Ok(Connection {
             server: server.to_string(),
             spec: spec.clone(),
@@ -318,7 +316,7 @@ impl Connection {
             events,
             mode: options.elicitation,
             tools_stale,
-            progress,
+            progress: wire.progress,
             tools_cache: Mutex::new(None),
             request_timeout: options.request_timeout,
         })
@@ -519,20 +517,6 @@ impl Connection {
         .await
     }
 
-    /// Sends any request (for developers and the conformance client).
-    pub async fn send_raw(
-        &self,
-        request: ClientRequest,
-        what: &str,
-    ) -> Result<rmcp::model::ServerResult, HostError> {
-        self.guarded(
-            what,
-            &CallOptions::default(),
-            self.service.peer().send_request(request),
-        )
-        .await
-    }
-
     async fn guarded<T>(
         &self,
         what: &str,
@@ -542,19 +526,19 @@ impl Connection {
         let after = options.timeout.unwrap_or(self.request_timeout);
         let never = CancellationToken::new();
         let cancel = options.cancel.as_ref().unwrap_or(&never);
-        let outcome = tokio::select! {
+        let abandoned = tokio::select! {
             result = tokio::time::timeout(after, request) => match result {
                 Ok(Ok(value)) => return Ok(value),
-                Ok(Err(error)) => Err(self.service_error(error, what)),
-                Err(_) => Err(HostError::Timeout { server: self.server.clone(), what: what.to_string(), after }),
+                Ok(Err(error)) => return Err(self.service_error(error, what)),
+                Err(_) => HostError::Timeout { server: self.server.clone(), what: what.to_string(), after },
             },
-            _ = cancel.cancelled() => Err(HostError::Cancelled { server: self.server.clone(), what: what.to_string() }),
+            _ = cancel.cancelled() => HostError::Cancelled { server: self.server.clone(), what: what.to_string() },
         };
         // The abandoned request's `notifications/cancelled` is queued by rmcp when the future
         // drops; give the service loop a moment to put it on the wire before the caller
         // possibly exits.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        outcome
+        Err(abandoned)
     }
 
     fn protocol(&self, what: &str, detail: &str) -> HostError {
@@ -603,31 +587,6 @@ impl Connection {
     /// ends the streams and DELETEs the session where there is one.
     pub async fn close(self) {
         let _ = self.service.cancel().await;
-    }
-}
-
-fn settle<S: ClientHandler>(
-    result: Result<
-        Result<RunningService<RoleClient, S>, rmcp::service::ClientInitializeError>,
-        tokio::time::error::Elapsed,
-    >,
-    options: &ConnectOptions,
-    state: &TransportState,
-    connect_error: impl Fn(&TransportState, String) -> HostError,
-) -> Result<RunningService<RoleClient, S>, HostError> {
-    match result {
-        Ok(Ok(service)) => Ok(service),
-        Ok(Err(error)) => Err(connect_error(
-            state,
-            format!("during the handshake: {}", explain(&error)),
-        )),
-        Err(_) => Err(connect_error(
-            state,
-            format!(
-                "no answer to the handshake within {}s (is it an MCP server? does it speak this protocol era?)",
-                options.connect_timeout.as_secs_f64()
-            ),
-        )),
     }
 }
 

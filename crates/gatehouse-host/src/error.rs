@@ -107,22 +107,6 @@ impl HostError {
     }
 }
 
-/// Renders an error and its whole `source()` chain on one line, without repeating a cause that
-/// the outer message already contains.
-pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let part = cause.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 /// Explains a transport or handshake failure in the user's terms: the innermost cause (what
 /// actually happened, without SDK type names) and, for the common HTTP failures, what to do.
 pub fn explain(error: &(dyn std::error::Error + 'static)) -> String {

@@ -60,6 +60,20 @@ pub fn validate_name(name: &str) -> Result<(), HostError> {
     }
 }
 
+/// `text` with every character outside `[A-Za-z0-9._-]` replaced by `replacement`: a secret
+/// name or file name derived from a server or variable name.
+pub(crate) fn to_identifier(text: &str, replacement: char) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                replacement
+            }
+        })
+        .collect()
+}
+
 /// The OS keychain through the `keyring` crate (Secret Service on Linux).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct KeyringStore;

@@ -155,11 +155,6 @@ impl TrafficTap {
         }
     }
 
-    /// Records a message given as a JSON value.
-    pub fn record(&self, server: &str, direction: Direction, era: Option<Era>, message: Value) {
-        self.record_text(&Arc::from(server), direction, era, message.to_string());
-    }
-
     /// Records a message given as compact JSON text.
     pub fn record_text(
         &self,
@@ -266,29 +261,28 @@ impl ProgressCount {
     }
 }
 
+/// What a connection's transport wrapper shares with the rest of the connection: the tap, the
+/// era as it settles, and the progress count.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    pub tap: Arc<TrafficTap>,
+    pub era: Arc<EraCell>,
+    pub progress: Arc<ProgressCount>,
+}
+
 /// A transport wrapped so the tap records every message crossing it.
 pub struct Tapped<T> {
     inner: T,
-    tap: Arc<TrafficTap>,
     server: Arc<str>,
-    era: Arc<EraCell>,
-    progress: Arc<ProgressCount>,
+    wire: Wire,
 }
 
 impl<T> Tapped<T> {
-    pub fn new(
-        inner: T,
-        tap: Arc<TrafficTap>,
-        server: &str,
-        era: Arc<EraCell>,
-        progress: Arc<ProgressCount>,
-    ) -> Self {
+    pub fn new(inner: T, server: &str, wire: Wire) -> Self {
         Tapped {
             inner,
-            tap,
             server: server.into(),
-            era,
-            progress,
+            wire,
         }
     }
 }
@@ -302,14 +296,15 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         if let ClientJsonRpcMessage::Request(request) = &item {
             match &request.request {
-                ClientRequest::DiscoverRequest(_) => self.era.set(Era::V2026_07_28),
-                ClientRequest::InitializeRequest(_) => self.era.set(Era::V2025_11_25),
+                ClientRequest::DiscoverRequest(_) => self.wire.era.set(Era::V2026_07_28),
+                ClientRequest::InitializeRequest(_) => self.wire.era.set(Era::V2025_11_25),
                 _ => {}
             }
         }
         let text = serde_json::to_string(&item).unwrap_or_default();
-        self.tap
-            .record_text(&self.server, Direction::Out, self.era.get(), text);
+        self.wire
+            .tap
+            .record_text(&self.server, Direction::Out, self.wire.era.get(), text);
         self.inner.send(item)
     }
 
@@ -318,11 +313,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
         if let ServerJsonRpcMessage::Notification(notification) = &item
             && let ServerNotification::ProgressNotification(_) = &notification.notification
         {
-            self.progress.received();
+            self.wire.progress.received();
         }
         let text = serde_json::to_string(&item).unwrap_or_default();
-        self.tap
-            .record_text(&self.server, Direction::In, self.era.get(), text);
+        self.wire
+            .tap
+            .record_text(&self.server, Direction::In, self.wire.era.get(), text);
         Some(item)
     }
 
@@ -336,6 +332,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn record(
+        tap: &TrafficTap,
+        server: &str,
+        direction: Direction,
+        era: Option<Era>,
+        message: Value,
+    ) {
+        tap.record_text(&Arc::from(server), direction, era, message.to_string());
+    }
+
     fn fixed_clock() -> Clock {
         Arc::new(|| time::macros::datetime!(2026-11-21 10:00:00 UTC))
     }
@@ -345,7 +351,8 @@ mod tests {
         let tap = TrafficTap::new(3, fixed_clock());
         for i in 0..5 {
             let server = if i % 2 == 0 { "a" } else { "b" };
-            tap.record(
+            record(
+                &tap,
                 server,
                 Direction::Out,
                 Some(Era::V2025_11_25),
@@ -373,13 +380,15 @@ mod tests {
             .unwrap();
         tap.redact("api", "sk-live-123");
         tap.redact("quoted", "pa\"ss\\word");
-        tap.record(
+        record(
+            &tap,
             "s",
             Direction::In,
             None,
             json!({"result": {"content": [{"text": "token is sk-live-123!"}]}, "n": 1}),
         );
-        tap.record(
+        record(
+            &tap,
             "s",
             Direction::In,
             None,
