@@ -532,6 +532,28 @@ impl Bundle {
         counted
     }
 
+    /// Checks an already-installed bundle as the base of a rotation: its own threshold only.
+    /// Its expiry does not matter here: an expired bundle's root keys still authorize its
+    /// successor (as in TUF), otherwise an expired root could never be replaced.
+    pub fn verify_as_installed(&self) -> Result<VerifiedBundle, BundleError> {
+        let c = &self.content;
+        let signers = self.valid_signers(&c.root_keys);
+        if signers.len() < c.threshold {
+            return Err(BundleError::ThresholdNotMet {
+                bundle_id: c.bundle_id.clone(),
+                version: c.version,
+                valid: signers.len(),
+                threshold: c.threshold,
+                detail: " (the installed bundle)".into(),
+            });
+        }
+        Ok(VerifiedBundle {
+            content: c.clone(),
+            signed_sha256: Sha256::digest(&self.signed_jcs).into(),
+            signers,
+        })
+    }
+
     /// Checks the bundle at `now` against what this machine already has: the installed bundle
     /// of the same id (for rotation) and the highest version ever accepted for that id (for
     /// rollback).

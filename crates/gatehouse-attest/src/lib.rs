@@ -17,6 +17,7 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod gate;
 pub mod json;
 pub mod keys;
 pub mod origin;

@@ -7,8 +7,18 @@ use sha2::{Digest, Sha256};
 
 /// The pin of a tool definition, as written in bundles: `sha256:<64 lower-case hex>`.
 pub fn tool_pin(tool: &Value) -> String {
+    format_pin(&tool_digest(tool))
+}
+
+/// The raw SHA-256 behind [`tool_pin`], for comparing pins without formatting them.
+pub fn tool_digest(tool: &Value) -> [u8; 32] {
     let canonical = serde_jcs::to_vec(tool).expect("a JSON value always canonicalizes");
-    format!("sha256:{}", hex::encode(Sha256::digest(canonical)))
+    Sha256::digest(canonical).into()
+}
+
+/// The written form of a digest: `sha256:<64 lower-case hex>` (the inverse of [`parse_pin`]).
+pub fn format_pin(digest: &[u8; 32]) -> String {
+    format!("sha256:{}", hex::encode(digest))
 }
 
 /// Checks the written form of a pin.
@@ -42,7 +52,8 @@ mod tests {
         let mut annotated = a.clone();
         annotated["annotations"] = json!({"destructiveHint": true});
         assert_ne!(tool_pin(&a), tool_pin(&annotated));
-        assert!(parse_pin(&tool_pin(&a)).is_ok());
+        assert_eq!(parse_pin(&tool_pin(&a)), Ok(tool_digest(&a)));
+        assert_eq!(format_pin(&tool_digest(&a)), tool_pin(&a));
     }
 
     #[test]

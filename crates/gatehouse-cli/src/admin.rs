@@ -8,7 +8,14 @@ use ed25519_dalek::SigningKey;
 use gatehouse_attest::bundle::{Bundle, BundleError, VerifiedBundle, sign_bundle};
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
+use gatehouse_host::Auditor;
+use gatehouse_host::admission::{read_versions, record_version};
 use gatehouse_host::config::write_atomically;
+use gatehouse_host::fetch::{
+    AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
+};
+use gatehouse_host::gatekeeper::events;
+use gatehouse_host::tap::system_clock;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -66,7 +73,11 @@ fn verify_bundle_file(
     previous: Option<&Path>,
 ) -> Result<VerifiedBundle, Failure> {
     let installed = match previous {
-        Some(old) => Some(verify_bundle_file(old, now, None)?),
+        Some(old) => Some(
+            Bundle::parse(&read(old)?)
+                .and_then(|b| b.verify_as_installed())
+                .map_err(|e| bundle_failure(old, e))?,
+        ),
         None => None,
     };
     let bundle = Bundle::parse(&read(path)?).map_err(|e| bundle_failure(path, e))?;
@@ -76,8 +87,89 @@ fn verify_bundle_file(
         .map_err(|e| bundle_failure(path, e))
 }
 
+/// `bundle install`: verify against what is installed (rotation) and the highest version
+/// ever installed (rollback), record the decision in the audit log, then write the bundle and
+/// the new highest version. The audit record comes first: an install that cannot be recorded
+/// does not happen.
+fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Failure> {
+    let dir = context.trust.system_dir.clone();
+    let bytes = read(path)?;
+    let bundle = Bundle::parse(&bytes).map_err(|e| bundle_failure(path, e))?;
+    let bundle_id = bundle.content().bundle_id.clone();
+    let target = dir.join(format!("{bundle_id}.json"));
+    let installed = match std::fs::read(&target) {
+        Ok(old) => Some(
+            Bundle::parse(&old)
+                .and_then(|b| b.verify_as_installed())
+                .map_err(|e| Failure {
+                    code: e.code(),
+                    message: format!(
+                        "the installed {} does not verify ({e}); it cannot authorize a rotation. Move it aside deliberately to install afresh (the highest-version record still prevents rollback)",
+                        target.display()
+                    ),
+                    exit: 1,
+                })?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(Failure::usage(format!(
+                "cannot read {}: {e}",
+                target.display()
+            )));
+        }
+    };
+    let versions = read_versions(&dir).map_err(|message| Failure {
+        code: "bundle_unreadable",
+        message,
+        exit: 1,
+    })?;
+    let highest = versions.get(&bundle_id).copied();
+    let auditor = |context: &Context| -> Result<Auditor, Failure> {
+        Ok(Auditor::open(&context.audit_path, system_clock())?.0)
+    };
+    let audit = auditor(context)?;
+    let verified = match bundle.verify(now, installed.as_ref(), highest) {
+        Ok(verified) => verified,
+        Err(error) => {
+            audit.record(
+                events::BUNDLE_REFUSED,
+                None,
+                json!({"bundle_id": bundle_id, "version": bundle.content().version, "reason": error.code(), "detail": error.to_string(), "file": path, "installed": installed.as_ref().map(VerifiedBundle::label), "highest_seen": highest}),
+            )?;
+            return Err(bundle_failure(path, error));
+        }
+    };
+    audit.record(
+        events::BUNDLE_ACCEPTED,
+        None,
+        json!({"bundle": verified.label(), "signers": verified.signers(), "sha256": verified.signed_sha256_hex(), "replaces": installed.as_ref().map(VerifiedBundle::label), "into": target}),
+    )?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
+    write_atomic(&target, &bytes, 0o644)?;
+    record_version(&dir, &bundle_id, verified.content().version).map_err(Failure::usage)?;
+    let replaced = installed
+        .as_ref()
+        .map(|old| format!(", replacing {}", old.label()))
+        .unwrap_or_default();
+    report(
+        context,
+        json!({"installed": verified.label(), "path": target, "signers": verified.signers(), "replaces": installed.as_ref().map(VerifiedBundle::label)}),
+        &format!(
+            "installed {} into {} (signed by {}){replaced}",
+            verified.label(),
+            target.display(),
+            verified.signers().join(", ")
+        ),
+    );
+    Ok(0)
+}
+
 pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> {
     match command {
+        BundleCommand::Install { bundle, now } => {
+            install(context, &bundle, now_or(now.as_deref())?)
+        }
         BundleCommand::Keygen { out, id } => {
             if id.is_empty()
                 || !id
@@ -295,8 +387,70 @@ fn load_trust_root(path: &Path, now: OffsetDateTime) -> Result<TrustRoot, Failur
     TrustRoot::from_value(&value).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
 }
 
+async fn fetch(context: &Context, url: &str, out: Option<&Path>) -> Result<u8, Failure> {
+    let fail = |e: FetchError| {
+        let refusal = matches!(
+            e,
+            FetchError::InsecureOrigin { .. }
+                | FetchError::CrossOriginRedirect { .. }
+                | FetchError::TooManyRedirects { .. }
+                | FetchError::TooLarge { .. }
+                | FetchError::InvalidUrl { .. }
+        );
+        Failure {
+            code: e.code(),
+            message: e.to_string(),
+            exit: if refusal { 1 } else { 2 },
+        }
+    };
+    let source = AttestationSource::for_endpoint(url).map_err(fail)?;
+    let Some(bytes) = fetch_attestation(&source, DEFAULT_FETCH_TIMEOUT)
+        .await
+        .map_err(fail)?
+    else {
+        return Err(Failure {
+            code: "not_mcp_server",
+            message: format!(
+                "{} publishes no attestation (HTTP 404 at {})",
+                source.origin, source.url
+            ),
+            exit: 1,
+        });
+    };
+    match out {
+        Some(path) => {
+            write_atomic(path, &bytes, 0o644)?;
+            if !context.json {
+                eprintln!(
+                    "saved {} bytes from {} to {}",
+                    bytes.len(),
+                    source.url,
+                    path.display()
+                );
+            }
+        }
+        // Byte for byte, so `attest verify` sees exactly what was served.
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(&bytes)
+                .and_then(|()| stdout.flush())
+                .map_err(|e| Failure::usage(format!("cannot write to stdout: {e}")))?;
+        }
+    }
+    Ok(0)
+}
+
+pub async fn attest_async(context: &Context, command: AttestCommand) -> Result<u8, Failure> {
+    match command {
+        AttestCommand::Fetch { url, out } => fetch(context, &url, out.as_deref()).await,
+        other => attest(context, other),
+    }
+}
+
 pub fn attest(context: &Context, command: AttestCommand) -> Result<u8, Failure> {
     match command {
+        AttestCommand::Fetch { .. } => Err(Failure::usage("attest fetch runs asynchronously")),
         AttestCommand::Sign { key, sad, out } => {
             let (key_id, signing) = load_signing_key(&key)?;
             let document = read_json(&sad)?;

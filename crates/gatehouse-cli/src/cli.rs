@@ -3,7 +3,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use gatehouse_attest::bundle::Posture;
 use gatehouse_host::EraPreference;
+
+fn parse_posture(text: &str) -> Result<Posture, String> {
+    Posture::parse(text).ok_or_else(|| format!("{text:?} is not deny-by-default or warn"))
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +45,24 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
 
+    /// The admin trust-root bundles directory. Default: /etc/gatehouse/trust-roots.
+    #[arg(long, global = true, env = "GATEHOUSE_TRUST_ROOTS", value_name = "DIR")]
+    pub trust_roots: Option<PathBuf>,
+
+    /// What to do with servers that are not admitted: deny-by-default (refuse them) or warn
+    /// (show why, connect anyway, never treat them as admitted). Ignored under a locked bundle.
+    #[arg(long, global = true, env = "GATEHOUSE_POSTURE", value_name = "POSTURE", value_parser = parse_posture)]
+    pub posture: Option<Posture>,
+
+    /// The audit log. Default: $XDG_DATA_HOME/gatehouse/audit.jsonl.
+    #[arg(long, global = true, env = "GATEHOUSE_AUDIT", value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+
+    /// Demo mode: also trust the DEMO-ONLY bundle for the embedded demo server, available as
+    /// the server "demo". Verdicts it supports are labelled DEMO.
+    #[arg(long, global = true)]
+    pub demo: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -54,8 +77,14 @@ pub enum Command {
     Secret(SecretCommand),
     /// Connect to a server and show what it says about itself.
     Connect(Target),
-    /// List a server's tools.
-    Tools(Target),
+    /// List a server's tools (allowed, hidden by the allow-list, blocked by a pin change), or
+    /// approve them with `tools pin`.
+    Tools(ToolsArgs),
+    /// Show the audit log, verify its chain, export it.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Show the loaded trust-root bundles and the posture.
+    Trust,
     /// Call a tool: `call SERVER TOOL --args JSON`, or `call --stdio CMD TOOL --args JSON`.
     Call(CallArgs),
     /// Connect (and optionally call a tool), then print every JSON-RPC message exchanged.
@@ -147,6 +176,59 @@ pub struct Target {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ToolsArgs {
+    #[command(subcommand)]
+    pub action: Option<ToolsAction>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ToolsAction {
+    /// Approve tools as listed now (warn posture only): pins each definition, so a later
+    /// change blocks the tool again until re-approved.
+    Pin {
+        #[command(flatten)]
+        target: Target,
+        /// Approve only this tool (exact name); repeat. Default: every listed tool.
+        #[arg(long = "tool", value_name = "NAME")]
+        tools: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the whole hash chain; names the first broken record. Exit 1 if broken.
+    Verify {
+        /// The log (default: --audit or $XDG_DATA_HOME/gatehouse/audit.jsonl).
+        file: Option<PathBuf>,
+    },
+    /// Show records, optionally only one server's or one event type's.
+    Show {
+        file: Option<PathBuf>,
+        #[arg(long, value_name = "ID")]
+        server: Option<String>,
+        #[arg(long = "type", value_name = "EVENT")]
+        event: Option<String>,
+    },
+    /// Write the records (filtered like `show`) as JSON lines or one JSON array.
+    Export {
+        file: Option<PathBuf>,
+        #[arg(long, value_name = "ID")]
+        server: Option<String>,
+        #[arg(long = "type", value_name = "EVENT")]
+        event: Option<String>,
+        /// jsonl or json.
+        #[arg(long, default_value = "jsonl")]
+        format: String,
+        /// Write here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
 pub struct CallArgs {
     /// SERVER TOOL, or just TOOL with --stdio / --url.
     #[arg(value_name = "SERVER TOOL", num_args = 1..=2, required = true)]
@@ -215,6 +297,13 @@ pub enum BundleCommand {
         #[arg(long)]
         now: Option<String>,
     },
+    /// Install a bundle into the admin directory (--trust-roots, default
+    /// /etc/gatehouse/trust-roots), enforcing threshold, expiry, rotation and rollback.
+    Install {
+        bundle: PathBuf,
+        #[arg(long)]
+        now: Option<String>,
+    },
     /// Show what a bundle says and who signed it.
     Inspect {
         bundle: PathBuf,
@@ -230,6 +319,15 @@ pub enum AttestCommand {
         #[arg(long, value_name = "KEY")]
         key: PathBuf,
         sad: PathBuf,
+        /// Write here instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Fetch a server's attestation from {origin}/.well-known/mcp-attestation (HTTPS; http
+    /// only for loopback; same-origin redirects only; 64 KiB cap) and print it.
+    Fetch {
+        /// The server's MCP endpoint or origin.
+        url: String,
         /// Write here instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,

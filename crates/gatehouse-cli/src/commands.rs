@@ -5,19 +5,22 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gatehouse_host::admission::{SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
 use gatehouse_host::config::{ServerEntry, import, validate_server_name};
+use gatehouse_host::demo;
 use gatehouse_host::secrets::{SecretValue, validate_name};
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
-    CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, KeyringStore,
-    SecretStore, ServerSpec, ServersFile, TrafficTap,
+    Approvals, Auditor, CallOptions, ConnectOptions, Connection, ElicitationMode, Gatekeeper,
+    HostError, HostEvent, KeyringStore, SecretStore, ServerSpec, ServersFile, TrafficTap,
 };
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    AddArgs, Adhoc, CallArgs, Cli, Command, SecretCommand, ServersCommand, Target, TraceArgs,
+    AddArgs, Adhoc, CallArgs, Cli, Command, SecretCommand, ServersCommand, Target, ToolsAction,
+    ToolsArgs, TraceArgs,
 };
 use crate::output::{self, Spinner};
 
@@ -66,6 +69,10 @@ pub struct Context {
     pub tap: Arc<TrafficTap>,
     pub secrets: Arc<dyn SecretStore>,
     pub events: broadcast::Sender<HostEvent>,
+    pub trust: TrustSettings,
+    pub demo: bool,
+    pub audit_path: PathBuf,
+    pub approvals_path: PathBuf,
 }
 
 fn default_config_path() -> PathBuf {
@@ -77,6 +84,61 @@ fn default_config_path() -> PathBuf {
 
 fn default_log_dir() -> Option<PathBuf> {
     dirs::data_dir().map(|d| d.join("gatehouse").join("logs"))
+}
+
+fn data_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from(".local/share"))
+        .join("gatehouse")
+}
+
+/// Loads the trust roots (and, in demo mode, builds the demo bundle) as of now.
+pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
+    let mut settings = context.trust.clone();
+    let now = time::OffsetDateTime::now_utc();
+    if context.demo {
+        let server = demo::locate_demo_server().map_err(Failure::usage)?;
+        settings.demo_bundle = Some(demo::demo_bundle(&server, now).map_err(Failure::usage)?);
+    }
+    let trust = Trust::load(&settings, now);
+    if !context.json {
+        for problem in trust.problems() {
+            eprintln!(
+                "gatehouse: warning: a trust-root bundle was not loaded ({}): {}",
+                problem.code, problem.message
+            );
+        }
+    }
+    Ok(trust)
+}
+
+/// Admission, the tool gate and the audit log for this command. Fails (exit 1) when the
+/// audit log cannot be opened: nothing is decided that cannot be recorded.
+pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
+    let trust = load_trust(context)?;
+    let (auditor, report) = Auditor::open(&context.audit_path, system_clock())?;
+    if !context.json {
+        if let Some(torn) = &report.recovery.torn_tail {
+            eprintln!(
+                "gatehouse: warning: the audit log's last record was torn (a crash mid-write); its {} bytes were moved to {} and recorded",
+                torn.bytes,
+                torn.side_file.display()
+            );
+        }
+        if let Some(mismatch) = &report.recovery.head_mismatch {
+            eprintln!(
+                "gatehouse: warning: the audit log's head does not match its end ({}); records may have been removed. Run `gatehouse audit verify`",
+                mismatch.problem.code()
+            );
+        }
+    }
+    let approvals = Approvals::load(&context.approvals_path)?;
+    Ok(Arc::new(Gatekeeper::new(
+        trust,
+        auditor,
+        approvals,
+        system_clock(),
+    )))
 }
 
 fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
@@ -111,16 +173,33 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         tap: Arc::new(tap),
         secrets: Arc::new(KeyringStore),
         events,
+        trust: TrustSettings {
+            system_dir: cli
+                .trust_roots
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(SYSTEM_TRUST_ROOTS)),
+            user_dir: dirs::config_dir().map(|d| d.join("gatehouse").join("trust-roots")),
+            posture_override: cli.posture,
+            demo_bundle: None,
+        },
+        demo: cli.demo,
+        audit_path: cli
+            .audit
+            .clone()
+            .unwrap_or_else(|| data_dir().join("audit.jsonl")),
+        approvals_path: data_dir().join("approvals.json"),
     };
     match cli.command {
         Command::Servers(command) => servers(&context, command).await,
         Command::Secret(command) => secret(&context, command).await,
         Command::Connect(target) => connect_command(&context, &target).await,
-        Command::Tools(target) => tools(&context, &target).await,
+        Command::Tools(args) => tools(&context, &args).await,
+        Command::Audit(command) => crate::audit::run(&context, command),
+        Command::Trust => trust_command(&context),
         Command::Call(args) => call(&context, &args).await,
         Command::Trace(args) => trace(&context, &args).await,
         Command::Bundle(command) => crate::admin::bundle(&context, command),
-        Command::Attest(command) => crate::admin::attest(&context, command),
+        Command::Attest(command) => crate::admin::attest_async(&context, command).await,
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
     }
 }
@@ -144,6 +223,19 @@ fn resolve_target(
         )),
         (Some(name), false) => {
             let config = load_config(context)?;
+            if context.demo && name == demo::DEMO_SERVER_NAME && !config.servers.contains_key(name)
+            {
+                let program = demo::locate_demo_server().map_err(Failure::usage)?;
+                return Ok((
+                    name.to_string(),
+                    ServerSpec::Stdio(gatehouse_host::config::StdioSpec {
+                        command: program.display().to_string(),
+                        args: Vec::new(),
+                        env: Vec::new(),
+                        cwd: None,
+                    }),
+                ));
+            }
             Ok((name.to_string(), config.spec(name, &context.config_path)?))
         }
         (None, true) => Ok((ADHOC.to_string(), adhoc_spec(adhoc)?)),
@@ -213,6 +305,15 @@ pub async fn connect(
     name: &str,
     spec: &ServerSpec,
 ) -> Result<Connection, Failure> {
+    connect_with(context, name, spec, gatekeeper(context)?).await
+}
+
+pub async fn connect_with(
+    context: &Context,
+    name: &str,
+    spec: &ServerSpec,
+    gatekeeper: Arc<Gatekeeper>,
+) -> Result<Connection, Failure> {
     let spinner = Spinner::start(
         &format!("connecting to {name} ({})", spec.describe()),
         context.json,
@@ -224,10 +325,19 @@ pub async fn connect(
         context.tap.clone(),
         context.events.clone(),
         &context.options,
+        gatekeeper,
     )
     .await;
     spinner.stop();
-    Ok(result?)
+    let connection = result?;
+    if !context.json && !connection.verdict().is_admitted() {
+        eprintln!(
+            "gatehouse: warning: {name} is NOT admitted ({}): {}",
+            connection.verdict().headline(),
+            output::safe(&connection.verdict().detail)
+        );
+    }
+    Ok(connection)
 }
 
 async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failure> {
@@ -235,34 +345,135 @@ async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failu
     let log = EventLog::start(context);
     let connection = connect(context, &name, &spec).await?;
     let summary = connection.summary();
-    let tools = connection.tools().await;
+    let tools = connection.gated_tools().await;
     let events = log.finish().await;
+    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
+    let headline = connection.verdict().headline();
+    let detail = connection.verdict().detail.clone();
     connection.close().await;
     let tools = tools?;
+    let allowed = tools
+        .iter()
+        .filter(|t| t.status == gatehouse_attest::gate::ToolStatus::Allowed)
+        .count();
     if context.json {
         output::print_json(&json!({
             "server": name,
             "connected": true,
+            "admission": verdict,
             "summary": summary,
             "tools": tools.len(),
+            "tools_allowed": allowed,
             "events": events,
         }));
     } else {
+        output::print_verdict(&headline, &detail, &verdict);
         output::print_summary(&name, &summary, tools.len());
+        println!("  tools allowed:   {allowed} of {}", tools.len());
     }
     Ok(0)
 }
 
-async fn tools(context: &Context, target: &Target) -> Result<u8, Failure> {
+fn trust_command(context: &Context) -> Result<u8, Failure> {
+    let trust = load_trust(context)?;
+    let bundles = trust.summaries();
+    if context.json {
+        output::print_json(&json!({
+            "posture": trust.posture(),
+            "posture_reason": trust.posture_reason(),
+            "locked_by": trust.locked_by(),
+            "bundles": bundles,
+            "problems": trust.problems(),
+        }));
+    } else {
+        println!("posture: {} ({})", trust.posture(), trust.posture_reason());
+        if bundles.is_empty() {
+            println!("no trust-root bundles loaded");
+        }
+        for b in &bundles {
+            let demo = if b.source == gatehouse_host::admission::BundleSource::Demo {
+                " [DEMO]"
+            } else {
+                ""
+            };
+            println!(
+                "  {}{demo}  {:?}, expires {}, {}{}, servers: {}",
+                b.bundle,
+                b.source,
+                b.expires,
+                b.posture,
+                if b.locked { ", locked" } else { "" },
+                b.servers.join(", ")
+            );
+        }
+        for p in trust.problems() {
+            println!("  not loaded ({}): {}", p.code, p.message);
+        }
+    }
+    Ok(0)
+}
+
+async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
+    if let Some(ToolsAction::Pin { target, tools }) = &args.action {
+        return pin_tools(context, target, tools).await;
+    }
+    let target = &args.target;
     let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
     let connection = connect(context, &name, &spec).await?;
-    let tools = connection.tools().await;
+    let tools = connection.gated_tools().await;
+    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
+    let headline = connection.verdict().headline();
     connection.close().await;
     let tools = tools?;
+    use gatehouse_attest::gate::ToolStatus;
+    let (mut allowed, mut hidden, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
+    for gated in tools {
+        match gated.status {
+            ToolStatus::Allowed => allowed.push(gated.tool),
+            ToolStatus::Hidden => hidden.push(gated.tool),
+            ToolStatus::Blocked {
+                reason,
+                expected,
+                actual,
+            } => blocked.push((gated.tool, reason, expected, actual)),
+        }
+    }
     if context.json {
-        output::print_json(&json!({"server": name, "tools": tools}));
+        output::print_json(&json!({
+            "server": name,
+            "admission": verdict,
+            "tools": allowed,
+            "hidden": hidden,
+            "blocked": blocked.iter().map(|(tool, reason, expected, actual)| json!({
+                "tool": tool, "reason": reason.as_str(), "expected": expected, "actual": actual,
+            })).collect::<Vec<_>>(),
+        }));
     } else {
-        output::print_tools(&tools);
+        println!("{name}: {}", output::safe(&headline));
+        output::print_tools(&allowed);
+        output::print_gated(&hidden, &blocked);
+    }
+    Ok(0)
+}
+
+async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
+    let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
+    let connection = connect(context, &name, &spec).await?;
+    let pins = connection.approve_tools(names).await;
+    connection.close().await;
+    let pins = pins?;
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "approved": pins.iter().map(|(t, p)| json!({"tool": t, "pin": p})).collect::<Vec<_>>(),
+        }));
+    } else {
+        for (tool, pin) in &pins {
+            println!("approved {} ({pin})", output::safe(tool));
+        }
+        if pins.is_empty() {
+            println!("{name} lists no tools; nothing approved");
+        }
     }
     Ok(0)
 }
@@ -395,19 +606,22 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
     match command {
         ServersCommand::List => {
             let config = load_config(context)?;
-            let rows: Vec<Value> = config
-                .servers
-                .iter()
-                .map(|(name, entry)| {
-                    let spec = entry.to_spec(name).expect("validated on load");
-                    json!({
-                        "name": name,
-                        "transport": spec.transport_name(),
-                        "target": spec.describe(),
-                        "secrets": entry.secret_references(),
-                    })
-                })
-                .collect();
+            // Each server's admission is decided (and audited) now: an attestation fetched, a
+            // binary hashed. Nothing is said to the servers themselves.
+            let gatekeeper = gatekeeper(context)?;
+            let mut rows: Vec<Value> = Vec::new();
+            for (name, entry) in &config.servers {
+                let spec = entry.to_spec(name).expect("validated on load");
+                let verdict = gatekeeper.admit(name, &spec).await?;
+                rows.push(json!({
+                    "name": name,
+                    "transport": spec.transport_name(),
+                    "target": spec.describe(),
+                    "secrets": entry.secret_references(),
+                    "admission": verdict,
+                    "verdict": verdict.headline(),
+                }));
+            }
             if context.json {
                 output::print_json(&json!({"config": path, "servers": rows}));
             } else {

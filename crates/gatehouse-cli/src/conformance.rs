@@ -17,7 +17,14 @@ use gatehouse_host::{
 use rmcp::model::{CallToolRequestParams, JsonObject, Tool};
 use serde_json::{Map, Value, json};
 
-use crate::commands::{Context, Failure, connect};
+use std::sync::Arc;
+
+use gatehouse_attest::bundle::Posture;
+use gatehouse_host::admission::{Trust, TrustSettings};
+use gatehouse_host::tap::system_clock;
+use gatehouse_host::{Approvals, Auditor, Gatekeeper};
+
+use crate::commands::{Context, Failure, connect_with};
 
 pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").map_err(|_| {
@@ -43,9 +50,40 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     conformance.options.era = EraPreference::Only(era);
     conformance.options.elicitation = ElicitationMode::AcceptDefaults;
     let spec = ServerSpec::adhoc_http(url)?;
-    let connection = connect(&conformance, "conformance", &spec).await?;
-    let outcome = exercise(&connection, &scenario, &scenario_context).await;
+    // The suite's scenario servers are unattested local mocks: this client runs in the warn
+    // posture with no trust roots, approves the tools it is shown (in memory only, never in
+    // the user's approvals), and keeps its own audit log unless --audit names one. Admission
+    // and the tool gate still run on every call; they just let the mocks through.
+    let scratch =
+        std::env::temp_dir().join(format!("gatehouse-conformance-{}", std::process::id()));
+    let audit_path = if std::env::var_os("GATEHOUSE_AUDIT").is_some() {
+        conformance.audit_path.clone()
+    } else {
+        scratch.join("audit.jsonl")
+    };
+    let trust = Trust::load(
+        &TrustSettings {
+            system_dir: scratch.join("no-trust-roots"),
+            user_dir: None,
+            posture_override: Some(Posture::Warn),
+            demo_bundle: None,
+        },
+        time::OffsetDateTime::now_utc(),
+    );
+    let (auditor, _) = Auditor::open(&audit_path, system_clock())?;
+    let gatekeeper = Arc::new(Gatekeeper::new(
+        trust,
+        auditor,
+        Approvals::in_memory(),
+        system_clock(),
+    ));
+    let connection = connect_with(&conformance, "conformance", &spec, gatekeeper).await?;
+    let outcome = match connection.approve_tools(&[]).await {
+        Ok(_) => exercise(&connection, &scenario, &scenario_context).await,
+        Err(e) => Err(e),
+    };
     connection.close().await;
+    let _ = std::fs::remove_dir_all(&scratch);
     outcome?;
     eprintln!("conformance: done");
     Ok(0)
@@ -187,8 +225,13 @@ fn sample_arguments(schema: &JsonObject) -> JsonObject {
 /// without `resultType` is complete.
 async fn request_state(connection: &Connection) -> Result<(), HostError> {
     let options = CallOptions::default();
+    let permit = connection.authorize("test_mrtr_echo_state").await?;
     let first = connection
-        .call_tool_round(CallToolRequestParams::new("test_mrtr_echo_state"), &options)
+        .call_tool_round(
+            &permit,
+            CallToolRequestParams::new("test_mrtr_echo_state"),
+            &options,
+        )
         .await?;
     // An unrelated request while the first one waits for input: it must not share its state.
     call(connection, "test_mrtr_unrelated", None).await?;
@@ -201,7 +244,9 @@ async fn request_state(connection: &Connection) -> Result<(), HostError> {
         retry.input_responses =
             Some(connection.answer_input_requests(requests, "tools/call test_mrtr_echo_state")?);
         retry.request_state = request_state;
-        let mut round = connection.call_tool_round(retry.clone(), &options).await?;
+        let mut round = connection
+            .call_tool_round(&permit, retry.clone(), &options)
+            .await?;
         let mut rounds = 1;
         while let Round::InputRequired {
             requests,
@@ -216,7 +261,9 @@ async fn request_state(connection: &Connection) -> Result<(), HostError> {
                 connection.answer_input_requests(requests, "tools/call test_mrtr_echo_state")?,
             );
             retry.request_state = request_state;
-            round = connection.call_tool_round(retry.clone(), &options).await?;
+            round = connection
+                .call_tool_round(&permit, retry.clone(), &options)
+                .await?;
         }
     }
     call(connection, "test_mrtr_no_state", None).await?;

@@ -6,6 +6,7 @@
 //! 2 usage, config or connection error.
 
 mod admin;
+mod audit;
 mod cli;
 mod commands;
 mod conformance;

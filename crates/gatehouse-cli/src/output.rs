@@ -55,6 +55,70 @@ pub fn safe(text: &str) -> String {
         .collect()
 }
 
+/// A name as data: control characters and invisible format characters (zero-width, bidi
+/// controls, BOM) escaped, so a look-alike tool name shows what it really is.
+pub fn safe_name(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let invisible = matches!(c as u32, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF | 0x00AD);
+            if c.is_control() || invisible {
+                c.escape_unicode().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// The admission verdict, first thing after connecting.
+pub fn print_verdict(headline: &str, detail: &str, verdict: &Value) {
+    println!("admission: {}", safe_line(headline));
+    if !detail.is_empty() {
+        println!("  detail          {}", safe_line(detail));
+    }
+    let text = |key: &str| verdict.get(key).and_then(Value::as_str);
+    if let Some(origin) = text("origin") {
+        println!("  origin          {}", safe_line(origin));
+    }
+    if let Some(command) = text("command") {
+        println!("  command         {}", safe_line(command));
+    }
+    println!(
+        "  posture         {}",
+        text("posture").unwrap_or("deny-by-default")
+    );
+    let claimed = &verdict["claimed"];
+    if let Some(publisher) = claimed.get("publisher").and_then(Value::as_str) {
+        println!(
+            "  publisher       {} (claimed in the attestation, not verified)",
+            safe_line(publisher)
+        );
+    }
+}
+
+/// Tools the caller cannot use: hidden by the allow-list, or blocked by a pin change.
+pub fn print_gated(
+    hidden: &[Tool],
+    blocked: &[(Tool, gatehouse_attest::gate::GateReason, String, String)],
+) {
+    if !hidden.is_empty() {
+        println!("\nnot admitted (hidden by the allow-list; callers cannot use them):");
+        for tool in hidden {
+            println!("  {}", safe_name(&tool.name));
+        }
+    }
+    if !blocked.is_empty() {
+        println!("\nblocked (definition changed since it was pinned; re-approve to use):");
+        for (tool, reason, expected, actual) in blocked {
+            println!(
+                "  {}  {}: pinned {expected}, now {actual}",
+                safe_name(&tool.name),
+                reason.as_str()
+            );
+        }
+    }
+}
+
 /// One line of server text: newlines escaped too.
 fn safe_line(text: &str) -> String {
     safe(text).replace('\n', "\\n")
@@ -75,8 +139,8 @@ pub fn print_summary(name: &str, summary: &ServerSummary, tools: usize) {
         (Some(n), None) => safe_line(n),
         _ => "(none given)".into(),
     };
-    println!("  server     {claimed} (claimed by the server, not verified)");
-    println!("  tools      {tools}");
+    println!("  server     {claimed} (serverInfo: claimed by the server, not verified)");
+    println!("  tools      {tools} listed");
     if let Some(instructions) = &summary.instructions {
         println!(
             "  instructions (from the server): {}",
@@ -203,8 +267,11 @@ pub fn print_servers(path: &Path, rows: &[Value]) {
             "{}  {}  {}",
             row["name"].as_str().unwrap_or_default(),
             row["transport"].as_str().unwrap_or_default(),
-            row["target"].as_str().unwrap_or_default()
+            safe_line(row["target"].as_str().unwrap_or_default())
         );
+        if let Some(verdict) = row["verdict"].as_str() {
+            println!("    {}", safe_line(verdict));
+        }
     }
 }
 

@@ -1,11 +1,23 @@
-//! Serving the demo over Streamable HTTP at `/mcp`, loopback-only unless told otherwise.
+//! Serving the demo over Streamable HTTP at `/mcp`, loopback-only unless told otherwise, with
+//! its attestation at `/.well-known/mcp-attestation`.
 
 use std::{
     future::Future,
     net::{IpAddr, Ipv4Addr, SocketAddr},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use anyhow::{Context, bail};
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
@@ -13,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    attestation::{AttestationMode, WELL_KNOWN_PATH},
     era::{Era, legacy_discover_gate},
     server::DemoServer,
 };
@@ -61,8 +74,16 @@ fn is_loopback(ip: IpAddr) -> bool {
     ip.to_canonical().is_loopback()
 }
 
+/// The origin a client reaches the listener at, `http://IP:PORT` (IPv6 in brackets).
+pub fn origin(local: SocketAddr) -> String {
+    format!("http://{local}")
+}
+
 /// Serve Streamable HTTP on `listener` until `shutdown` resolves, then shut down gracefully:
 /// sessions and open SSE streams are closed so in-flight connections can finish.
+///
+/// The attestation `attestation` selects is served at [`WELL_KNOWN_PATH`], bound to the
+/// listener's own origin.
 ///
 /// # Errors
 ///
@@ -70,11 +91,21 @@ fn is_loopback(ip: IpAddr) -> bool {
 pub async fn serve_http(
     server: DemoServer,
     listener: TcpListener,
+    attestation: AttestationMode,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let local = listener
         .local_addr()
         .context("listener has no local address")?;
+    if local.ip().is_unspecified() && attestation != AttestationMode::None {
+        // Clients connect to a concrete address, never to 0.0.0.0 or [::].
+        tracing::warn!(
+            origin = %origin(local),
+            "the attestation is bound to the unspecified address, which no client connects to; \
+             hosts will refuse it with host_not_bound"
+        );
+    }
+    let well_known = WellKnown::new(attestation, &origin(local))?;
     let era = server.era();
     let ct = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
@@ -89,12 +120,19 @@ pub async fn serve_http(
 
     let service: StreamableHttpService<DemoServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
-    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    // The attestation route sits outside the rmcp service, so it needs no MCP session or
+    // protocol headers: hosts fetch it before they speak MCP at all.
+    let mut router = axum::Router::new()
+        .route(
+            WELL_KNOWN_PATH,
+            get(serve_attestation).with_state(Arc::new(well_known)),
+        )
+        .nest_service(MCP_PATH, service);
     if era == Era::Legacy {
         router = router.layer(axum::middleware::from_fn(legacy_discover_gate));
     }
 
-    tracing::info!(%local, %era, "serving Streamable HTTP");
+    tracing::info!(%local, %era, attestation = attestation.as_str(), "serving Streamable HTTP");
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
@@ -104,6 +142,42 @@ pub async fn serve_http(
         })
         .await
         .context("HTTP server failed")
+}
+
+/// The attestation route's state: the document, serialized once, and how often it was asked for.
+struct WellKnown {
+    mode: AttestationMode,
+    body: Option<Bytes>,
+    requests: AtomicU64,
+}
+
+impl WellKnown {
+    fn new(mode: AttestationMode, origin: &str) -> anyhow::Result<Self> {
+        let body = mode
+            .document(Some(origin))
+            .map(|document| serde_json::to_vec(&document).map(Bytes::from))
+            .transpose()
+            .context("could not serialize the attestation")?;
+        Ok(Self {
+            mode,
+            body,
+            requests: AtomicU64::new(0),
+        })
+    }
+}
+
+async fn serve_attestation(State(well_known): State<Arc<WellKnown>>) -> Response {
+    // Counted so logs show whether (and how often) a host fetched it, e.g. once per connect.
+    let count = well_known.requests.fetch_add(1, Ordering::Relaxed) + 1;
+    tracing::info!(
+        count,
+        mode = well_known.mode.as_str(),
+        "GET {WELL_KNOWN_PATH}"
+    );
+    match &well_known.body {
+        Some(body) => ([(header::CONTENT_TYPE, "application/json")], body.clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// rmcp checks `Host` against an allow-list to stop DNS rebinding. Its default covers the
@@ -142,6 +216,15 @@ mod tests {
         );
         assert!(parse_listen_addr("example.com:80").is_err());
         assert!(parse_listen_addr("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn origins_are_what_clients_connect_to() {
+        assert_eq!(
+            origin("127.0.0.1:8080".parse().unwrap()),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(origin("[::1]:8080".parse().unwrap()), "http://[::1]:8080");
     }
 
     #[test]

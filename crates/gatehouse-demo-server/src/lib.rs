@@ -10,11 +10,21 @@
 //! network on a client's behalf; it never listens on a non-loopback address unless explicitly
 //! allowed; in stdio mode it never writes anything but JSON-RPC to stdout. It is a demo: it is
 //! never trusted by default, only admitted under the demo trust root.
+//!
+//! Over HTTP it also serves an ATSA Server Attestation Document at
+//! `/.well-known/mcp-attestation` ([`attestation`]): identity [`attestation::DEMO_SERVER_ID`],
+//! clearance `internal`, bound to the origin it listens on, and signed with the DEMO-ONLY signer
+//! key from `trust-roots/demo/`, which is embedded in the binary. That key's private half is
+//! public, so the signature means something only under the demo trust root: never install that
+//! key anywhere else. `--attestation tampered` serves a document altered after signing and
+//! `--attestation none` serves none, so hosts can be tested against refusals too.
 
+pub mod attestation;
 pub mod era;
 pub mod http;
 pub mod server;
 pub mod stdio;
 
+pub use attestation::AttestationMode;
 pub use era::Era;
 pub use server::DemoServer;

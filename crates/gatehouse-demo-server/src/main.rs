@@ -5,7 +5,7 @@ use std::{io::Write, net::SocketAddr, num::NonZeroUsize, process::ExitCode};
 
 use anyhow::Context;
 use clap::Parser;
-use gatehouse_demo_server::{DemoServer, Era, http, stdio};
+use gatehouse_demo_server::{AttestationMode, DemoServer, Era, http, stdio};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Parser)]
@@ -31,6 +31,17 @@ struct Cli {
     /// Paginate tools/list with N tools per page (default: one page).
     #[arg(long, value_name = "N", env = "GATEHOUSE_DEMO_PAGE_SIZE")]
     page_size: Option<NonZeroUsize>,
+
+    /// What --http serves at /.well-known/mcp-attestation: a document signed with the
+    /// DEMO-ONLY signer key, one altered after signing, or none (404).
+    #[arg(
+        long,
+        value_name = "MODE",
+        env = "GATEHOUSE_DEMO_ATTESTATION",
+        value_enum,
+        default_value_t = AttestationMode::Signed
+    )]
+    attestation: AttestationMode,
 }
 
 #[tokio::main]
@@ -60,10 +71,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             // Tests that asked for port 0 read this line to learn the port, so it is the only
             // thing ever written to stdout in HTTP mode.
             let mut stdout = std::io::stdout().lock();
-            writeln!(stdout, "listening on http://{local}{}", http::MCP_PATH)?;
+            // Same origin as the attestation is bound to, so clients that read it connect there.
+            writeln!(
+                stdout,
+                "listening on {}{}",
+                http::origin(local),
+                http::MCP_PATH
+            )?;
             stdout.flush()?;
             drop(stdout);
-            http::serve_http(server, listener, shutdown_signal()).await
+            http::serve_http(server, listener, cli.attestation, shutdown_signal()).await
         }
     }
 }

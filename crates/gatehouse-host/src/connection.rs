@@ -17,9 +17,14 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use gatehouse_attest::gate::{Permit, ToolGate, ToolStatus};
+use gatehouse_attest::pins::tool_pin;
+
+use crate::admission::Verdict;
 use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation};
 use crate::config::{ServerSpec, lookup_secret, resolve_secrets};
 use crate::error::explain;
+use crate::gatekeeper::Gatekeeper;
 use crate::http::{self, HttpLaunch};
 use crate::secrets::{SecretStore, SecretValue, to_identifier};
 use crate::stdio::{StdioLaunch, StdioTransport, TransportState};
@@ -118,6 +123,20 @@ pub struct Connection {
     progress: Arc<ProgressCount>,
     tools_cache: Mutex<Option<Vec<Tool>>>,
     request_timeout: Duration,
+    gatekeeper: Arc<Gatekeeper>,
+    verdict: Verdict,
+    /// The closed allow-list and the definitions last listed; checked before every call.
+    tool_gate: Mutex<ToolGate>,
+    /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
+    /// flood the audit log.
+    mismatches_seen: Mutex<std::collections::HashSet<(String, String)>>,
+}
+
+/// A listed tool and what the gate says about it.
+#[derive(Debug, Clone)]
+pub struct GatedTool {
+    pub tool: Tool,
+    pub status: ToolStatus,
 }
 
 impl std::fmt::Debug for Connection {
@@ -242,7 +261,10 @@ pub fn log_file_name(server: &str) -> String {
 }
 
 impl Connection {
-    /// Starts or reaches the server and completes the handshake in the chosen era.
+    /// Admits the server (recorded in the audit log before anything else happens), then
+    /// starts or reaches it and completes the handshake in the chosen era. A server that is
+    /// not admitted is never contacted under deny-by-default: `NotAdmitted`, and for stdio
+    /// the process is not even started.
     pub async fn connect(
         server: &str,
         spec: &ServerSpec,
@@ -250,8 +272,22 @@ impl Connection {
         tap: Arc<TrafficTap>,
         events: broadcast::Sender<HostEvent>,
         options: &ConnectOptions,
+        gatekeeper: Arc<Gatekeeper>,
     ) -> Result<Connection, HostError> {
-        let (launch, used) = resolve(server, spec, secrets, options).await?;
+        let mut verdict = gatekeeper.admit(server, spec).await?;
+        if !verdict.proceeds {
+            return Err(HostError::NotAdmitted {
+                server: server.to_string(),
+                reason: verdict.reason.unwrap_or("not_admitted"),
+                code: verdict.code,
+                detail: verdict.detail.clone(),
+            });
+        }
+        let (mut launch, used) = resolve(server, spec, secrets, options).await?;
+        // Launch exactly the file that was hashed, not whatever PATH finds next time.
+        if let (Launch::Stdio(stdio), Some(program)) = (&mut launch, verdict.program()) {
+            stdio.command = program.display().to_string();
+        }
         for (name, value) in &used {
             tap.redact(name, value.expose());
         }
@@ -307,6 +343,11 @@ impl Connection {
             });
         }
         wire.era.set(era);
+        if let Some(implementation) = &info.server_info {
+            verdict.claimed.server_name = Some(implementation.name.clone());
+            verdict.claimed.server_version = Some(implementation.version.clone());
+        }
+        let tool_gate = Mutex::new(ToolGate::new(gatekeeper.allow_list(&verdict)));
         Ok(Connection {
             server: server.to_string(),
             spec: spec.clone(),
@@ -319,7 +360,16 @@ impl Connection {
             progress: wire.progress,
             tools_cache: Mutex::new(None),
             request_timeout: options.request_timeout,
+            gatekeeper,
+            verdict,
+            tool_gate,
+            mismatches_seen: Mutex::new(Default::default()),
         })
+    }
+
+    /// The admission verdict this connection was made under.
+    pub fn verdict(&self) -> &Verdict {
+        &self.verdict
     }
 
     pub fn server(&self) -> &str {
@@ -379,8 +429,106 @@ impl Connection {
                 self.service.peer().list_all_tools(),
             )
             .await?;
+        self.observe(&tools)?;
         *self.tools_cache.lock().expect("tool cache poisoned") = Some(tools.clone());
         Ok(tools)
+    }
+
+    /// Gives the gate the definitions just listed, and records new pin mismatches.
+    fn observe(&self, tools: &[Tool]) -> Result<(), HostError> {
+        let values: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|t| serde_json::to_value(t).expect("a tool serializes"))
+            .collect();
+        let mismatches = self
+            .tool_gate
+            .lock()
+            .expect("tool gate poisoned")
+            .observe(&values);
+        let mut seen = self.mismatches_seen.lock().expect("mismatch set poisoned");
+        let new: Vec<_> = mismatches
+            .into_iter()
+            .filter(|m| seen.insert((m.tool.clone(), m.actual.clone())))
+            .collect();
+        self.gatekeeper.record_mismatches(&self.verdict, &new)
+    }
+
+    /// Every listed tool with the gate's view of it: allowed, hidden (not on the allow-list)
+    /// or blocked (its pinned definition changed). Only `Allowed` tools can be called.
+    pub async fn gated_tools(&self) -> Result<Vec<GatedTool>, HostError> {
+        let tools = self.tools().await?;
+        let gate = self.tool_gate.lock().expect("tool gate poisoned");
+        Ok(tools
+            .into_iter()
+            .map(|tool| GatedTool {
+                status: gate.status(&tool.name),
+                tool,
+            })
+            .collect())
+    }
+
+    /// The tools that may be called.
+    pub async fn allowed_tools(&self) -> Result<Vec<Tool>, HostError> {
+        Ok(self
+            .gated_tools()
+            .await?
+            .into_iter()
+            .filter(|t| t.status == ToolStatus::Allowed)
+            .map(|t| t.tool)
+            .collect())
+    }
+
+    /// Approves tools as the user (warn posture only): pins their current definitions, so a
+    /// later change blocks them again. `names` empty means every listed tool. Returns the
+    /// pins recorded.
+    pub async fn approve_tools(
+        &self,
+        names: &[String],
+    ) -> Result<Vec<(String, String)>, HostError> {
+        let tools = self.tools().await?;
+        let mut pins = Vec::new();
+        for tool in &tools {
+            if names.is_empty() || names.iter().any(|n| n.as_str() == tool.name.as_ref()) {
+                let value = serde_json::to_value(tool).expect("a tool serializes");
+                pins.push((tool.name.to_string(), tool_pin(&value)));
+            }
+        }
+        for name in names {
+            if !pins.iter().any(|(t, _)| t == name) {
+                return Err(HostError::ToolDenied {
+                    server: self.server.clone(),
+                    tool: name.clone(),
+                    reason: "tool_not_listed",
+                    detail: "the server does not list a tool of exactly this name, so there is no definition to approve".into(),
+                });
+            }
+        }
+        self.gatekeeper.approve(&self.verdict, &pins)?;
+        let values: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|t| serde_json::to_value(t).expect("a tool serializes"))
+            .collect();
+        let mut gate = ToolGate::new(self.gatekeeper.allow_list(&self.verdict));
+        let _ = gate.observe(&values);
+        *self.tool_gate.lock().expect("tool gate poisoned") = gate;
+        Ok(pins)
+    }
+
+    /// The gate's decision for a call to `name`, recorded in the audit log before it takes
+    /// effect. The tool list is fetched first if it never was (or changed), so pins are
+    /// checked against what the server currently says.
+    pub async fn authorize(&self, name: &str) -> Result<Permit, HostError> {
+        let fresh = self
+            .tools_cache
+            .lock()
+            .expect("tool cache poisoned")
+            .is_some()
+            && !self.tools_stale.load(Ordering::SeqCst);
+        if !fresh {
+            self.tools().await?;
+        }
+        let gate = self.tool_gate.lock().expect("tool gate poisoned");
+        self.gatekeeper.authorize(&self.verdict, &gate, name)
     }
 
     /// Calls a tool. Each round is one `tools/call` ([`Connection::call_tool_round`]); on
@@ -393,11 +541,15 @@ impl Connection {
         arguments: Option<JsonObject>,
         options: &CallOptions,
     ) -> Result<ToolOutcome, HostError> {
+        let permit = self.authorize(name).await?;
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments;
         let what = format!("tools/call {name:?}");
         for round in 1..=MAX_INPUT_ROUNDS {
-            match self.call_tool_round(params.clone(), options).await? {
+            match self
+                .call_tool_round(&permit, params.clone(), options)
+                .await?
+            {
                 Round::Complete(result) => {
                     return Ok(ToolOutcome {
                         result,
@@ -419,14 +571,26 @@ impl Connection {
         ))
     }
 
-    /// One `tools/call` request (`call_tool_once`): the final result, or what the server needs
-    /// before the call can complete. The caller decides what happens next; rmcp never retries
-    /// on its own.
+    /// One `tools/call` request (`call_tool_once`) for a tool the gate let through
+    /// ([`Connection::authorize`]): the final result, or what the server needs before the call
+    /// can complete. The caller decides what happens next; rmcp never retries on its own.
     pub async fn call_tool_round(
         &self,
+        permit: &Permit,
         params: CallToolRequestParams,
         options: &CallOptions,
     ) -> Result<Round, HostError> {
+        if params.name.as_ref() != permit.tool() {
+            return Err(HostError::ToolDenied {
+                server: self.server.clone(),
+                tool: params.name.to_string(),
+                reason: "tool_not_admitted",
+                detail: format!(
+                    "the permit is for {:?}, not this tool; each call needs its own authorization",
+                    permit.tool()
+                ),
+            });
+        }
         let what = format!("tools/call {:?}", params.name);
         match self.guarded(&what, options, self.service.peer().call_tool_once(params)).await? {
             CallToolResponse::Complete(result) => {

@@ -63,6 +63,35 @@ pub enum HostError {
         message: String,
     },
 
+    /// The server was not admitted, and the posture does not let the host talk to it.
+    #[error("server {server:?} is not admitted: {reason}{}: {detail}", code.map(|c| format!(" (code {c})")).unwrap_or_default())]
+    NotAdmitted {
+        server: String,
+        reason: &'static str,
+        code: Option<u8>,
+        detail: String,
+    },
+
+    /// The tool gate denied a call; nothing was sent to the server.
+    #[error(
+        "server {server:?}: the call to {tool:?} was denied ({reason}): {detail}; nothing was sent to the server"
+    )]
+    ToolDenied {
+        server: String,
+        tool: String,
+        reason: &'static str,
+        detail: String,
+    },
+
+    /// The audit log could not record a decision, so the decision does not take effect.
+    #[error("the audit log cannot record this decision, so Gatehouse refuses it: {detail}")]
+    AuditUnavailable { detail: String },
+
+    /// The posture does not allow what was asked (e.g. a user approving tools under
+    /// deny-by-default).
+    #[error("not allowed by the posture: {detail}")]
+    PostureForbids { detail: String },
+
     /// The server answered, but not as the protocol allows.
     #[error("server {server:?}: protocol error in {what}: {detail}")]
     Protocol {
@@ -86,14 +115,22 @@ impl HostError {
             HostError::Cancelled { .. } => "cancelled",
             HostError::ServerError { .. } => "server_error",
             HostError::Protocol { .. } => "protocol_error",
+            HostError::NotAdmitted { reason, .. } => reason,
+            HostError::ToolDenied { reason, .. } => reason,
+            HostError::AuditUnavailable { .. } => "audit_unavailable",
+            HostError::PostureForbids { .. } => "posture_forbids",
         }
     }
 
-    /// True when the server (not the host, the config or the network) said no. The CLI maps
+    /// True when the server or the gate (not the config or the network) said no. The CLI maps
     /// refusals to exit code 1 and everything else to 2.
     pub fn is_refusal(&self) -> bool {
         match self {
-            HostError::ServerError { .. } => true,
+            HostError::ServerError { .. }
+            | HostError::NotAdmitted { .. }
+            | HostError::ToolDenied { .. }
+            | HostError::AuditUnavailable { .. }
+            | HostError::PostureForbids { .. } => true,
             HostError::Config(_)
             | HostError::UnknownServer { .. }
             | HostError::Secret { .. }

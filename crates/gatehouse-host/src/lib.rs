@@ -16,21 +16,27 @@
 //! It never reads the clock directly in the tap (a [`Clock`] is passed in), never prints, and
 //! never renders server text: that is the caller's job.
 
+pub mod admission;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod demo;
 pub mod era;
 pub mod error;
+pub mod fetch;
+pub mod gatekeeper;
 pub mod http;
 pub mod secrets;
 pub mod stdio;
 pub mod tap;
 
+pub use admission::{Trust, TrustSettings, Verdict};
 pub use client::{ElicitationMode, HostEvent};
 pub use config::{ServerSpec, ServersFile};
 pub use connection::{CallOptions, ConnectOptions, Connection, ToolOutcome};
 pub use era::{Era, EraPreference};
 pub use error::HostError;
+pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 pub use secrets::{KeyringStore, MemoryStore, SecretStore};
 pub use tap::{Clock, Direction, TrafficEntry, TrafficTap};
 

@@ -30,6 +30,9 @@ use crate::{HostError, MAX_MESSAGE_BYTES};
 pub struct TransportState {
     fault: Mutex<Option<String>>,
     stderr_tail: Mutex<VecDeque<String>>,
+    /// Bytes written to the server (stdio: its stdin). Lets tests prove a denied call sent
+    /// nothing.
+    bytes_sent: std::sync::atomic::AtomicU64,
 }
 
 const STDERR_TAIL_LINES: usize = 20;
@@ -52,6 +55,10 @@ impl TransportState {
             .iter()
             .cloned()
             .collect()
+    }
+    /// Bytes written to the server so far.
+    pub fn bytes_sent(&self) -> u64 {
+        self.bytes_sent.load(std::sync::atomic::Ordering::SeqCst)
     }
     fn push_stderr(&self, line: String) {
         let mut tail = self.stderr_tail.lock().expect("stderr poisoned");
@@ -366,6 +373,7 @@ impl Transport<RoleClient> for StdioTransport {
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let stdin = self.stdin.clone();
+        let state = self.state.clone();
         async move {
             let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             line.push(b'\n');
@@ -377,6 +385,9 @@ impl Transport<RoleClient> for StdioTransport {
                 )
             })?;
             pipe.write_all(&line).await?;
+            state
+                .bytes_sent
+                .fetch_add(line.len() as u64, std::sync::atomic::Ordering::SeqCst);
             pipe.flush().await
         }
     }

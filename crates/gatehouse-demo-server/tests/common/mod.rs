@@ -134,6 +134,7 @@ impl StdioServer {
             .args(args)
             .env_remove("GATEHOUSE_DEMO_ERA")
             .env_remove("GATEHOUSE_DEMO_PAGE_SIZE")
+            .env_remove("GATEHOUSE_DEMO_ATTESTATION")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -276,16 +277,24 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(BIN)
+        Self::spawn_with_env(args, &[])
+    }
+
+    pub fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(BIN);
+        command
             .args(["--http", "127.0.0.1:0"])
             .args(args)
             .env_remove("GATEHOUSE_DEMO_ERA")
             .env_remove("GATEHOUSE_DEMO_PAGE_SIZE")
+            .env_remove("GATEHOUSE_DEMO_ATTESTATION")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn gatehouse-demo-server --http");
+            .stderr(Stdio::piped());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("spawn gatehouse-demo-server --http");
         let stdout = line_reader(child.stdout.take().expect("stdout"));
         let stderr = collect(child.stderr.take().expect("stderr"));
         let listening_line = match stdout.recv_timeout(TIMEOUT) {
@@ -310,6 +319,13 @@ impl HttpServer {
 
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// The origin the server listens at, e.g. `http://127.0.0.1:41234`.
+    pub fn origin(&self) -> &str {
+        self.url
+            .strip_suffix("/mcp")
+            .unwrap_or_else(|| panic!("endpoint {:?} does not end with /mcp", self.url))
     }
 
     pub fn pid(&self) -> u32 {

@@ -1,0 +1,1072 @@
+//! Admission: which trust-root bundles are installed, and whether a server is admitted, decided
+//! before any MCP message is exchanged with it.
+//!
+//! The decisions themselves are `gatehouse-attest`'s (pure); this module does the I/O around
+//! them: reading bundle directories and the highest-version record, fetching an HTTP server's
+//! attestation, resolving and hashing a stdio server's executable.
+//!
+//! Fail closed: a bundle that cannot be read or verified is reported and not loaded; if it was
+//! an admin (system) bundle, the posture becomes deny-by-default whatever the user asked for,
+//! because the admin's intent is then unknown.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gatehouse_attest::bundle::{
+    Bundle, BundleError, MAX_BUNDLE_BYTES, Posture, ServerPolicy, TrustStore, VerifiedBundle,
+};
+use gatehouse_attest::{Admitted, Reason, Refusal, VerifyContext};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use crate::config::{ServerSpec, write_atomically};
+use crate::fetch::{AttestationSource, fetch_attestation};
+
+/// Where admins install bundles. Root-owned: the first bundle of an id is trusted because an
+/// admin put it here.
+pub const SYSTEM_TRUST_ROOTS: &str = "/etc/gatehouse/trust-roots";
+
+/// In a trust-roots directory: the highest version ever installed per bundle id, so a bundle
+/// that is later deleted cannot be replaced by an older one.
+pub const VERSIONS_FILE: &str = ".versions.json";
+
+/// Where a loaded bundle came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BundleSource {
+    /// The admin directory (`/etc/gatehouse/trust-roots` or `--trust-roots`).
+    System,
+    /// The user's own directory; ignored under a locked bundle.
+    User,
+    /// The built-in demo bundle, signed with published DEMO-ONLY keys; only in demo mode.
+    Demo,
+}
+
+/// What to load.
+#[derive(Debug, Clone, Default)]
+pub struct TrustSettings {
+    /// The admin directory.
+    pub system_dir: PathBuf,
+    /// The user's directory, if any.
+    pub user_dir: Option<PathBuf>,
+    /// `--posture`; ignored under a locked bundle or when an admin bundle failed to load.
+    pub posture_override: Option<Posture>,
+    /// Demo mode: the demo bundle's bytes (see [`crate::demo`]).
+    pub demo_bundle: Option<Vec<u8>>,
+}
+
+/// A bundle that was not loaded, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct BundleProblem {
+    pub source: BundleSource,
+    pub path: Option<String>,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// A loaded bundle, for display.
+#[derive(Debug, Clone, Serialize)]
+pub struct BundleSummary {
+    pub bundle: String,
+    pub bundle_id: String,
+    pub version: u64,
+    pub expires: String,
+    pub posture: Posture,
+    pub locked: bool,
+    pub source: BundleSource,
+    pub path: Option<String>,
+    pub signers: Vec<String>,
+    pub servers: Vec<String>,
+}
+
+/// The installed trust roots and the effective posture.
+#[derive(Debug)]
+pub struct Trust {
+    store: TrustStore,
+    sources: BTreeMap<String, (BundleSource, Option<PathBuf>)>,
+    posture: Posture,
+    posture_reason: String,
+    locked_by: Option<String>,
+    problems: Vec<BundleProblem>,
+}
+
+/// Reads a directory's highest-version record. Missing is empty; unreadable or malformed is
+/// an error (it guards against rollback, so it must not silently vanish).
+pub fn read_versions(dir: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let path = dir.join(VERSIONS_FILE);
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    serde_json::from_slice(&text).map_err(|e| {
+        format!(
+            "{} is not a {{\"bundle-id\": version}} object ({e}); restore it from backup or reinstall the current bundles",
+            path.display()
+        )
+    })
+}
+
+/// Records `version` as the highest seen for `bundle_id` in `dir` (never lowers it).
+pub fn record_version(dir: &Path, bundle_id: &str, version: u64) -> Result<(), String> {
+    let mut versions = read_versions(dir)?;
+    let entry = versions.entry(bundle_id.to_string()).or_insert(version);
+    *entry = (*entry).max(version);
+    let mut text = serde_json::to_string_pretty(&versions).expect("serializes");
+    text.push('\n');
+    write_atomically(&dir.join(VERSIONS_FILE), text.as_bytes(), 0o644)
+        .map_err(|e| format!("cannot write {}: {e}", dir.join(VERSIONS_FILE).display()))
+}
+
+/// Reads one bundle file, refusing anything larger than [`MAX_BUNDLE_BYTES`].
+pub fn read_bundle_file(path: &Path) -> Result<Vec<u8>, String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_BUNDLE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() > MAX_BUNDLE_BYTES {
+        return Err(format!(
+            "{} is larger than {} bytes; it is not a bundle",
+            path.display(),
+            MAX_BUNDLE_BYTES
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The bundle files of a directory: `*.json`, not hidden, sorted by name.
+fn bundle_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension() == Some(OsStr::new("json"))
+                && !p
+                    .file_name()
+                    .and_then(OsStr::to_str)
+                    .is_some_and(|n| n.starts_with('.'))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn bundle_problem(source: BundleSource, path: Option<&Path>, error: &BundleError) -> BundleProblem {
+    BundleProblem {
+        source,
+        path: path.map(|p| p.display().to_string()),
+        code: error.code(),
+        message: error.to_string(),
+    }
+}
+
+fn load_dir(
+    dir: &Path,
+    source: BundleSource,
+    now: OffsetDateTime,
+    problems: &mut Vec<BundleProblem>,
+) -> Vec<(VerifiedBundle, PathBuf)> {
+    let io_problem = |message: String| BundleProblem {
+        source,
+        path: Some(dir.display().to_string()),
+        code: "bundle_unreadable",
+        message,
+    };
+    let versions = match read_versions(dir) {
+        Ok(v) => v,
+        Err(message) => {
+            problems.push(io_problem(message));
+            return Vec::new();
+        }
+    };
+    let files = match bundle_files(dir) {
+        Ok(files) => files,
+        Err(message) => {
+            problems.push(io_problem(message));
+            return Vec::new();
+        }
+    };
+    let mut loaded = Vec::new();
+    for path in files {
+        let bytes = match read_bundle_file(&path) {
+            Ok(bytes) => bytes,
+            Err(message) => {
+                problems.push(BundleProblem {
+                    source,
+                    path: Some(path.display().to_string()),
+                    code: "bundle_unreadable",
+                    message,
+                });
+                continue;
+            }
+        };
+        let verified = Bundle::parse(&bytes).and_then(|bundle| {
+            let highest = versions.get(&bundle.content().bundle_id).copied();
+            bundle.verify(now, None, highest)
+        });
+        match verified {
+            Ok(bundle) => loaded.push((bundle, path)),
+            Err(error) => problems.push(bundle_problem(source, Some(&path), &error)),
+        }
+    }
+    loaded
+}
+
+impl Trust {
+    /// Loads the demo bundle (in demo mode), the admin bundles, and (unless an admin bundle is
+    /// locked) the user's, and works out the posture. Never fails: what cannot be loaded is
+    /// in [`Trust::problems`], and the posture accounts for it.
+    pub fn load(settings: &TrustSettings, now: OffsetDateTime) -> Trust {
+        let mut problems = Vec::new();
+        let mut system: Vec<(VerifiedBundle, BundleSource, Option<PathBuf>)> = Vec::new();
+        if let Some(bytes) = &settings.demo_bundle {
+            match Bundle::parse(bytes).and_then(|b| b.verify(now, None, None)) {
+                Ok(bundle) => system.push((bundle, BundleSource::Demo, None)),
+                Err(error) => problems.push(bundle_problem(BundleSource::Demo, None, &error)),
+            }
+        }
+        for (bundle, path) in load_dir(
+            &settings.system_dir,
+            BundleSource::System,
+            now,
+            &mut problems,
+        ) {
+            system.push((bundle, BundleSource::System, Some(path)));
+        }
+        let admin_failed = problems.iter().any(|p| p.source != BundleSource::User);
+        let locked_by = system
+            .iter()
+            .find(|(b, _, _)| b.content().locked)
+            .map(|(b, _, _)| b.label());
+        let mut all = system;
+        match (&settings.user_dir, &locked_by) {
+            (Some(dir), None) => {
+                for (bundle, path) in load_dir(dir, BundleSource::User, now, &mut problems) {
+                    all.push((bundle, BundleSource::User, Some(path)));
+                }
+            }
+            (Some(dir), Some(label)) if !bundle_files(dir).unwrap_or_default().is_empty() => {
+                problems.push(BundleProblem {
+                    source: BundleSource::User,
+                    path: Some(dir.display().to_string()),
+                    code: "bundle_ignored_locked",
+                    message: format!(
+                        "user trust roots in {} are ignored: the admin bundle {label} is locked",
+                        dir.display()
+                    ),
+                });
+            }
+            _ => {}
+        }
+        let mut sources = BTreeMap::new();
+        let mut verified = Vec::new();
+        for (bundle, source, path) in all {
+            sources.insert(bundle.content().bundle_id.clone(), (source, path));
+            verified.push(bundle);
+        }
+        let store = match TrustStore::combine(verified) {
+            Ok(store) => store,
+            Err(error) => {
+                // Conflicting bundles: which one to believe is not ours to guess.
+                problems.push(bundle_problem(BundleSource::System, None, &error));
+                sources.clear();
+                TrustStore::combine(Vec::new()).expect("no bundles never conflict")
+            }
+        };
+        let strictest = store.posture();
+        let (posture, posture_reason) = if admin_failed {
+            (
+                Posture::DenyByDefault,
+                "an admin trust-root bundle could not be loaded, so Gatehouse denies by default until it is fixed".to_string(),
+            )
+        } else if let Some(label) = &locked_by {
+            let note = if settings.posture_override.is_some() {
+                " (--posture is ignored)"
+            } else {
+                ""
+            };
+            (
+                strictest.unwrap_or(Posture::DenyByDefault),
+                format!("set by the locked bundle {label}{note}"),
+            )
+        } else if let Some(posture) = settings.posture_override {
+            (posture, "set by --posture".to_string())
+        } else if let Some(posture) = strictest {
+            (
+                posture,
+                "the strictest posture of the loaded bundles".into(),
+            )
+        } else {
+            (
+                Posture::DenyByDefault,
+                "the default: no bundle is installed and no --posture was given".into(),
+            )
+        };
+        Trust {
+            store,
+            sources,
+            posture,
+            posture_reason,
+            locked_by,
+            problems,
+        }
+    }
+
+    pub fn posture(&self) -> Posture {
+        self.posture
+    }
+
+    pub fn posture_reason(&self) -> &str {
+        &self.posture_reason
+    }
+
+    /// The label of the locked admin bundle, if one is locked.
+    pub fn locked_by(&self) -> Option<&str> {
+        self.locked_by.as_deref()
+    }
+
+    pub fn problems(&self) -> &[BundleProblem] {
+        &self.problems
+    }
+
+    pub fn store(&self) -> &TrustStore {
+        &self.store
+    }
+
+    pub fn source(&self, bundle_id: &str) -> Option<BundleSource> {
+        self.sources.get(bundle_id).map(|(s, _)| *s)
+    }
+
+    /// What is loaded, for display.
+    pub fn summaries(&self) -> Vec<BundleSummary> {
+        self.store
+            .bundles()
+            .iter()
+            .map(|b| {
+                let c = b.content();
+                let (source, path) = self
+                    .sources
+                    .get(&c.bundle_id)
+                    .cloned()
+                    .unwrap_or((BundleSource::System, None));
+                BundleSummary {
+                    bundle: b.label(),
+                    bundle_id: c.bundle_id.clone(),
+                    version: c.version,
+                    expires: c
+                        .expires
+                        .format(&time::format_description::well_known::Rfc3339)
+                        .unwrap_or_default(),
+                    posture: c.posture,
+                    locked: c.locked,
+                    source,
+                    path: path.map(|p| p.display().to_string()),
+                    signers: b.signers().to_vec(),
+                    servers: c.servers.iter().map(|s| s.id.clone()).collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Decides whether `spec` is admitted, at `now`. HTTP servers: the attestation is fetched
+    /// from the endpoint's origin. stdio servers: an installed bundle must bind the command,
+    /// its arguments and the SHA-256 of the resolved executable.
+    pub async fn admit(
+        &self,
+        server: &str,
+        spec: &ServerSpec,
+        now: OffsetDateTime,
+        fetch_timeout: Duration,
+    ) -> Verdict {
+        let mut verdict = match spec {
+            ServerSpec::Http(http) => {
+                self.admit_http(server, http.url.as_str(), now, fetch_timeout)
+                    .await
+            }
+            ServerSpec::Stdio(stdio) => {
+                let path_env = stdio
+                    .env
+                    .iter()
+                    .find(|(k, _)| k == "PATH")
+                    .map(|(_, v)| v.clone().into())
+                    .or_else(|| std::env::var_os("PATH"));
+                let (command, args, cwd) =
+                    (stdio.command.clone(), stdio.args.clone(), stdio.cwd.clone());
+                let this = self.stdio_candidates();
+                let resolved = tokio::task::spawn_blocking(move || {
+                    stdio_check(&this, &command, &args, cwd.as_deref(), path_env.as_deref())
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    StdioCheck::Failed(format!("the executable check failed: {e}"))
+                });
+                self.admit_stdio(server, spec, resolved, now)
+            }
+        };
+        verdict.posture = self.posture;
+        verdict.proceeds = verdict.status == Status::Admitted || self.posture == Posture::Warn;
+        verdict
+    }
+
+    async fn admit_http(
+        &self,
+        server: &str,
+        endpoint: &str,
+        now: OffsetDateTime,
+        fetch_timeout: Duration,
+    ) -> Verdict {
+        let mut verdict = Verdict::new(server, "http");
+        verdict.approval_key = format!("url:{endpoint}");
+        let source = match AttestationSource::for_endpoint(endpoint) {
+            Ok(source) => source,
+            Err(error) => {
+                return verdict.refused(
+                    AdmissionReason::AttestationUnavailable,
+                    format!("{error} ({})", error.code()),
+                );
+            }
+        };
+        verdict.origin = Some(source.origin.clone());
+        let bytes = match fetch_attestation(&source, fetch_timeout).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                return verdict.unattested(format!(
+                    "no attestation document: {} answered 404",
+                    source.url
+                ));
+            }
+            Err(error) => {
+                return verdict.refused(
+                    AdmissionReason::AttestationUnavailable,
+                    format!("{error} ({})", error.code()),
+                );
+            }
+        };
+        verdict.claimed.publisher = claimed_publisher(&bytes);
+        let Some(bundle) = self.bundle_for_document(&bytes) else {
+            return self.no_trust_roots(verdict);
+        };
+        let policy = bundle
+            .content()
+            .servers
+            .iter()
+            .find(|s| Some(s.id.as_str()) == claimed_id(&bytes).as_deref());
+        let required = required_clearance(bundle, policy);
+        let context = VerifyContext {
+            origin: Some(&source.origin),
+            required_clearance: &required,
+            now,
+        };
+        match gatehouse_attest::verify(Some(&bytes), &bundle.content().trust_root, &context) {
+            Err(refusal) => verdict.refused_by(&refusal, Some(bundle)),
+            Ok(admitted) => {
+                if let Some(policy) = policy
+                    && !policy.origins.is_empty()
+                    && !policy
+                        .origins
+                        .iter()
+                        .any(|o| gatehouse_attest::origin::same_origin(o, &source.origin))
+                {
+                    return verdict.refused(
+                        AdmissionReason::Atsa(Reason::HostNotBound),
+                        format!(
+                            "the bundle {} allows {} only at {:?}, not at {}",
+                            bundle.label(),
+                            policy.id,
+                            policy.origins,
+                            source.origin
+                        ),
+                    );
+                }
+                self.admitted(verdict, admitted, bundle, policy.cloned())
+            }
+        }
+    }
+
+    fn admit_stdio(
+        &self,
+        server: &str,
+        spec: &ServerSpec,
+        check: StdioCheck,
+        now: OffsetDateTime,
+    ) -> Verdict {
+        let mut verdict = Verdict::new(server, "stdio");
+        verdict.command = Some(spec.describe());
+        verdict.approval_key = format!("stdio:{}", spec.describe());
+        let (bundle_id, policy_id, program) = match check {
+            StdioCheck::Failed(detail) => {
+                return verdict.refused(AdmissionReason::StdioBindingMismatch, detail);
+            }
+            StdioCheck::Unbound { program } => {
+                verdict.approval_key = format!("stdio:{}", program.display());
+                return verdict.unattested(format!(
+                    "no installed bundle binds the command {} (stdio servers are admitted only through an admin bundle's stdio binding)",
+                    program.display()
+                ));
+            }
+            StdioCheck::ArgsDiffer { program, bound } => {
+                return verdict.refused(
+                    AdmissionReason::StdioBindingMismatch,
+                    format!(
+                        "{} is bound with the arguments {bound:?}, but configured with others; the bundle binds the exact command line",
+                        program.display()
+                    ),
+                );
+            }
+            StdioCheck::BinaryChanged {
+                program,
+                expected,
+                actual,
+            } => {
+                return verdict.refused(
+                    AdmissionReason::BinaryChanged,
+                    format!(
+                        "{} has SHA-256 {actual}, but the bundle binds {expected}: the executable changed since the admin approved it; ask the admin to re-approve it (update stdio.sha256)",
+                        program.display()
+                    ),
+                );
+            }
+            StdioCheck::Bound {
+                bundle_id,
+                policy_id,
+                program,
+            } => (bundle_id, policy_id, program),
+        };
+        verdict.program = Some(program.clone());
+        verdict.command = Some(
+            std::iter::once(program.display().to_string())
+                .chain(match spec {
+                    ServerSpec::Stdio(s) => s.args.clone(),
+                    ServerSpec::Http(_) => Vec::new(),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        let Some((bundle, policy)) = self
+            .store
+            .bundles()
+            .iter()
+            .filter(|b| b.content().bundle_id == bundle_id)
+            .find_map(|b| {
+                b.content()
+                    .servers
+                    .iter()
+                    .find(|s| s.id == policy_id)
+                    .map(|s| (b, s))
+            })
+        else {
+            return verdict.refused(
+                AdmissionReason::StdioBindingMismatch,
+                "the binding vanished while checking".into(),
+            );
+        };
+        let document = serde_json::to_vec(
+            &policy
+                .stdio
+                .as_ref()
+                .expect("a bound policy has a stdio binding")
+                .attestation,
+        )
+        .expect("serializes");
+        verdict.claimed.publisher = claimed_publisher(&document);
+        let required = required_clearance(bundle, Some(policy));
+        let context = VerifyContext {
+            origin: None,
+            required_clearance: &required,
+            now,
+        };
+        match gatehouse_attest::verify(Some(&document), &bundle.content().trust_root, &context) {
+            Err(refusal) => verdict.refused_by(&refusal, Some(bundle)),
+            Ok(admitted) if admitted.id() != policy.id => verdict.refused(
+                AdmissionReason::StdioBindingMismatch,
+                format!(
+                    "the bound attestation is for {:?}, but the bundle entry is {:?}",
+                    admitted.id(),
+                    policy.id
+                ),
+            ),
+            Ok(admitted) => self.admitted(verdict, admitted, bundle, Some(policy.clone())),
+        }
+    }
+
+    fn admitted(
+        &self,
+        mut verdict: Verdict,
+        admitted: Admitted,
+        bundle: &VerifiedBundle,
+        policy: Option<ServerPolicy>,
+    ) -> Verdict {
+        let source = self
+            .source(&bundle.content().bundle_id)
+            .unwrap_or(BundleSource::System);
+        verdict.status = Status::Admitted;
+        verdict.detail = match &policy {
+            Some(_) => format!("admitted by {}", bundle.label()),
+            None => format!(
+                "admitted by {}, which lists no tools for it: every tool is hidden until an admin adds an allow-list",
+                bundle.label()
+            ),
+        };
+        verdict.identity = Some(Identity {
+            id: admitted.id().to_string(),
+            clearance: admitted.clearance().to_string(),
+            asserted_clearance: admitted.asserted_clearance().to_string(),
+            signer_key_id: admitted.signer_key_id().to_string(),
+            bundle: bundle.label(),
+            bundle_source: source,
+            demo: source == BundleSource::Demo,
+            body_sha256: admitted.body_sha256_hex(),
+        });
+        verdict.approval_key = format!("id:{}", admitted.id());
+        verdict.bundle = Some(bundle.label());
+        verdict.demo = source == BundleSource::Demo;
+        verdict.policy = policy;
+        verdict.proof = Some(admitted);
+        verdict
+    }
+
+    fn no_trust_roots(&self, verdict: Verdict) -> Verdict {
+        verdict.refused(
+            AdmissionReason::Atsa(Reason::SignerNotTrusted),
+            "no trust-root bundle is installed, so no signer is trusted; ask your admin for one (gatehouse bundle install)".into(),
+        )
+    }
+
+    /// The bundle whose trust root judges a document: the one governing its claimed id, else
+    /// the one holding its signer key, else any (so rules 0–3 still give the precise reason).
+    fn bundle_for_document(&self, bytes: &[u8]) -> Option<&VerifiedBundle> {
+        let bundles = self.store.bundles();
+        if let Some(id) = claimed_id(bytes)
+            && let Some((bundle, _)) = self.store.server(&id)
+        {
+            return Some(bundle);
+        }
+        let signer = gatehouse_attest::json::parse_strict(
+            bytes,
+            gatehouse_attest::MAX_DOCUMENT_BYTES,
+            gatehouse_attest::MAX_DEPTH,
+        )
+        .ok()
+        .and_then(|v| {
+            v.get("signerKeyId")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        signer
+            .and_then(|key| {
+                bundles
+                    .iter()
+                    .find(|b| b.content().trust_root.key(&key).is_some())
+            })
+            .or_else(|| bundles.first())
+    }
+
+    fn stdio_candidates(&self) -> Vec<Candidate> {
+        self.store
+            .bundles()
+            .iter()
+            .flat_map(|b| {
+                b.content().servers.iter().filter_map(move |s| {
+                    s.stdio.as_ref().map(|binding| Candidate {
+                        bundle_id: b.content().bundle_id.clone(),
+                        policy_id: s.id.clone(),
+                        command: binding.command.clone(),
+                        args: binding.args.clone(),
+                        sha256: binding.sha256,
+                    })
+                })
+            })
+            .collect()
+    }
+}
+
+fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) -> String {
+    policy
+        .and_then(|p| p.required_clearance.clone())
+        .unwrap_or_else(|| bundle.content().required_clearance.clone())
+}
+
+fn parse_loose(bytes: &[u8]) -> Option<Value> {
+    gatehouse_attest::json::parse_strict(
+        bytes,
+        gatehouse_attest::MAX_DOCUMENT_BYTES,
+        gatehouse_attest::MAX_DEPTH,
+    )
+    .ok()
+}
+
+fn claimed_id(bytes: &[u8]) -> Option<String> {
+    parse_loose(bytes).and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
+}
+
+fn claimed_publisher(bytes: &[u8]) -> Option<String> {
+    parse_loose(bytes).and_then(|v| {
+        v.get("publisher")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    })
+}
+
+/// A stdio binding, copied out of the trust store for the blocking check.
+#[derive(Debug, Clone)]
+struct Candidate {
+    bundle_id: String,
+    policy_id: String,
+    command: String,
+    args: Vec<String>,
+    sha256: [u8; 32],
+}
+
+#[derive(Debug)]
+enum StdioCheck {
+    Failed(String),
+    Unbound {
+        program: PathBuf,
+    },
+    ArgsDiffer {
+        program: PathBuf,
+        bound: Vec<String>,
+    },
+    BinaryChanged {
+        program: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    Bound {
+        bundle_id: String,
+        policy_id: String,
+        program: PathBuf,
+    },
+}
+
+/// Resolves a command the way `execvp` would (a name with a slash is a path, relative to the
+/// working directory; otherwise the first executable file on PATH), then canonicalizes it so
+/// symlinks cannot stand in for the bound file.
+pub fn resolve_program(
+    command: &str,
+    cwd: Option<&Path>,
+    path_env: Option<&OsStr>,
+) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    let found = if command.contains('/') {
+        let path = Path::new(command);
+        let path = match cwd {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
+        };
+        executable(&path).then_some(path)
+    } else {
+        path_env.and_then(|paths| {
+            std::env::split_paths(paths)
+                .map(|dir| dir.join(command))
+                .find(|p| executable(p))
+        })
+    };
+    let found = found.ok_or_else(|| {
+        format!("{command:?} is not an executable file (looked on PATH and relative to the working directory)")
+    })?;
+    std::fs::canonicalize(&found).map_err(|e| format!("cannot resolve {}: {e}", found.display()))
+}
+
+/// SHA-256 of a file's bytes, streamed.
+pub fn file_sha256(path: &Path) -> Result<[u8; 32], String> {
+    let mut file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = file
+            .read(&mut buffer)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher.finalize().into())
+}
+
+fn stdio_check(
+    candidates: &[Candidate],
+    command: &str,
+    args: &[String],
+    cwd: Option<&Path>,
+    path_env: Option<&OsStr>,
+) -> StdioCheck {
+    let program = match resolve_program(command, cwd, path_env) {
+        Ok(program) => program,
+        Err(detail) => return StdioCheck::Failed(detail),
+    };
+    let same_program: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| {
+            resolve_program(&c.command, None, std::env::var_os("PATH").as_deref())
+                .is_ok_and(|p| p == program)
+        })
+        .collect();
+    let Some(candidate) = same_program.iter().find(|c| c.args == args) else {
+        return match same_program.first() {
+            Some(c) => StdioCheck::ArgsDiffer {
+                program,
+                bound: c.args.clone(),
+            },
+            None => StdioCheck::Unbound { program },
+        };
+    };
+    match file_sha256(&program) {
+        Err(detail) => StdioCheck::Failed(detail),
+        Ok(actual) if actual != candidate.sha256 => StdioCheck::BinaryChanged {
+            program,
+            expected: hex::encode(candidate.sha256),
+            actual: hex::encode(actual),
+        },
+        Ok(_) => StdioCheck::Bound {
+            bundle_id: candidate.bundle_id.clone(),
+            policy_id: candidate.policy_id.clone(),
+            program,
+        },
+    }
+}
+
+/// Why a server was not admitted: an ATSA registry reason, or one of the host's own checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionReason {
+    Atsa(Reason),
+    /// The stdio executable's SHA-256 differs from the bundle's binding.
+    BinaryChanged,
+    /// The command line differs from the binding, or the binding is inconsistent.
+    StdioBindingMismatch,
+    /// The attestation could not be fetched (insecure origin, redirect elsewhere, too large,
+    /// timeout, HTTP or network error).
+    AttestationUnavailable,
+}
+
+impl AdmissionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdmissionReason::Atsa(reason) => reason.as_str(),
+            AdmissionReason::BinaryChanged => "binary_changed",
+            AdmissionReason::StdioBindingMismatch => "stdio_binding_mismatch",
+            AdmissionReason::AttestationUnavailable => "attestation_unavailable",
+        }
+    }
+    /// The ATSA registry code, for registry reasons.
+    pub fn code(self) -> Option<u8> {
+        match self {
+            AdmissionReason::Atsa(reason) => Some(reason.code()),
+            AdmissionReason::BinaryChanged
+            | AdmissionReason::StdioBindingMismatch
+            | AdmissionReason::AttestationUnavailable => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Admitted,
+    Refused,
+    /// The server publishes no attestation (HTTP) or no bundle binds it (stdio).
+    Unattested,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Admitted => "admitted",
+            Status::Refused => "refused",
+            Status::Unattested => "unattested",
+        }
+    }
+}
+
+/// The verified identity of an admitted server.
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity {
+    pub id: String,
+    pub clearance: String,
+    pub asserted_clearance: String,
+    pub signer_key_id: String,
+    /// `bundleId@version`.
+    pub bundle: String,
+    pub bundle_source: BundleSource,
+    /// Admitted through the demo bundle: label it "demo" wherever it is shown.
+    pub demo: bool,
+    pub body_sha256: String,
+}
+
+/// What the server says about itself and nobody verified.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Claimed {
+    /// The attestation's `publisher`: signed, but not bound to the key.
+    pub publisher: Option<String>,
+    /// `serverInfo` from the handshake.
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+}
+
+/// The admission decision for one server, as shown and audited.
+#[derive(Debug, Serialize)]
+pub struct Verdict {
+    /// The configured name (or "adhoc").
+    pub server: String,
+    pub status: Status,
+    /// Whether the host goes on to talk to the server: admitted, or not admitted under the
+    /// warn posture (never treated as admitted: no bundle allow-list applies).
+    pub proceeds: bool,
+    pub posture: Posture,
+    pub reason: Option<&'static str>,
+    pub code: Option<u8>,
+    pub detail: String,
+    pub identity: Option<Identity>,
+    pub claimed: Claimed,
+    pub transport: &'static str,
+    pub origin: Option<String>,
+    pub command: Option<String>,
+    pub bundle: Option<String>,
+    pub demo: bool,
+    /// Under which key user tool approvals are stored for this server.
+    #[serde(skip)]
+    pub approval_key: String,
+    #[serde(skip)]
+    proof: Option<Admitted>,
+    #[serde(skip)]
+    policy: Option<ServerPolicy>,
+    #[serde(skip)]
+    program: Option<PathBuf>,
+}
+
+impl Verdict {
+    fn new(server: &str, transport: &'static str) -> Verdict {
+        Verdict {
+            server: server.to_string(),
+            status: Status::Refused,
+            proceeds: false,
+            posture: Posture::DenyByDefault,
+            reason: None,
+            code: None,
+            detail: String::new(),
+            identity: None,
+            claimed: Claimed::default(),
+            transport,
+            origin: None,
+            command: None,
+            bundle: None,
+            demo: false,
+            approval_key: String::new(),
+            proof: None,
+            policy: None,
+            program: None,
+        }
+    }
+
+    fn refused(mut self, reason: AdmissionReason, detail: String) -> Verdict {
+        self.status = Status::Refused;
+        self.reason = Some(reason.as_str());
+        self.code = reason.code();
+        self.detail = detail;
+        self
+    }
+
+    fn refused_by(mut self, refusal: &Refusal, bundle: Option<&VerifiedBundle>) -> Verdict {
+        self.bundle = bundle.map(VerifiedBundle::label);
+        self.refused(
+            AdmissionReason::Atsa(refusal.reason),
+            refusal.detail.clone(),
+        )
+    }
+
+    fn unattested(mut self, detail: String) -> Verdict {
+        let reason = AdmissionReason::Atsa(Reason::NotMcpServer);
+        self.status = Status::Unattested;
+        self.reason = Some(reason.as_str());
+        self.code = reason.code();
+        self.detail = detail;
+        self
+    }
+
+    /// Whether a proof of admission backs this verdict.
+    pub fn is_admitted(&self) -> bool {
+        self.proof.is_some()
+    }
+
+    /// The admission proof, if admitted.
+    pub fn proof(&self) -> Option<&Admitted> {
+        self.proof.as_ref()
+    }
+
+    /// The bundle policy governing the admitted server.
+    pub fn policy(&self) -> Option<&ServerPolicy> {
+        self.policy.as_ref()
+    }
+
+    /// The resolved executable that was hashed: launch exactly this file.
+    pub fn program(&self) -> Option<&Path> {
+        self.program.as_deref()
+    }
+
+    /// One line for people: "admitted as urn:… (clearance internal, signer k, bundle b@1) [DEMO]".
+    pub fn headline(&self) -> String {
+        let demo = if self.demo { " [DEMO trust root]" } else { "" };
+        match (&self.identity, self.status) {
+            (Some(id), Status::Admitted) => format!(
+                "admitted as {} (clearance {}, signer {}, bundle {}){demo}",
+                id.id, id.clearance, id.signer_key_id, id.bundle
+            ),
+            (_, status) => {
+                let reason = match (self.reason, self.code) {
+                    (Some(r), Some(c)) => format!("{r} (code {c})"),
+                    (Some(r), None) => r.to_string(),
+                    _ => "no reason".into(),
+                };
+                let proceeding = if self.proceeds {
+                    " — allowed by the warn posture, not admitted"
+                } else {
+                    ""
+                };
+                format!("{}: {reason}{proceeding}", status.as_str())
+            }
+        }
+    }
+
+    /// The audit record's data.
+    pub fn audit_data(&self) -> Value {
+        let decision = match (self.status, self.proceeds) {
+            (Status::Admitted, _) => "admitted",
+            (_, true) => "allowed_by_posture",
+            (_, false) => "refused",
+        };
+        let mut data = serde_json::to_value(self).expect("verdict serializes");
+        if let Value::Object(map) = &mut data {
+            map.insert("decision".into(), Value::String(decision.into()));
+            map.insert("name".into(), Value::String(self.server.clone()));
+            map.remove("server");
+        }
+        data
+    }
+
+    /// The audit record's server field: the verified id when admitted, else the name.
+    pub fn audit_server(&self) -> String {
+        match &self.identity {
+            Some(id) => id.id.clone(),
+            None => self.server.clone(),
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The gatekeeper: admission, the tool gate and the audit log, wired together so that every
+//! decision is recorded on disk before it takes effect, and a decision that cannot be recorded
+//! is a refusal.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use gatehouse_attest::bundle::Posture;
+use gatehouse_attest::gate::{AllowList, Denial, Permit, PinMismatch, Scope, ToolGate};
+use gatehouse_attest::pins::parse_pin;
+use gatehouse_audit::{AuditLog, OpenReport};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::HostError;
+use crate::admission::{Trust, Verdict};
+use crate::config::{ServerSpec, write_atomically};
+use crate::fetch::DEFAULT_FETCH_TIMEOUT;
+use crate::tap::Clock;
+
+/// Audit event names (snake_case, shared with the CLI's `audit show --type` and the UI).
+pub mod events {
+    pub const ADMISSION: &str = "admission";
+    pub const TOOL_CALL: &str = "tool_call";
+    pub const TOOL_PIN_MISMATCH: &str = "tool_pin_mismatch";
+    pub const TOOL_APPROVED: &str = "tool_approved";
+    pub const BUNDLE_ACCEPTED: &str = "bundle_accepted";
+    pub const BUNDLE_REFUSED: &str = "bundle_refused";
+}
+
+/// The audit log, shared by every connection of a process.
+pub struct Auditor {
+    log: Mutex<AuditLog>,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for Auditor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auditor").finish_non_exhaustive()
+    }
+}
+
+impl Auditor {
+    /// Opens (or creates) the log. The report says whether a torn last record was found and
+    /// set aside, so the caller can tell the user.
+    pub fn open(path: &Path, clock: Clock) -> Result<(Auditor, OpenReport), HostError> {
+        let (log, report) =
+            AuditLog::open(path, clock()).map_err(|e| HostError::AuditUnavailable {
+                detail: e.to_string(),
+            })?;
+        Ok((
+            Auditor {
+                log: Mutex::new(log),
+                clock,
+            },
+            report,
+        ))
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.log.lock().expect("audit lock").path().to_path_buf()
+    }
+
+    /// Appends a record and returns once it is on disk; an error means the decision it records
+    /// must not take effect.
+    pub fn record(&self, event: &str, server: Option<&str>, data: Value) -> Result<u64, HostError> {
+        let mut log = self.log.lock().map_err(|_| HostError::AuditUnavailable {
+            detail: "the audit log handle was poisoned by a crash in another thread".into(),
+        })?;
+        log.append(event, server, data, (self.clock)())
+            .map(|appended| appended.seq)
+            .map_err(|e| HostError::AuditUnavailable {
+                detail: e.to_string(),
+            })
+    }
+}
+
+/// Tool approvals made by the user where the posture allows (warn): server key → tool → pin.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ApprovalsFile {
+    version: u32,
+    servers: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// The user's tool approvals, in a file (0600, written atomically) or only in memory.
+#[derive(Debug)]
+pub struct Approvals {
+    path: Option<PathBuf>,
+    file: Mutex<ApprovalsFile>,
+}
+
+impl Approvals {
+    pub fn in_memory() -> Approvals {
+        Approvals {
+            path: None,
+            file: Mutex::new(ApprovalsFile {
+                version: 1,
+                ..ApprovalsFile::default()
+            }),
+        }
+    }
+
+    /// Loads approvals; a missing file is empty, a malformed one an error (never "allow all").
+    pub fn load(path: &Path) -> Result<Approvals, HostError> {
+        let file = match std::fs::read(path) {
+            Ok(bytes) => {
+                let file: ApprovalsFile = serde_json::from_slice(&bytes).map_err(|e| {
+                    HostError::Config(format!(
+                        "the tool approvals file {} is not valid ({e}); move it aside and approve the tools again with `gatehouse tools pin`",
+                        path.display()
+                    ))
+                })?;
+                for tools in file.servers.values() {
+                    for (tool, pin) in tools {
+                        parse_pin(pin).map_err(|e| {
+                            HostError::Config(format!(
+                                "the tool approvals file {}: tool {tool:?}: {e}",
+                                path.display()
+                            ))
+                        })?;
+                    }
+                }
+                file
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApprovalsFile {
+                version: 1,
+                ..ApprovalsFile::default()
+            },
+            Err(e) => {
+                return Err(HostError::Config(format!(
+                    "cannot read the tool approvals file {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        Ok(Approvals {
+            path: Some(path.to_path_buf()),
+            file: Mutex::new(file),
+        })
+    }
+
+    /// The approved tools of a server: name → pin.
+    pub fn for_server(&self, key: &str) -> BTreeMap<String, String> {
+        self.file
+            .lock()
+            .expect("approvals lock")
+            .servers
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Approves tools (with the pins of their current definitions) and saves.
+    pub fn approve(&self, key: &str, pins: &[(String, String)]) -> Result<(), HostError> {
+        let mut file = self.file.lock().expect("approvals lock");
+        let entry = file.servers.entry(key.to_string()).or_default();
+        for (tool, pin) in pins {
+            entry.insert(tool.clone(), pin.clone());
+        }
+        if let Some(path) = &self.path {
+            let mut text = serde_json::to_string_pretty(&*file).expect("serializes");
+            text.push('\n');
+            write_atomically(path, text.as_bytes(), 0o600).map_err(|e| {
+                HostError::Config(format!(
+                    "cannot save tool approvals to {}: {e}",
+                    path.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything a connection needs to be admitted and to gate its tool calls.
+pub struct Gatekeeper {
+    trust: Trust,
+    audit: Auditor,
+    approvals: Approvals,
+    clock: Clock,
+    fetch_timeout: Duration,
+}
+
+impl std::fmt::Debug for Gatekeeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gatekeeper")
+            .field("posture", &self.trust.posture())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gatekeeper {
+    pub fn new(trust: Trust, audit: Auditor, approvals: Approvals, clock: Clock) -> Gatekeeper {
+        Gatekeeper {
+            trust,
+            audit,
+            approvals,
+            clock,
+            fetch_timeout: DEFAULT_FETCH_TIMEOUT,
+        }
+    }
+
+    pub fn with_fetch_timeout(mut self, timeout: Duration) -> Gatekeeper {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    pub fn trust(&self) -> &Trust {
+        &self.trust
+    }
+
+    pub fn auditor(&self) -> &Auditor {
+        &self.audit
+    }
+
+    pub fn posture(&self) -> Posture {
+        self.trust.posture()
+    }
+
+    /// Decides admission and records it. `Err` only when the record could not be written (then
+    /// nothing may proceed).
+    pub async fn admit(&self, server: &str, spec: &ServerSpec) -> Result<Verdict, HostError> {
+        let verdict = self
+            .trust
+            .admit(server, spec, (self.clock)(), self.fetch_timeout)
+            .await;
+        self.audit.record(
+            events::ADMISSION,
+            Some(&verdict.audit_server()),
+            verdict.audit_data(),
+        )?;
+        Ok(verdict)
+    }
+
+    /// The closed allow-list for a server: the bundle's entries for an admitted server, then,
+    /// only in the warn posture, the user's approvals (which replace a bundle pin for the same
+    /// tool: in warn the user may re-approve a changed definition).
+    pub fn allow_list(&self, verdict: &Verdict) -> AllowList {
+        let mut list = AllowList::new();
+        if let (Some(policy), Some(bundle)) = (verdict.policy(), verdict.bundle.as_ref())
+            && verdict.is_admitted()
+        {
+            for tool in &policy.allowed_tools {
+                let pin = policy.tool_pins.get(tool).and_then(|p| parse_pin(p).ok());
+                list.allow(tool.clone(), Scope::Bundle(bundle.clone()), pin);
+            }
+        }
+        if self.user_may_approve() {
+            for (tool, pin) in self.approvals.for_server(&verdict.approval_key) {
+                if let Ok(pin) = parse_pin(&pin) {
+                    list.allow(tool, Scope::User, Some(pin));
+                }
+            }
+        }
+        list
+    }
+
+    /// Users approve tools only in the warn posture (never under a locked bundle, whose
+    /// posture wins).
+    pub fn user_may_approve(&self) -> bool {
+        self.trust.posture() == Posture::Warn
+    }
+
+    /// Records user approvals of tools (with their current pins), or explains why the posture
+    /// does not allow it.
+    pub fn approve(&self, verdict: &Verdict, pins: &[(String, String)]) -> Result<(), HostError> {
+        if !self.user_may_approve() {
+            let why = match self.trust.locked_by() {
+                Some(label) => format!("the admin bundle {label} is locked (deny-by-default)"),
+                None => format!(
+                    "the posture is deny-by-default ({})",
+                    self.trust.posture_reason()
+                ),
+            };
+            return Err(HostError::PostureForbids {
+                detail: format!(
+                    "{why}: tools are approved by the admin bundle's allowedTools and toolPins; send these pins to your admin: {}",
+                    pins.iter()
+                        .map(|(t, p)| format!("{t:?}: {p}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        for (tool, pin) in pins {
+            self.audit.record(
+                events::TOOL_APPROVED,
+                Some(&verdict.audit_server()),
+                json!({"tool": tool, "pin": pin, "approval_key": verdict.approval_key, "scope": "user"}),
+            )?;
+        }
+        self.approvals.approve(&verdict.approval_key, pins)
+    }
+
+    /// The per-call decision, recorded before it takes effect.
+    pub fn authorize(
+        &self,
+        verdict: &Verdict,
+        gate: &ToolGate,
+        tool: &str,
+    ) -> Result<Permit, HostError> {
+        let server = verdict.audit_server();
+        match gate.check(tool) {
+            Ok(permit) => {
+                self.audit.record(
+                    events::TOOL_CALL,
+                    Some(&server),
+                    json!({
+                        "decision": "allowed",
+                        "tool": tool,
+                        "scope": permit.scope().label(),
+                        "pinned": permit.pinned(),
+                        "admission": verdict.status.as_str(),
+                        "name": verdict.server,
+                    }),
+                )?;
+                Ok(permit)
+            }
+            Err(denial) => {
+                self.audit.record(
+                    events::TOOL_CALL,
+                    Some(&server),
+                    json!({
+                        "decision": "denied",
+                        "tool": tool,
+                        "reason": denial.reason.as_str(),
+                        "code": denial.reason.code(),
+                        "detail": denial.detail,
+                        "admission": verdict.status.as_str(),
+                        "name": verdict.server,
+                    }),
+                )?;
+                Err(tool_denied(&verdict.server, denial))
+            }
+        }
+    }
+
+    /// Records pin mismatches found in a fresh tools/list.
+    pub fn record_mismatches(
+        &self,
+        verdict: &Verdict,
+        mismatches: &[PinMismatch],
+    ) -> Result<(), HostError> {
+        for m in mismatches {
+            self.audit.record(
+                events::TOOL_PIN_MISMATCH,
+                Some(&verdict.audit_server()),
+                json!({
+                    "tool": m.tool,
+                    "expected": m.expected,
+                    "actual": m.actual,
+                    "scope": m.scope.label(),
+                    "name": verdict.server,
+                }),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn tool_denied(server: &str, denial: Denial) -> HostError {
+    HostError::ToolDenied {
+        server: server.to_string(),
+        tool: denial.tool,
+        reason: denial.reason.as_str(),
+        detail: denial.detail,
+    }
+}
