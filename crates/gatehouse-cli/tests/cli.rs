@@ -13,6 +13,7 @@ use serde_json::Value;
 fn demo_over_stdio_in_every_era() {
     let env = Env::new();
     let demo = demo_bin();
+    env.approve(&["--stdio", &demo]);
     for (era, expected) in [
         ("auto", "2026-07-28"),
         ("2026-07-28", "2026-07-28"),
@@ -64,8 +65,8 @@ fn demo_over_stdio_in_every_era() {
         assert_eq!(fail["result"]["content"][0]["text"], "nope");
 
         let (code, missing) = env.json(&["--era", era, "call", "--stdio", &demo, "no_such_tool"]);
-        assert_eq!(code, 1, "a server refusal exits 1");
-        assert_eq!(missing["error"]["code"], "server_error");
+        assert_eq!(code, 1, "a gate refusal exits 1");
+        assert_eq!(missing["error"]["code"], "tool_not_admitted");
     }
 }
 
@@ -73,6 +74,7 @@ fn demo_over_stdio_in_every_era() {
 fn human_output_and_progress() {
     let env = Env::new();
     let demo = demo_bin();
+    env.approve(&["--stdio", &demo]);
     let (code, stdout, stderr) = env.run(&[
         "call",
         "--stdio",
@@ -96,6 +98,7 @@ fn human_output_and_progress() {
 fn demo_over_http_in_both_eras() {
     let env = Env::new();
     let (_server, url) = demo_http(&[]);
+    env.approve(&["--url", &url]);
     for (era, expected) in [("auto", "2026-07-28"), ("2025-11-25", "2025-11-25")] {
         let (code, out) = env.json(&[
             "--era",
@@ -141,7 +144,9 @@ fn tools_list_follows_every_page() {
     let paged = format!("{} --page-size 1", demo_bin());
     let (code, tools) = env.json(&["tools", "--stdio", &paged]);
     assert_eq!(code, 0);
-    assert_eq!(tools["tools"].as_array().unwrap().len(), 4);
+    // Unapproved, every listed tool is hidden from callers but still shown to developers.
+    assert_eq!(tools["tools"].as_array().unwrap().len(), 0);
+    assert_eq!(tools["hidden"].as_array().unwrap().len(), 4);
     let (_, stdout, _) = env.run(&["--json", "trace", "--stdio", &paged]);
     let lists = stdout
         .lines()
@@ -155,6 +160,7 @@ fn tools_list_follows_every_page() {
 fn trace_shows_every_message_with_direction_time_and_era() {
     let env = Env::new();
     let demo = demo_bin();
+    env.approve(&["--stdio", &demo]);
     let traffic = env.dir.path().join("traffic.jsonl");
     let (code, stdout, stderr) = env.run(&[
         "--json",
@@ -219,6 +225,7 @@ fn stdio_bad_input_ends_in_a_clear_error() {
     ];
     for (mode, needle) in cases {
         let server = format!("python3 {} {mode}", fixture("misbehaving_stdio.py"));
+        env.approve(&["--stdio", &server]);
         let (code, stdout, stderr) = env.run(&["--json", "call", "--stdio", &server, "t"]);
         assert_eq!(code, 2, "{mode}: {stderr}");
         let error: Value = serde_json::from_str(&stdout).unwrap();
@@ -247,6 +254,7 @@ fn stdio_bad_input_ends_in_a_clear_error() {
 fn a_silent_server_times_out_and_is_told_so() {
     let env = Env::new();
     let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
+    env.approve(&["--stdio", &server]);
     let (code, _, stderr) = env.run(&["--timeout", "1", "call", "--stdio", &server, "t"]);
     assert_eq!(code, 2);
     assert!(
@@ -261,6 +269,8 @@ fn a_silent_server_times_out_and_is_told_so() {
 fn ctrl_c_cancels_the_call_on_the_wire() {
     let env = Env::new();
     let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
+    env.approve(&["--stdio", &server]);
+    let _ = std::fs::remove_file(env.logs().join("adhoc.stderr.log"));
     let child = env
         .cmd(&["call", "--stdio", &server, "t"])
         .stderr(Stdio::piped())
@@ -313,6 +323,9 @@ fn http_bad_input_ends_in_a_clear_error() {
     for (mode, needle) in cases {
         let hits = env.dir.path().join(format!("{mode}.hits"));
         let (_server, url) = misbehaving_http(mode, &hits);
+        if mode == "call-500" {
+            env.approve(&["--url", &url]);
+        }
         let (code, out) = env.json(&["--connect-timeout", "10", "call", "--url", &url, "t"]);
         assert_eq!(code, 2, "{mode}: {out}");
         let message = out["error"]["message"].as_str().unwrap();
@@ -386,6 +399,7 @@ fn servers_add_list_remove_and_import() {
 fn configured_servers_are_used_by_name() {
     let env = Env::new();
     env.json(&["servers", "add", "demo", "--stdio", &demo_bin()]);
+    env.approve(&["demo"]);
     let (code, out) = env.json(&[
         "call",
         "demo",
@@ -456,6 +470,8 @@ fn http_sessions_headers_and_delete_on_close() {
     let env = Env::new();
     let hits = env.dir.path().join("record.hits");
     let (_server, url) = misbehaving_http("record", &hits);
+    env.approve(&["--url", &url]);
+    std::fs::remove_file(&hits).unwrap();
     let (code, out) = env.json(&["--era", "2025-11-25", "call", "--url", &url, "t"]);
     assert_eq!(code, 0, "{out}");
     let log = std::fs::read_to_string(&hits).unwrap();

@@ -41,6 +41,9 @@ fn exercise(env: &Env, target: &[&str]) {
         env.json(&refs)
     };
 
+    // server-everything is unattested: the tests run in the warn posture and approve its
+    // tools first, as a developer trying it would.
+    env.approve(target);
     let (code, connect) = run(&["connect"]);
     assert_eq!(code, 0, "{connect}");
     // server-everything speaks 2025-11-25 only: auto must have fallen back.

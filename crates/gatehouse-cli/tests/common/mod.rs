@@ -55,10 +55,34 @@ impl Env {
             .arg("--log-dir")
             .arg(self.logs());
         cmd.args(args);
+        // Everything the CLI reads or writes stays in the test's directory: no admin trust
+        // roots from the machine, its own audit log and approvals. The foundation tests talk
+        // to unattested servers, so the default here is the warn posture; admission tests
+        // pass --posture deny-by-default explicitly.
         cmd.env("HOME", self.dir.path())
             .env_remove("GATEHOUSE_CONFIG")
+            .env_remove("GATEHOUSE_AUDIT")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env("GATEHOUSE_TRUST_ROOTS", self.trust_roots())
+            .env("GATEHOUSE_POSTURE", "warn")
             .stdin(Stdio::null());
         cmd
+    }
+    pub fn trust_roots(&self) -> PathBuf {
+        self.dir.path().join("trust-roots")
+    }
+    /// The audit log the CLI writes by default under this Env.
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.path().join(".local/share/gatehouse/audit.jsonl")
+    }
+    /// Approves (pins) every tool the target lists, as a developer would before calling
+    /// tools on an unattested server in the warn posture.
+    pub fn approve(&self, target: &[&str]) {
+        let mut args = vec!["tools", "pin"];
+        args.extend_from_slice(target);
+        let (code, stdout, stderr) = self.run(&args);
+        assert_eq!(code, 0, "tools pin {target:?}: {stdout} {stderr}");
     }
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd(args).output().unwrap();
