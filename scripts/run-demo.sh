@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The run command: installs what is missing, builds, and shows Gatehouse working on the
-# embedded demo server (until the desktop app exists, through the CLI): connect, list,
-# call, watch the traffic, over stdio and Streamable HTTP, in both protocol eras.
+# embedded demo (until the desktop app exists, through the CLI). Demo mode (--demo) trusts
+# the DEMO-ONLY bundle in trust-roots/demo/, which admits the demo server over stdio (bound
+# to its executable's SHA-256) and over Streamable HTTP (its signed attestation). Then: the
+# closed tool allow-list, a tampered attestation refused, and the audit log of it all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -9,20 +11,38 @@ cargo build --workspace --locked --quiet
 bin=target/debug
 gatehouse=$bin/gatehouse
 demo=$bin/gatehouse-demo-server
+work=$(mktemp -d)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$work"' EXIT
+# The demo's decisions go to a scratch audit log, not yours.
+export GATEHOUSE_AUDIT=$work/audit.jsonl
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@" || true; }
 
-step "$gatehouse" connect --stdio "$demo"
-step "$gatehouse" tools --stdio "$demo"
-step "$gatehouse" call --stdio "$demo" add --args '{"a": 2, "b": 3}'
-step "$gatehouse" call --stdio "$demo" slow --args '{"steps": 3, "delay_ms": 200}'
-step "$gatehouse" call --stdio "$demo" fail
-step "$gatehouse" --era 2025-11-25 trace --stdio "$demo" --call echo --args '{"message": "hello"}'
+step "$gatehouse" --demo trust
+step "$gatehouse" --demo connect demo
+step "$gatehouse" --demo tools demo
+step "$gatehouse" --demo call demo add --args '{"a": 2, "b": 3}'
+step "$gatehouse" --demo call demo slow --args '{"steps": 3, "delay_ms": 200}'
+# Not on the allow-list, and a look-alike of a tool that is: denied, nothing sent.
+step "$gatehouse" --demo call demo fail
+step "$gatehouse" --demo call demo Echo
+step "$gatehouse" --demo --era 2025-11-25 trace demo --call echo --args '{"message": "hello"}'
 
-log=$(mktemp)
-RUST_LOG=warn "$demo" --http 127.0.0.1:0 > "$log" &
-pid=$!
-trap 'kill $pid 2>/dev/null; rm -f "$log"' EXIT
-for _ in $(seq 100); do grep -q listening "$log" && break; sleep 0.05; done
-url=$(sed -n 's/^listening on //p' "$log")
-step "$gatehouse" connect --url "$url"
-step "$gatehouse" call --url "$url" echo --args '{"message": "over Streamable HTTP"}'
+serve() { # serve NAME ARGS…: start the demo server over HTTP, set $url
+  local name=$1; shift
+  RUST_LOG=warn "$demo" --http 127.0.0.1:0 "$@" > "$work/$name.out" 2>/dev/null &
+  pids+=($!)
+  for _ in $(seq 100); do grep -q listening "$work/$name.out" && break; sleep 0.05; done
+  url=$(sed -n 's/^listening on //p' "$work/$name.out")
+}
+serve signed
+step "$gatehouse" --demo attest fetch "$url"
+echo
+step "$gatehouse" --demo connect --url "$url"
+step "$gatehouse" --demo call --url "$url" echo --args '{"message": "over Streamable HTTP"}'
+serve tampered --attestation tampered
+# The same document with its publisher changed after signing: refused, bad_signature.
+step "$gatehouse" --demo connect --url "$url"
+
+step "$gatehouse" audit show
+step "$gatehouse" audit verify

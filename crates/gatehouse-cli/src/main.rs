@@ -17,6 +17,22 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so `gatehouse … | head` makes println! panic on the closed
+    // pipe. Restoring SIGPIPE needs unsafe code (forbidden here), so end quietly instead, with
+    // the status a SIGPIPE death would give (128 + 13).
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

@@ -508,3 +508,21 @@ fn http_sessions_headers_and_delete_on_close() {
         "{log}"
     );
 }
+
+#[test]
+fn a_closed_stdout_ends_quietly_not_in_a_panic() {
+    let env = Env::new();
+    // A pipe whose reading end is already closed: every write to stdout fails with EPIPE,
+    // as with `gatehouse … | head -1` once head has exited.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = env
+        .cmd(&["servers", "list"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
