@@ -539,3 +539,32 @@ fn servers_list_shows_each_verdict() {
     );
     assert_eq!(out["servers"][0]["admission"]["reason"], "not_mcp_server");
 }
+
+#[test]
+fn a_torn_last_audit_record_is_reported_on_the_next_start_and_kept() {
+    let env = Env::new();
+    let demo = with(&["--demo"], &DENY);
+    let (code, _) = env.json(&with(&demo, &["connect", "demo"]));
+    assert_eq!(code, 0);
+    // A crash mid-write: half a record, no newline.
+    let log = env.audit_log();
+    let mut text = std::fs::read(&log).unwrap();
+    text.extend_from_slice(br#"{"seq":99,"time":"2026-"#);
+    std::fs::write(&log, &text).unwrap();
+    let (code, _, stderr) = env.run(&with(&demo, &["connect", "demo"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("torn"), "reported: {stderr}");
+    let side = std::fs::read_dir(log.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().contains(".torn-"))
+        .expect("the torn bytes are kept in a side file");
+    assert_eq!(
+        std::fs::read(side.path()).unwrap(),
+        br#"{"seq":99,"time":"2026-"#
+    );
+    let torn = audit_records(&env, &["--type", "audit_torn_tail"]);
+    assert_eq!(torn.len(), 1);
+    let (code, report) = env.json(&["audit", "verify"]);
+    assert_eq!((code, report["ok"].as_bool()), (0, Some(true)), "{report}");
+}
