@@ -55,6 +55,10 @@ CLIENT_CMD="${CONFORMANCE_CLIENT_CMD:-exec $GATEHOUSE_BIN conformance}"
 # Watchdog for the runner process itself (client timeout + grace for the scenario teardown).
 WATCHDOG_S=$(( TIMEOUT_MS / 1000 + 60 ))
 OUT="target/conformance"
+# The client's decisions go to an audit log of this run, and the machine's admin trust roots
+# are not consulted (a locked admin bundle would, rightly, refuse to run the client).
+export GATEHOUSE_AUDIT="${GATEHOUSE_AUDIT:-$PWD/$OUT/audit.jsonl}"
+export GATEHOUSE_TRUST_ROOTS="${GATEHOUSE_TRUST_ROOTS:-$PWD/$OUT/no-trust-roots}"
 
 die() { echo "conformance: $*" >&2; exit 2; }
 

@@ -651,6 +651,13 @@ pub struct TrustStore {
 impl TrustStore {
     pub fn combine(mut bundles: Vec<VerifiedBundle>) -> Result<TrustStore, BundleError> {
         bundles.sort_by(|a, b| a.content.bundle_id.cmp(&b.content.bundle_id));
+        Self::check_combinable(&bundles.iter().collect::<Vec<_>>())?;
+        Ok(TrustStore { bundles })
+    }
+
+    /// The combination rules of [`TrustStore::combine`], without taking the bundles, so a
+    /// host can try a subset first.
+    pub fn check_combinable(bundles: &[&VerifiedBundle]) -> Result<(), BundleError> {
         for (i, a) in bundles.iter().enumerate() {
             for b in &bundles[i + 1..] {
                 let (ac, bc) = (&a.content, &b.content);
@@ -684,7 +691,7 @@ impl TrustStore {
                 }
             }
         }
-        Ok(TrustStore { bundles })
+        Ok(())
     }
 
     pub fn bundles(&self) -> &[VerifiedBundle] {

@@ -9,7 +9,7 @@ use gatehouse_attest::bundle::{Bundle, BundleError, VerifiedBundle, sign_bundle}
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
 use gatehouse_host::Auditor;
-use gatehouse_host::admission::{read_versions, record_version};
+use gatehouse_host::admission::{check_record, read_versions, record_version};
 use gatehouse_host::config::write_atomically;
 use gatehouse_host::fetch::{
     AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
@@ -89,10 +89,81 @@ fn verify_bundle_file(
 
 /// `bundle install`: verify against what is installed (rotation) and the highest version
 /// ever installed (rollback), record the decision in the audit log, then write the bundle and
-/// the new highest version. The audit record comes first: an install that cannot be recorded
-/// does not happen.
+/// the new highest-version record. The audit log is opened first and every refusal is
+/// recorded; an install that cannot be recorded does not happen.
 fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Failure> {
+    let audit = Auditor::open(&context.audit_path, system_clock())?.0;
     let dir = context.trust.system_dir.clone();
+    let (verified, installed, target) = match decide_install(&dir, path, now) {
+        Ok(decided) => decided,
+        Err(failure) => {
+            // What the file claims to be, when it parses at all.
+            let claimed = std::fs::read(path)
+                .ok()
+                .and_then(|bytes| Bundle::parse(&bytes).ok())
+                .map(|b| (b.content().bundle_id.clone(), b.content().version));
+            // And what it was measured against, as far as that can be read.
+            let installed = claimed.as_ref().and_then(|(id, _)| {
+                std::fs::read(dir.join(format!("{id}.json")))
+                    .ok()
+                    .and_then(|bytes| Bundle::parse(&bytes).ok())
+                    .and_then(|b| b.verify_as_installed().ok())
+                    .map(|b| b.label())
+            });
+            let highest_seen = claimed.as_ref().and_then(|(id, _)| {
+                read_versions(&dir)
+                    .ok()
+                    .and_then(|v| v.get(id).map(|r| r.version))
+            });
+            audit.record(
+                events::BUNDLE_REFUSED,
+                None,
+                json!({
+                    "bundle_id": claimed.as_ref().map(|c| &c.0),
+                    "version": claimed.as_ref().map(|c| c.1),
+                    "installed": installed,
+                    "highest_seen": highest_seen,
+                    "file": path, "into": dir, "reason": failure.code, "detail": failure.message,
+                }),
+            )?;
+            return Err(failure);
+        }
+    };
+    audit.record(
+        events::BUNDLE_ACCEPTED,
+        None,
+        json!({"bundle": verified.label(), "signers": verified.signers(), "sha256": verified.signed_sha256_hex(), "replaces": installed, "into": target}),
+    )?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
+    let bytes = read(path)?;
+    write_atomic(&target, &bytes, 0o644)?;
+    record_version(&dir, &verified).map_err(Failure::usage)?;
+    let replaced = installed
+        .as_ref()
+        .map(|old| format!(", replacing {old}"))
+        .unwrap_or_default();
+    report(
+        context,
+        json!({"installed": verified.label(), "path": target, "signers": verified.signers(), "replaces": installed}),
+        &format!(
+            "installed {} into {} (signed by {}){replaced}",
+            verified.label(),
+            target.display(),
+            verified.signers().join(", ")
+        ),
+    );
+    Ok(0)
+}
+
+/// The install decision: the bundle verified as of `now` (and as of the real time: `--now`
+/// cannot install a bundle that is already expired), against the installed bundle of its id
+/// and the highest-version record.
+fn decide_install(
+    dir: &Path,
+    path: &Path,
+    now: OffsetDateTime,
+) -> Result<(VerifiedBundle, Option<String>, std::path::PathBuf), Failure> {
     let bytes = read(path)?;
     let bundle = Bundle::parse(&bytes).map_err(|e| bundle_failure(path, e))?;
     let bundle_id = bundle.content().bundle_id.clone();
@@ -118,51 +189,28 @@ fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Fa
             )));
         }
     };
-    let versions = read_versions(&dir).map_err(|message| Failure {
+    let versions = read_versions(dir).map_err(|message| Failure {
         code: "bundle_unreadable",
         message,
         exit: 1,
     })?;
-    let highest = versions.get(&bundle_id).copied();
-    let auditor = |context: &Context| -> Result<Auditor, Failure> {
-        Ok(Auditor::open(&context.audit_path, system_clock())?.0)
+    let record = versions.get(&bundle_id);
+    let verify_at = |at: OffsetDateTime| {
+        bundle
+            .verify(at, installed.as_ref(), record.map(|r| r.version))
+            .and_then(|verified| check_record(&verified, record).map(|()| verified))
+            .map_err(|e| bundle_failure(path, e))
     };
-    let audit = auditor(context)?;
-    let verified = match bundle.verify(now, installed.as_ref(), highest) {
-        Ok(verified) => verified,
-        Err(error) => {
-            audit.record(
-                events::BUNDLE_REFUSED,
-                None,
-                json!({"bundle_id": bundle_id, "version": bundle.content().version, "reason": error.code(), "detail": error.to_string(), "file": path, "installed": installed.as_ref().map(VerifiedBundle::label), "highest_seen": highest}),
-            )?;
-            return Err(bundle_failure(path, error));
-        }
-    };
-    audit.record(
-        events::BUNDLE_ACCEPTED,
-        None,
-        json!({"bundle": verified.label(), "signers": verified.signers(), "sha256": verified.signed_sha256_hex(), "replaces": installed.as_ref().map(VerifiedBundle::label), "into": target}),
-    )?;
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
-    write_atomic(&target, &bytes, 0o644)?;
-    record_version(&dir, &bundle_id, verified.content().version).map_err(Failure::usage)?;
-    let replaced = installed
-        .as_ref()
-        .map(|old| format!(", replacing {}", old.label()))
-        .unwrap_or_default();
-    report(
-        context,
-        json!({"installed": verified.label(), "path": target, "signers": verified.signers(), "replaces": installed.as_ref().map(VerifiedBundle::label)}),
-        &format!(
-            "installed {} into {} (signed by {}){replaced}",
-            verified.label(),
-            target.display(),
-            verified.signers().join(", ")
-        ),
-    );
-    Ok(0)
+    let verified = verify_at(now)?;
+    let real_now = OffsetDateTime::now_utc();
+    if real_now > now {
+        verify_at(real_now)?;
+    }
+    Ok((
+        verified,
+        installed.as_ref().map(VerifiedBundle::label),
+        target,
+    ))
 }
 
 pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> {

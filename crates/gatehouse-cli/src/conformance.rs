@@ -51,26 +51,30 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     conformance.options.elicitation = ElicitationMode::AcceptDefaults;
     let spec = ServerSpec::adhoc_http(url)?;
     // The suite's scenario servers are unattested local mocks: this client runs in the warn
-    // posture with no trust roots, approves the tools it is shown (in memory only, never in
-    // the user's approvals), and keeps its own audit log unless --audit names one. Admission
-    // and the tool gate still run on every call; they just let the mocks through.
-    let scratch =
-        std::env::temp_dir().join(format!("gatehouse-conformance-{}", std::process::id()));
-    let audit_path = if std::env::var_os("GATEHOUSE_AUDIT").is_some() {
-        conformance.audit_path.clone()
-    } else {
-        scratch.join("audit.jsonl")
-    };
+    // posture with no trust roots and approves the tools it is shown (in memory only, never in
+    // the user's approvals). Admission and the tool gate still run, and audit, every call;
+    // they just let the mocks through. A locked admin bundle forbids exactly that, so under
+    // one this command refuses to run.
+    let installed = crate::commands::load_trust(context)?;
+    if let Some(label) = installed.locked_by() {
+        return Err(Failure {
+            code: "posture_forbids",
+            message: format!(
+                "the admin bundle {label} is locked (deny-by-default), and the conformance client talks to unattested servers; run the suite on a machine without a locked bundle"
+            ),
+            exit: 1,
+        });
+    }
     let trust = Trust::load(
         &TrustSettings {
-            system_dir: scratch.join("no-trust-roots"),
+            system_dir: std::env::temp_dir().join("gatehouse-conformance-has-no-trust-roots"),
             user_dir: None,
             posture_override: Some(Posture::Warn),
             demo_bundle: None,
         },
         time::OffsetDateTime::now_utc(),
     );
-    let (auditor, _) = Auditor::open(&audit_path, system_clock())?;
+    let (auditor, _) = Auditor::open(&conformance.audit_path, system_clock())?;
     let gatekeeper = Arc::new(Gatekeeper::new(
         trust,
         auditor,
@@ -83,7 +87,6 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
         Err(e) => Err(e),
     };
     connection.close().await;
-    let _ = std::fs::remove_dir_all(&scratch);
     outcome?;
     eprintln!("conformance: done");
     Ok(0)

@@ -95,9 +95,36 @@ pub struct Trust {
     problems: Vec<BundleProblem>,
 }
 
+/// The highest version of a bundle id ever installed, and the SHA-256 of its signed part, so
+/// neither an older version nor a different bundle under the same version can come back after
+/// the installed file is removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct VersionRecord {
+    pub version: u64,
+    pub sha256: String,
+}
+
+/// Checks a verified bundle against the record: the same version must be the same bundle.
+pub fn check_record(
+    bundle: &VerifiedBundle,
+    record: Option<&VersionRecord>,
+) -> Result<(), BundleError> {
+    match record {
+        Some(r)
+            if r.version == bundle.content().version && r.sha256 != bundle.signed_sha256_hex() =>
+        {
+            Err(BundleError::SameVersionChanged {
+                bundle_id: bundle.content().bundle_id.clone(),
+                version: r.version,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Reads a directory's highest-version record. Missing is empty; unreadable or malformed is
 /// an error (it guards against rollback, so it must not silently vanish).
-pub fn read_versions(dir: &Path) -> Result<BTreeMap<String, u64>, String> {
+pub fn read_versions(dir: &Path) -> Result<BTreeMap<String, VersionRecord>, String> {
     let path = dir.join(VERSIONS_FILE);
     let text = match std::fs::read(&path) {
         Ok(bytes) => bytes,
@@ -106,17 +133,25 @@ pub fn read_versions(dir: &Path) -> Result<BTreeMap<String, u64>, String> {
     };
     serde_json::from_slice(&text).map_err(|e| {
         format!(
-            "{} is not a {{\"bundle-id\": version}} object ({e}); restore it from backup or reinstall the current bundles",
+            "{} is not a {{\"bundle-id\": {{\"version\", \"sha256\"}}}} object ({e}); restore it from backup or reinstall the current bundles",
             path.display()
         )
     })
 }
 
-/// Records `version` as the highest seen for `bundle_id` in `dir` (never lowers it).
-pub fn record_version(dir: &Path, bundle_id: &str, version: u64) -> Result<(), String> {
+/// Records an installed bundle as the highest seen for its id in `dir` (never lowers it).
+pub fn record_version(dir: &Path, bundle: &VerifiedBundle) -> Result<(), String> {
     let mut versions = read_versions(dir)?;
-    let entry = versions.entry(bundle_id.to_string()).or_insert(version);
-    *entry = (*entry).max(version);
+    let record = VersionRecord {
+        version: bundle.content().version,
+        sha256: bundle.signed_sha256_hex(),
+    };
+    let entry = versions
+        .entry(bundle.content().bundle_id.clone())
+        .or_insert_with(|| record.clone());
+    if record.version >= entry.version {
+        *entry = record;
+    }
     let mut text = serde_json::to_string_pretty(&versions).expect("serializes");
     text.push('\n');
     write_atomically(&dir.join(VERSIONS_FILE), text.as_bytes(), 0o644)
@@ -213,8 +248,10 @@ fn load_dir(
             }
         };
         let verified = Bundle::parse(&bytes).and_then(|bundle| {
-            let highest = versions.get(&bundle.content().bundle_id).copied();
-            bundle.verify(now, None, highest)
+            let record = versions.get(&bundle.content().bundle_id);
+            let verified = bundle.verify(now, None, record.map(|r| r.version))?;
+            check_record(&verified, record)?;
+            Ok(verified)
         });
         match verified {
             Ok(bundle) => loaded.push((bundle, path)),
@@ -245,7 +282,7 @@ impl Trust {
         ) {
             system.push((bundle, BundleSource::System, Some(path)));
         }
-        let admin_failed = problems.iter().any(|p| p.source != BundleSource::User);
+        let mut admin_failed = problems.iter().any(|p| p.source != BundleSource::User);
         let locked_by = system
             .iter()
             .find(|(b, _, _)| b.content().locked)
@@ -270,21 +307,52 @@ impl Trust {
             }
             _ => {}
         }
+        // Conflicting bundles: which one to believe is not ours to guess. If the admin's
+        // bundles agree among themselves, the user's are dropped; if not, all are, and the
+        // posture falls to deny-by-default.
+        let (admin, user): (Vec<_>, Vec<_>) = all
+            .into_iter()
+            .partition(|(_, s, _)| *s != BundleSource::User);
+        let combinable = |set: &[(VerifiedBundle, BundleSource, Option<PathBuf>)]| {
+            TrustStore::check_combinable(&set.iter().map(|(b, _, _)| b).collect::<Vec<_>>())
+        };
+        let together = TrustStore::check_combinable(
+            &admin
+                .iter()
+                .chain(user.iter())
+                .map(|(b, _, _)| b)
+                .collect::<Vec<_>>(),
+        );
+        let kept = match together {
+            Ok(()) => admin.into_iter().chain(user).collect::<Vec<_>>(),
+            Err(error) => match combinable(&admin) {
+                Ok(()) => {
+                    problems.push(BundleProblem {
+                        source: BundleSource::User,
+                        path: settings.user_dir.as_ref().map(|d| d.display().to_string()),
+                        code: error.code(),
+                        message: format!("the user trust roots are ignored: {error}"),
+                    });
+                    admin
+                }
+                Err(error) => {
+                    problems.push(bundle_problem(
+                        BundleSource::System,
+                        Some(&settings.system_dir),
+                        &error,
+                    ));
+                    admin_failed = true;
+                    Vec::new()
+                }
+            },
+        };
         let mut sources = BTreeMap::new();
         let mut verified = Vec::new();
-        for (bundle, source, path) in all {
+        for (bundle, source, path) in kept {
             sources.insert(bundle.content().bundle_id.clone(), (source, path));
             verified.push(bundle);
         }
-        let store = match TrustStore::combine(verified) {
-            Ok(store) => store,
-            Err(error) => {
-                // Conflicting bundles: which one to believe is not ours to guess.
-                problems.push(bundle_problem(BundleSource::System, None, &error));
-                sources.clear();
-                TrustStore::combine(Vec::new()).expect("no bundles never conflict")
-            }
-        };
+        let store = TrustStore::combine(verified).expect("combinable: checked above");
         let strictest = store.posture();
         let (posture, posture_reason) = if admin_failed {
             (
