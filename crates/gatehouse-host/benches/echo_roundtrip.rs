@@ -1,6 +1,8 @@
 //! `echo` round trips over stdio against the demo server, in one run: Gatehouse's host layer
-//! (traffic tap, own stdio transport, timeouts) vs a bare rmcp client (rmcp's own child-process
-//! transport) vs the TypeScript SDK client (a Node process, bench/ts-client/echo-bench.mjs).
+//! (traffic tap, own stdio transport, timeouts, and the admission gate: the server admitted
+//! through the demo bundle, every call checked by the tool gate and recorded in the audit log
+//! before it is sent) vs a bare rmcp client (rmcp's own child-process transport) vs the
+//! TypeScript SDK client (a Node process, bench/ts-client/echo-bench.mjs).
 //!
 //! Each client runs several interleaved batches so drift on a noisy machine hits all of them
 //! alike; latencies are pooled per client. Percentiles are nearest-rank, calls/s is calls over
@@ -10,20 +12,23 @@
 //! `cargo bench -p gatehouse-host --bench echo_roundtrip`). Knobs: BENCH_ITERATIONS (per batch,
 //! default 2000), BENCH_BATCHES (default 5), BENCH_RUNTIME=current, GATEHOUSE_DEMO_BIN.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gatehouse_host::config::StdioSpec;
+use gatehouse_host::demo::demo_bundle;
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
-    CallOptions, ConnectOptions, Connection, Era, EraPreference, MemoryStore, ServerSpec,
-    TrafficTap,
+    Approvals, Auditor, CallOptions, ConnectOptions, Connection, Era, EraPreference, Gatekeeper,
+    MemoryStore, ServerSpec, TrafficTap, Trust, TrustSettings,
 };
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, JsonObject};
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
+use time::OffsetDateTime;
 
 const WARMUP: usize = 200;
 
@@ -77,8 +82,46 @@ impl Samples {
     }
 }
 
-async fn host_batch(era: Era, iterations: usize) -> (Vec<Duration>, Duration) {
-    let spec = ServerSpec::adhoc_stdio(&demo_bin().display().to_string()).unwrap();
+/// Demo mode, as `gatehouse --demo` runs it: the demo bundle binds the demo server (its path,
+/// no arguments, its SHA-256) and allows echo, add and slow; no other bundle (`system_dir` is
+/// empty), so the posture is the bundle's deny-by-default. The audit log is a file in `state`,
+/// synced to disk on every record like the real one.
+fn demo_gatekeeper(state: &Path) -> Arc<Gatekeeper> {
+    let now = OffsetDateTime::now_utc();
+    let trust_roots = state.join("trust-roots");
+    std::fs::create_dir(&trust_roots).unwrap();
+    let trust = Trust::load(
+        &TrustSettings {
+            system_dir: trust_roots,
+            user_dir: None,
+            posture_override: None,
+            demo_bundle: Some(demo_bundle(&demo_bin(), now).expect("demo bundle")),
+        },
+        now,
+    );
+    assert!(trust.problems().is_empty(), "{:?}", trust.problems());
+    let (auditor, _) =
+        Auditor::open(&state.join("audit.jsonl"), system_clock()).expect("audit log");
+    Arc::new(Gatekeeper::new(
+        trust,
+        auditor,
+        Approvals::in_memory(),
+        system_clock(),
+    ))
+}
+
+async fn host_batch(
+    era: Era,
+    iterations: usize,
+    gatekeeper: Arc<Gatekeeper>,
+) -> (Vec<Duration>, Duration) {
+    // Exactly the binary the demo bundle binds, with no arguments.
+    let spec = ServerSpec::Stdio(StdioSpec {
+        command: demo_bin().display().to_string(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: None,
+    });
     let options = ConnectOptions {
         era: EraPreference::Only(era),
         ..ConnectOptions::default()
@@ -92,9 +135,24 @@ async fn host_batch(era: Era, iterations: usize) -> (Vec<Duration>, Duration) {
         tap,
         events,
         &options,
+        gatekeeper,
     )
     .await
     .expect("connect");
+    assert!(
+        connection.verdict().is_admitted(),
+        "{}",
+        connection.verdict().headline()
+    );
+    let mut allowed: Vec<String> = connection
+        .allowed_tools()
+        .await
+        .expect("tools/list")
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    allowed.sort();
+    assert_eq!(allowed, ["add", "echo", "slow"]);
     let options = CallOptions::default();
     for _ in 0..WARMUP {
         connection
@@ -188,10 +246,18 @@ fn main() {
         env("BENCH_ITERATIONS", 2000)
     };
     let batches = if quick { 1 } else { env("BENCH_BATCHES", 5) };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = match std::env::var("BENCH_RUNTIME").as_deref() {
+        Ok("current") => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+    };
+    let state = tempfile::tempdir().expect("temp dir");
+    let gatekeeper = demo_gatekeeper(state.path());
 
     let mut host_legacy = Samples::default();
     let mut host_modern = Samples::default();
@@ -202,7 +268,11 @@ fn main() {
         for slot in 0..4 {
             match (batch + slot) % 4 {
                 0 => {
-                    let (l, w) = runtime.block_on(host_batch(Era::V2025_11_25, iterations));
+                    let (l, w) = runtime.block_on(host_batch(
+                        Era::V2025_11_25,
+                        iterations,
+                        gatekeeper.clone(),
+                    ));
                     host_legacy.add(l, w);
                 }
                 1 => {
@@ -211,7 +281,11 @@ fn main() {
                 }
                 2 => ts.push(typescript_batch(iterations)),
                 _ => {
-                    let (l, w) = runtime.block_on(host_batch(Era::V2026_07_28, iterations));
+                    let (l, w) = runtime.block_on(host_batch(
+                        Era::V2026_07_28,
+                        iterations,
+                        gatekeeper.clone(),
+                    ));
                     host_modern.add(l, w);
                 }
             }

@@ -578,7 +578,19 @@ impl Trust {
                 return verdict.refused(AdmissionReason::StdioBindingMismatch, detail);
             }
             StdioCheck::Unbound { program } => {
-                verdict.approval_key = format!("stdio:{}", program.display());
+                // The whole command line and working directory: `python3 a.py` and
+                // `python3 b.py` share an executable but are different servers.
+                let (args, cwd) = match spec {
+                    ServerSpec::Stdio(s) => (s.args.clone(), s.cwd.clone()),
+                    ServerSpec::Http(_) => (Vec::new(), None),
+                };
+                verdict.approval_key = serde_json::json!({
+                    "program": program.display().to_string(),
+                    "args": args,
+                    "cwd": cwd.map(|c| c.display().to_string()),
+                })
+                .to_string();
+                verdict.approval_key.insert_str(0, "stdio:");
                 return verdict.unattested(format!(
                     "no installed bundle binds the command {} (stdio servers are admitted only through an admin bundle's stdio binding)",
                     program.display()

@@ -411,7 +411,15 @@ impl Connection {
         self.state.stderr_tail()
     }
 
-    /// Every tool, across all pages. Cached until the server sends `list_changed`.
+    /// Bytes written to the server so far: for stdio, every byte written to its stdin. Lets
+    /// tests prove that a denied call sent nothing. HTTP connections are not counted and always
+    /// report 0.
+    pub fn bytes_sent(&self) -> u64 {
+        self.state.bytes_sent()
+    }
+
+    /// Every tool, across all pages. Cached until the server sends `list_changed`; a refresh
+    /// that fails (the request, or recording a pin mismatch it found) is tried again next time.
     pub async fn tools(&self) -> Result<Vec<Tool>, HostError> {
         if !self.tools_stale.swap(false, Ordering::SeqCst)
             && let Some(tools) = self
@@ -422,19 +430,33 @@ impl Connection {
         {
             return Ok(tools);
         }
-        let tools = self
-            .guarded(
-                "tools/list",
-                &CallOptions::default(),
-                self.service.peer().list_all_tools(),
-            )
-            .await?;
-        self.observe(&tools)?;
-        *self.tools_cache.lock().expect("tool cache poisoned") = Some(tools.clone());
-        Ok(tools)
+        let refreshed = async {
+            let tools = self
+                .guarded(
+                    "tools/list",
+                    &CallOptions::default(),
+                    self.service.peer().list_all_tools(),
+                )
+                .await?;
+            self.observe(&tools)?;
+            Ok(tools)
+        }
+        .await;
+        match refreshed {
+            Ok(tools) => {
+                *self.tools_cache.lock().expect("tool cache poisoned") = Some(tools.clone());
+                Ok(tools)
+            }
+            Err(error) => {
+                // The cached list is no longer known to be current.
+                self.tools_stale.store(true, Ordering::SeqCst);
+                Err(error)
+            }
+        }
     }
 
-    /// Gives the gate the definitions just listed, and records new pin mismatches.
+    /// Gives the gate the definitions just listed, and records new pin mismatches (a mismatch
+    /// counts as recorded only once its record is on disk).
     fn observe(&self, tools: &[Tool]) -> Result<(), HostError> {
         let values: Vec<serde_json::Value> = tools
             .iter()
@@ -448,9 +470,11 @@ impl Connection {
         let mut seen = self.mismatches_seen.lock().expect("mismatch set poisoned");
         let new: Vec<_> = mismatches
             .into_iter()
-            .filter(|m| seen.insert((m.tool.clone(), m.actual.clone())))
+            .filter(|m| !seen.contains(&(m.tool.clone(), m.actual.clone())))
             .collect();
-        self.gatekeeper.record_mismatches(&self.verdict, &new)
+        self.gatekeeper.record_mismatches(&self.verdict, &new)?;
+        seen.extend(new.into_iter().map(|m| (m.tool, m.actual)));
+        Ok(())
     }
 
     /// Every listed tool with the gate's view of it: allowed, hidden (not on the allow-list)

@@ -1,15 +1,22 @@
 //! The host against real server processes: the misbehaving fixtures (tests/fixtures) next to
 //! a healthy one, in one host, the way the app keeps several servers at once.
+//!
+//! The fixtures are unattested python servers, so the host runs in the warn posture (no
+//! bundle, `--posture warn`) and approves the fixtures' tools as the user would; the gate
+//! itself is tested in gate.rs.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gatehouse_attest::bundle::Posture;
+use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
-    CallOptions, ConnectOptions, Connection, Direction, HostEvent, MemoryStore, ServerSpec,
-    TrafficTap,
+    Approvals, Auditor, CallOptions, ConnectOptions, Connection, Direction, Gatekeeper, HostEvent,
+    MemoryStore, ServerSpec, TrafficTap, Trust, TrustSettings,
 };
+use time::OffsetDateTime;
 use tokio::sync::broadcast;
 
 fn fixture(mode: &str) -> ServerSpec {
@@ -22,7 +29,33 @@ struct Host {
     tap: Arc<TrafficTap>,
     events: broadcast::Sender<HostEvent>,
     options: ConnectOptions,
+    gatekeeper: Arc<Gatekeeper>,
     _logs: tempfile::TempDir,
+    _state: tempfile::TempDir,
+}
+
+/// Warn posture, no bundles (an empty trust-roots directory), approvals in memory, the audit
+/// log in `state`.
+fn warn_gatekeeper(state: &std::path::Path) -> Arc<Gatekeeper> {
+    let trust_roots = state.join("trust-roots");
+    std::fs::create_dir(&trust_roots).unwrap();
+    let trust = Trust::load(
+        &TrustSettings {
+            system_dir: trust_roots,
+            user_dir: None,
+            posture_override: Some(Posture::Warn),
+            demo_bundle: None,
+        },
+        OffsetDateTime::now_utc(),
+    );
+    assert_eq!(trust.posture(), Posture::Warn);
+    let (auditor, _) = Auditor::open(&state.join("audit.jsonl"), system_clock()).unwrap();
+    Arc::new(Gatekeeper::new(
+        trust,
+        auditor,
+        Approvals::in_memory(),
+        system_clock(),
+    ))
 }
 
 impl Host {
@@ -35,25 +68,39 @@ impl Host {
             shutdown_grace: Duration::from_millis(300),
             ..ConnectOptions::default()
         };
+        let state = tempfile::tempdir().unwrap();
         Host {
             tap: Arc::new(TrafficTap::new(1000, system_clock())),
             events: broadcast::channel(64).0,
             options,
+            gatekeeper: warn_gatekeeper(state.path()),
             _logs: logs,
+            _state: state,
         }
     }
 
+    /// Connects and approves every tool the server lists (the fixtures list only "t").
     async fn connect(&self, name: &str, mode: &str) -> Connection {
-        Connection::connect(
+        let connection = Connection::connect(
             name,
             &fixture(mode),
             Arc::new(MemoryStore::default()),
             self.tap.clone(),
             self.events.clone(),
             &self.options,
+            self.gatekeeper.clone(),
         )
         .await
-        .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"))
+        .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"));
+        let approved = connection
+            .approve_tools(&[])
+            .await
+            .unwrap_or_else(|e| panic!("{name} ({mode}): approving its tools: {e}"));
+        assert_eq!(
+            approved.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
+            ["t"]
+        );
+        connection
     }
 
     fn log(&self, name: &str) -> String {
@@ -202,6 +249,21 @@ async fn list_changed_refreshes_the_tool_list() {
         .filter(|e| e.direction == Direction::Out && e.message["method"] == "tools/list")
         .count();
     assert_eq!(lists, 2);
+    // The new tool is listed, but nobody approved it: not callable.
+    let statuses: Vec<(String, ToolStatus)> = server
+        .gated_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.tool.name.to_string(), g.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("t".to_string(), ToolStatus::Allowed),
+            ("t2".to_string(), ToolStatus::Hidden)
+        ]
+    );
     server.close().await;
 }
 
