@@ -568,3 +568,35 @@ fn a_torn_last_audit_record_is_reported_on_the_next_start_and_kept() {
     let (code, report) = env.json(&["audit", "verify"]);
     assert_eq!((code, report["ok"].as_bool()), (0, Some(true)), "{report}");
 }
+
+#[test]
+fn attest_fetch_gets_the_document_byte_for_byte_and_refuses_insecure_origins() {
+    let env = Env::new();
+    let (_server, url) = demo_http(&[]);
+    let (code, stdout, stderr) = env.run(&["attest", "fetch", &url]);
+    assert_eq!(code, 0, "{stderr}");
+    let document: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(document["id"], "urn:gatehouse:demo-server");
+    assert_eq!(
+        document["netAllowedHosts"][0].as_str().unwrap(),
+        url.trim_end_matches("/mcp")
+    );
+    let saved = env.dir.path().join("sad.json");
+    let (code, _, stderr) = env.run(&["attest", "fetch", &url, "--out", saved.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), stdout);
+
+    let (code, out) = env.json(&["attest", "fetch", "http://example.com/mcp"]);
+    assert_eq!(
+        (code, out["error"]["code"].as_str()),
+        (1, Some("insecure_origin")),
+        "{out}"
+    );
+    let (_none, none_url) = demo_http(&["--attestation", "none"]);
+    let (code, out) = env.json(&["attest", "fetch", &none_url]);
+    assert_eq!(
+        (code, out["error"]["code"].as_str()),
+        (1, Some("not_mcp_server")),
+        "{out}"
+    );
+}
