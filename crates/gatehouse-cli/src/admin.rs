@@ -292,15 +292,6 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                 .iter()
                 .map(|p| read_json(p))
                 .collect::<Result<Vec<_>, _>>()?;
-            let signers: Vec<Value> = signer_keys
-                .iter()
-                .map(|p| {
-                    let mut key = read_json(p)?;
-                    key["approvedClearances"] =
-                        json!(["public", "internal", "confidential", "secret"]);
-                    Ok(key)
-                })
-                .collect::<Result<_, Failure>>()?;
             let expires = match expires {
                 Some(e) => e,
                 None => (OffsetDateTime::now_utc() + time::Duration::days(365))
@@ -309,6 +300,18 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                     .format(&Rfc3339)
                     .expect("formats"),
             };
+            // Signer keys expire with the bundle unless the admin says otherwise: ATSA
+            // assertions have no expiry of their own, so the key's notAfter carries it.
+            let signers: Vec<Value> = signer_keys
+                .iter()
+                .map(|p| {
+                    let mut key = read_json(p)?;
+                    key["approvedClearances"] =
+                        json!(["public", "internal", "confidential", "secret"]);
+                    key["notAfter"] = json!(expires);
+                    Ok(key)
+                })
+                .collect::<Result<_, Failure>>()?;
             let threshold = threshold.unwrap_or(roots.len() as u64 / 2 + 1);
             let signed = json!({
                 "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": bundle_id, "version": 1,
