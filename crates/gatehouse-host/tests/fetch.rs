@@ -659,7 +659,7 @@ fn http_is_refused_for_anything_but_loopback() {
 fn other_schemes_and_non_urls_are_refused() {
     for endpoint in [
         "ftp://tools.example/mcp",
-        "file:///tmp/mcp",
+        "file:///mcp.json",
         "ws://127.0.0.1/mcp",
         "data:application/json,{}",
         "tools.example/mcp",
