@@ -237,15 +237,14 @@ impl Gatekeeper {
     /// only in the warn posture, the user's approvals (which replace a bundle pin for the same
     /// tool: in warn the user may re-approve a changed definition).
     pub fn allow_list(&self, verdict: &Verdict) -> AllowList {
-        let mut list = AllowList::new();
-        if let (Some(policy), Some(bundle)) = (verdict.policy(), verdict.bundle.as_ref())
-            && verdict.is_admitted()
-        {
-            for tool in &policy.allowed_tools {
-                let pin = policy.tool_pins.get(tool).and_then(|p| parse_pin(p).ok());
-                list.allow(tool.clone(), Scope::Bundle(bundle.clone()), pin);
+        // A policy whose pins do not parse (already refused when the bundle loaded) grants
+        // nothing: never a tool that should have been pinned, unpinned.
+        let mut list = match (verdict.policy(), verdict.bundle.as_ref()) {
+            (Some(policy), Some(bundle)) if verdict.is_admitted() => {
+                AllowList::from_policy(policy, bundle).unwrap_or_default()
             }
-        }
+            _ => AllowList::new(),
+        };
         if self.user_may_approve() {
             for (tool, pin) in self.approvals.for_server(&verdict.approval_key) {
                 if let Ok(pin) = parse_pin(&pin) {
