@@ -87,48 +87,46 @@ fn verify_bundle_file(
         .map_err(|e| bundle_failure(path, e))
 }
 
+/// What an install decision looked at, for its audit record whether it succeeds or not.
+#[derive(Default)]
+struct InstallSeen {
+    /// What the file claims to be, when it parses at all.
+    bundle_id: Option<String>,
+    version: Option<u64>,
+    /// The installed bundle of that id, when there is one that verifies.
+    installed: Option<String>,
+    /// The highest version recorded for that id.
+    highest_seen: Option<u64>,
+    target: Option<std::path::PathBuf>,
+}
+
 /// `bundle install`: verify against what is installed (rotation) and the highest version
 /// ever installed (rollback), record the decision in the audit log, then write the bundle and
 /// the new highest-version record. The audit log is opened first and every refusal is
-/// recorded; an install that cannot be recorded does not happen.
+/// recorded; an install that cannot be recorded does not happen. The bytes written are the
+/// bytes that were verified: the file is read once.
 fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Failure> {
     let audit = Auditor::open(&context.audit_path, system_clock())?.0;
     let dir = context.trust.system_dir.clone();
-    let (verified, installed, target) = match decide_install(&dir, path, now) {
+    let mut seen = InstallSeen::default();
+    let (verified, bytes) = match decide_install(&dir, path, now, &mut seen) {
         Ok(decided) => decided,
         Err(failure) => {
-            // What the file claims to be, when it parses at all.
-            let claimed = std::fs::read(path)
-                .ok()
-                .and_then(|bytes| Bundle::parse(&bytes).ok())
-                .map(|b| (b.content().bundle_id.clone(), b.content().version));
-            // And what it was measured against, as far as that can be read.
-            let installed = claimed.as_ref().and_then(|(id, _)| {
-                std::fs::read(dir.join(format!("{id}.json")))
-                    .ok()
-                    .and_then(|bytes| Bundle::parse(&bytes).ok())
-                    .and_then(|b| b.verify_as_installed().ok())
-                    .map(|b| b.label())
-            });
-            let highest_seen = claimed.as_ref().and_then(|(id, _)| {
-                read_versions(&dir)
-                    .ok()
-                    .and_then(|v| v.get(id).map(|r| r.version))
-            });
             audit.record(
                 events::BUNDLE_REFUSED,
                 None,
                 json!({
-                    "bundle_id": claimed.as_ref().map(|c| &c.0),
-                    "version": claimed.as_ref().map(|c| c.1),
-                    "installed": installed,
-                    "highest_seen": highest_seen,
+                    "bundle_id": seen.bundle_id,
+                    "version": seen.version,
+                    "installed": seen.installed,
+                    "highest_seen": seen.highest_seen,
                     "file": path, "into": dir, "reason": failure.code, "detail": failure.message,
                 }),
             )?;
             return Err(failure);
         }
     };
+    let (installed, target) = (seen.installed, seen.target.expect("set before verifying"));
     audit.record(
         events::BUNDLE_ACCEPTED,
         None,
@@ -136,7 +134,6 @@ fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Fa
     )?;
     std::fs::create_dir_all(&dir)
         .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
-    let bytes = read(path)?;
     write_atomic(&target, &bytes, 0o644)?;
     record_version(&dir, &verified).map_err(Failure::usage)?;
     let replaced = installed
@@ -158,16 +155,20 @@ fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Fa
 
 /// The install decision: the bundle verified as of `now` (and as of the real time: `--now`
 /// cannot install a bundle that is already expired), against the installed bundle of its id
-/// and the highest-version record.
+/// and the highest-version record. Returns the verified bundle and the exact bytes verified.
 fn decide_install(
     dir: &Path,
     path: &Path,
     now: OffsetDateTime,
-) -> Result<(VerifiedBundle, Option<String>, std::path::PathBuf), Failure> {
+    seen: &mut InstallSeen,
+) -> Result<(VerifiedBundle, Vec<u8>), Failure> {
     let bytes = read(path)?;
     let bundle = Bundle::parse(&bytes).map_err(|e| bundle_failure(path, e))?;
     let bundle_id = bundle.content().bundle_id.clone();
+    seen.bundle_id = Some(bundle_id.clone());
+    seen.version = Some(bundle.content().version);
     let target = dir.join(format!("{bundle_id}.json"));
+    seen.target = Some(target.clone());
     let installed = match std::fs::read(&target) {
         Ok(old) => Some(
             Bundle::parse(&old)
@@ -189,12 +190,14 @@ fn decide_install(
             )));
         }
     };
+    seen.installed = installed.as_ref().map(VerifiedBundle::label);
     let versions = read_versions(dir).map_err(|message| Failure {
         code: "bundle_unreadable",
         message,
         exit: 1,
     })?;
     let record = versions.get(&bundle_id);
+    seen.highest_seen = record.map(|r| r.version);
     let verify_at = |at: OffsetDateTime| {
         bundle
             .verify(at, installed.as_ref(), record.map(|r| r.version))
@@ -206,11 +209,7 @@ fn decide_install(
     if real_now > now {
         verify_at(real_now)?;
     }
-    Ok((
-        verified,
-        installed.as_ref().map(VerifiedBundle::label),
-        target,
-    ))
+    Ok((verified, bytes))
 }
 
 pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> {
