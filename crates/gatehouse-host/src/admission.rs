@@ -522,15 +522,16 @@ impl Trust {
                 );
             }
         };
-        verdict.claimed.publisher = claimed_publisher(&bytes);
-        let Some(bundle) = self.bundle_for_document(&bytes) else {
+        let claimed = ClaimedDocument::parse(&bytes);
+        verdict.claimed.publisher = claimed.publisher.clone();
+        let Some(bundle) = self.bundle_for_document(&claimed) else {
             return self.no_trust_roots(verdict);
         };
         let policy = bundle
             .content()
             .servers
             .iter()
-            .find(|s| Some(s.id.as_str()) == claimed_id(&bytes).as_deref());
+            .find(|s| Some(&s.id) == claimed.id.as_ref());
         let required = required_clearance(bundle, policy);
         let context = VerifyContext {
             origin: Some(&source.origin),
@@ -652,15 +653,13 @@ impl Trust {
                 "the binding vanished while checking".into(),
             );
         };
-        let document = serde_json::to_vec(
-            &policy
-                .stdio
-                .as_ref()
-                .expect("a bound policy has a stdio binding")
-                .attestation,
-        )
-        .expect("serializes");
-        verdict.claimed.publisher = claimed_publisher(&document);
+        let attestation = &policy
+            .stdio
+            .as_ref()
+            .expect("a bound policy has a stdio binding")
+            .attestation;
+        let document = serde_json::to_vec(attestation).expect("serializes");
+        verdict.claimed.publisher = ClaimedDocument::of(attestation).publisher;
         let required = required_clearance(bundle, Some(policy));
         let context = VerifyContext {
             origin: None,
@@ -726,23 +725,20 @@ impl Trust {
 
     /// The bundle whose trust root judges a document: the one governing its claimed id, else
     /// the one holding its signer key, else any (so rules 0–3 still give the precise reason).
-    fn bundle_for_document(&self, bytes: &[u8]) -> Option<&VerifiedBundle> {
+    fn bundle_for_document(&self, claimed: &ClaimedDocument) -> Option<&VerifiedBundle> {
         let bundles = self.store.bundles();
-        if let Some(id) = claimed_id(bytes)
-            && let Some((bundle, _)) = self.store.server(&id)
+        if let Some(id) = &claimed.id
+            && let Some((bundle, _)) = self.store.server(id)
         {
             return Some(bundle);
         }
-        let signer = parse_loose(bytes).and_then(|v| {
-            v.get("signerKeyId")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
-        signer
+        claimed
+            .signer_key_id
+            .as_ref()
             .and_then(|key| {
                 bundles
                     .iter()
-                    .find(|b| b.content().trust_root.key(&key).is_some())
+                    .find(|b| b.content().trust_root.key(key).is_some())
             })
             .or_else(|| bundles.first())
     }
@@ -772,27 +768,39 @@ fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) ->
         .unwrap_or_else(|| bundle.content().required_clearance.clone())
 }
 
-/// The document as claimed, before verification: only to pick the bundle that judges it and
-/// to show the publisher as claimed. Nothing here is trusted.
-fn parse_loose(bytes: &[u8]) -> Option<Value> {
-    gatehouse_attest::json::parse_strict(
-        bytes,
-        gatehouse_attest::MAX_DOCUMENT_BYTES,
-        gatehouse_attest::MAX_DEPTH,
-    )
-    .ok()
+/// What a document claims, read before verification: only to pick the bundle that judges it
+/// and to show the publisher as claimed. Nothing here is trusted.
+#[derive(Debug, Default)]
+struct ClaimedDocument {
+    id: Option<String>,
+    publisher: Option<String>,
+    signer_key_id: Option<String>,
 }
 
-fn claimed_id(bytes: &[u8]) -> Option<String> {
-    parse_loose(bytes).and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
-}
+impl ClaimedDocument {
+    fn parse(bytes: &[u8]) -> ClaimedDocument {
+        gatehouse_attest::json::parse_strict(
+            bytes,
+            gatehouse_attest::MAX_DOCUMENT_BYTES,
+            gatehouse_attest::MAX_DEPTH,
+        )
+        .map(|v| ClaimedDocument::of(&v))
+        .unwrap_or_default()
+    }
 
-fn claimed_publisher(bytes: &[u8]) -> Option<String> {
-    parse_loose(bytes).and_then(|v| {
-        v.get("publisher")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    })
+    fn of(document: &Value) -> ClaimedDocument {
+        let text = |key: &str| {
+            document
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        ClaimedDocument {
+            id: text("id"),
+            publisher: text("publisher"),
+            signer_key_id: text("signerKeyId"),
+        }
+    }
 }
 
 /// A stdio binding, copied out of the trust store for the blocking check.
