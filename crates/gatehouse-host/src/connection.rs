@@ -458,10 +458,7 @@ impl Connection {
     /// Gives the gate the definitions just listed, and records new pin mismatches (a mismatch
     /// counts as recorded only once its record is on disk).
     fn observe(&self, tools: &[Tool]) -> Result<(), HostError> {
-        let values: Vec<serde_json::Value> = tools
-            .iter()
-            .map(|t| serde_json::to_value(t).expect("a tool serializes"))
-            .collect();
+        let values = definitions(tools);
         let mismatches = self
             .tool_gate
             .lock()
@@ -510,11 +507,11 @@ impl Connection {
         names: &[String],
     ) -> Result<Vec<(String, String)>, HostError> {
         let tools = self.tools().await?;
+        let values = definitions(&tools);
         let mut pins = Vec::new();
-        for tool in &tools {
+        for (tool, value) in tools.iter().zip(&values) {
             if names.is_empty() || names.iter().any(|n| n.as_str() == tool.name.as_ref()) {
-                let value = serde_json::to_value(tool).expect("a tool serializes");
-                pins.push((tool.name.to_string(), tool_pin(&value)));
+                pins.push((tool.name.to_string(), tool_pin(value)));
             }
         }
         for name in names {
@@ -528,10 +525,6 @@ impl Connection {
             }
         }
         self.gatekeeper.approve(&self.verdict, &pins)?;
-        let values: Vec<serde_json::Value> = tools
-            .iter()
-            .map(|t| serde_json::to_value(t).expect("a tool serializes"))
-            .collect();
         let mut gate = ToolGate::new(self.gatekeeper.allow_list(&self.verdict));
         let _ = gate.observe(&values);
         *self.tool_gate.lock().expect("tool gate poisoned") = gate;
@@ -776,6 +769,14 @@ impl Connection {
     pub async fn close(self) {
         let _ = self.service.cancel().await;
     }
+}
+
+/// Tool definitions as JSON, the form pins are computed over.
+fn definitions(tools: &[Tool]) -> Vec<serde_json::Value> {
+    tools
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("a tool serializes"))
+        .collect()
 }
 
 fn with_stderr(detail: String, state: &TransportState) -> String {
