@@ -97,8 +97,7 @@ pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
     let mut settings = context.trust.clone();
     let now = time::OffsetDateTime::now_utc();
     if context.demo {
-        let server = demo::locate_demo_server().map_err(Failure::usage)?;
-        settings.demo_bundle = Some(demo::demo_bundle(&server, now).map_err(Failure::usage)?);
+        settings.demo_bundle = Some(demo::local_demo_bundle(now).map_err(Failure::usage)?);
     }
     let trust = Trust::load(&settings, now);
     if !context.json {
@@ -225,16 +224,8 @@ fn resolve_target(
             let config = load_config(context)?;
             if context.demo && name == demo::DEMO_SERVER_NAME && !config.servers.contains_key(name)
             {
-                let program = demo::locate_demo_server().map_err(Failure::usage)?;
-                return Ok((
-                    name.to_string(),
-                    ServerSpec::Stdio(gatehouse_host::config::StdioSpec {
-                        command: program.display().to_string(),
-                        args: Vec::new(),
-                        env: Vec::new(),
-                        cwd: None,
-                    }),
-                ));
+                let spec = demo::demo_server_spec().map_err(Failure::usage)?;
+                return Ok((name.to_string(), spec));
             }
             Ok((name.to_string(), config.spec(name, &context.config_path)?))
         }

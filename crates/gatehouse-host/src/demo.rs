@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::admission::file_sha256;
+use crate::config::{ServerSpec, StdioSpec};
 
 const TEMPLATE: &str = include_str!("../../../trust-roots/demo/DEMO-ONLY-bundle.template.json");
 const ROOT_KEYS: [&str; 2] = [
@@ -85,4 +86,20 @@ pub fn demo_bundle(demo_server: &Path, now: OffsetDateTime) -> Result<Vec<u8>, S
     }
     let bundle = json!({"signed": signed, "signatures": signatures});
     Ok(serde_json::to_vec_pretty(&bundle).expect("serializes"))
+}
+
+/// The demo server as a stdio server spec: exactly the command line the demo bundle binds
+/// (the located executable, no arguments).
+pub fn demo_server_spec() -> Result<ServerSpec, String> {
+    Ok(ServerSpec::Stdio(StdioSpec {
+        command: locate_demo_server()?.display().to_string(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: None,
+    }))
+}
+
+/// The demo bundle for the demo server found by [`locate_demo_server`], as of `now`.
+pub fn local_demo_bundle(now: OffsetDateTime) -> Result<Vec<u8>, String> {
+    demo_bundle(&locate_demo_server()?, now)
 }
