@@ -24,6 +24,20 @@ const DEMO_PUBLISHER: &str = "Gatehouse demo server (DEMO ONLY)";
 /// The publisher a tampered document claims after signing.
 const TAMPERED_PUBLISHER: &str = "Gatehouse demo server (DEMO ONLY, altered after signing)";
 
+/// The demo bundle template: its `signed` part carries the demo trust root (scheme and signer
+/// keys) that demo mode trusts.
+const DEMO_BUNDLE_TEMPLATE: &str =
+    include_str!("../../../trust-roots/demo/DEMO-ONLY-bundle.template.json");
+
+/// The trust root demo mode verifies the demo server against: the scheme and signer keys of
+/// the DEMO-ONLY bundle, exactly as shipped.
+pub fn demo_trust_root() -> gatehouse_attest::TrustRoot {
+    let template: Value =
+        serde_json::from_str(DEMO_BUNDLE_TEMPLATE).expect("the demo bundle template is JSON");
+    gatehouse_attest::TrustRoot::from_value(&template["signed"])
+        .expect("the demo bundle template holds a valid trust root")
+}
+
 /// The DEMO-ONLY signer key file. Embedded so the binary needs no files at run time; it is
 /// public anyway.
 const DEMO_SIGNER_KEY: &str = include_str!("../../../trust-roots/demo/DEMO-ONLY-signer.key");
@@ -106,31 +120,13 @@ pub fn tampered_demo_attestation(origin: Option<&str>) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use gatehouse_attest::{Reason, TrustRoot, VerifyContext, verify};
+    use gatehouse_attest::{Reason, VerifyContext, verify};
     use time::OffsetDateTime;
 
     use super::*;
 
     const DEMO_SIGNER_PUB: &str =
         include_str!("../../../trust-roots/demo/DEMO-ONLY-signer.pub.json");
-
-    fn demo_root() -> TrustRoot {
-        let public: Value = serde_json::from_str(DEMO_SIGNER_PUB).unwrap();
-        TrustRoot::from_value(&json!({
-            "scheme": {"name": "demo", "levels": [
-                {"name": "public", "rank": 0, "aliases": ["unclassified"]},
-                {"name": "internal", "rank": 1},
-                {"name": "confidential", "rank": 2},
-            ]},
-            "keys": [{
-                "id": public["id"],
-                "publicKey": public["publicKey"],
-                "notAfter": "2999-01-01T00:00:00Z",
-                "approvedClearances": ["public", "internal"],
-            }],
-        }))
-        .unwrap()
-    }
 
     fn check(document: &Value, origin: Option<&str>) -> Result<String, Reason> {
         let bytes = serde_json::to_vec(document).unwrap();
@@ -139,7 +135,7 @@ mod tests {
             required_clearance: DEMO_CLEARANCE,
             now: OffsetDateTime::now_utc(),
         };
-        verify(Some(&bytes), &demo_root(), &context)
+        verify(Some(&bytes), &demo_trust_root(), &context)
             .map(|admitted| admitted.id().to_owned())
             .map_err(|refusal| refusal.reason)
     }

@@ -3,31 +3,12 @@
 mod common;
 
 use common::{HttpServer, MODERN, TIMEOUT};
-use gatehouse_attest::{Reason, TrustRoot, VerifyContext, verify};
-use gatehouse_demo_server::attestation::{DEMO_CLEARANCE, DEMO_SERVER_ID, WELL_KNOWN_PATH};
+use gatehouse_attest::{Reason, VerifyContext, verify};
+use gatehouse_demo_server::attestation::{
+    DEMO_CLEARANCE, DEMO_SERVER_ID, WELL_KNOWN_PATH, demo_trust_root,
+};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-
-const DEMO_SIGNER_PUB: &str = include_str!("../../../trust-roots/demo/DEMO-ONLY-signer.pub.json");
-
-/// A trust root holding only the DEMO-ONLY signer, approved up to `internal`.
-fn demo_root() -> TrustRoot {
-    let public: Value = serde_json::from_str(DEMO_SIGNER_PUB).expect("signer public key JSON");
-    TrustRoot::from_value(&json!({
-        "scheme": {"name": "demo", "levels": [
-            {"name": "public", "rank": 0, "aliases": ["unclassified"]},
-            {"name": "internal", "rank": 1},
-            {"name": "confidential", "rank": 2},
-        ]},
-        "keys": [{
-            "id": public["id"],
-            "publicKey": public["publicKey"],
-            "notAfter": "2999-01-01T00:00:00Z",
-            "approvedClearances": ["public", "internal"],
-        }],
-    }))
-    .expect("demo trust root")
-}
 
 struct Fetched {
     status: u16,
@@ -67,7 +48,7 @@ fn check(document: &[u8], origin: &str) -> Result<String, Reason> {
         required_clearance: DEMO_CLEARANCE,
         now: OffsetDateTime::now_utc(),
     };
-    verify(Some(document), &demo_root(), &context)
+    verify(Some(document), &demo_trust_root(), &context)
         .map(|admitted| admitted.id().to_owned())
         .map_err(|refusal| refusal.reason)
 }
