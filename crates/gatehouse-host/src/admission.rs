@@ -409,10 +409,6 @@ impl Trust {
         &self.problems
     }
 
-    pub fn store(&self) -> &TrustStore {
-        &self.store
-    }
-
     pub fn source(&self, bundle_id: &str) -> Option<BundleSource> {
         self.sources.get(bundle_id).map(|(s, _)| *s)
     }
@@ -1089,11 +1085,6 @@ impl Verdict {
     /// Whether a proof of admission backs this verdict.
     pub fn is_admitted(&self) -> bool {
         self.proof.is_some()
-    }
-
-    /// The admission proof, if admitted.
-    pub fn proof(&self) -> Option<&Admitted> {
-        self.proof.as_ref()
     }
 
     /// The bundle policy governing the admitted server.

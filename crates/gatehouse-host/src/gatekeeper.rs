@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::{AllowList, Denial, Permit, PinMismatch, Scope, ToolGate};
@@ -57,10 +56,6 @@ impl Auditor {
             },
             report,
         ))
-    }
-
-    pub fn path(&self) -> PathBuf {
-        self.log.lock().expect("audit lock").path().to_path_buf()
     }
 
     /// Appends a record and returns once it is on disk; an error means the decision it records
@@ -179,7 +174,6 @@ pub struct Gatekeeper {
     audit: Auditor,
     approvals: Approvals,
     clock: Clock,
-    fetch_timeout: Duration,
 }
 
 impl std::fmt::Debug for Gatekeeper {
@@ -197,21 +191,7 @@ impl Gatekeeper {
             audit,
             approvals,
             clock,
-            fetch_timeout: DEFAULT_FETCH_TIMEOUT,
         }
-    }
-
-    pub fn with_fetch_timeout(mut self, timeout: Duration) -> Gatekeeper {
-        self.fetch_timeout = timeout;
-        self
-    }
-
-    pub fn trust(&self) -> &Trust {
-        &self.trust
-    }
-
-    pub fn auditor(&self) -> &Auditor {
-        &self.audit
     }
 
     pub fn posture(&self) -> Posture {
@@ -223,7 +203,7 @@ impl Gatekeeper {
     pub async fn admit(&self, server: &str, spec: &ServerSpec) -> Result<Verdict, HostError> {
         let verdict = self
             .trust
-            .admit(server, spec, (self.clock)(), self.fetch_timeout)
+            .admit(server, spec, (self.clock)(), DEFAULT_FETCH_TIMEOUT)
             .await;
         self.audit.record(
             events::ADMISSION,
