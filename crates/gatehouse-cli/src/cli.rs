@@ -58,6 +58,15 @@ pub struct Cli {
     #[arg(long, global = true, env = "GATEHOUSE_AUDIT", value_name = "FILE")]
     pub audit: Option<PathBuf>,
 
+    /// The elicitation policy file (TOML). Default: the shipped policies/default.toml.
+    #[arg(long, global = true, env = "GATEHOUSE_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// Seconds a person has to answer an elicitation or finish a URL flow (default 600).
+    /// Separate from --timeout: while someone is being asked, request timeouts pause.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 600.0)]
+    pub prompt_timeout: f64,
+
     /// Demo mode: also trust the DEMO-ONLY bundle for the embedded demo server, available as
     /// the server "demo". Verdicts it supports are labelled DEMO.
     #[arg(long, global = true)]
@@ -111,6 +120,8 @@ pub enum ServersCommand {
     Add(AddArgs),
     /// Remove a server.
     Remove { name: String },
+    /// Re-enable a server the kill switch suspended for abusing elicitations (audited).
+    Resume { name: String },
     /// Import servers from a Claude Desktop, Cursor or VS Code config file.
     Import {
         path: PathBuf,
@@ -238,6 +249,12 @@ pub struct CallArgs {
     /// The tool's arguments as a JSON object.
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
+    /// Answer elicitations from this file instead of asking on the terminal: a JSON list
+    /// consumed in order, each {"mode": "form"|"url", "action": "accept"|"decline"|"cancel",
+    /// "content": {...}} ("override": true takes an overridable hold). An accepted URL entry
+    /// means "open it".
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ use std::time::Duration;
 use gatehouse_host::admission::{SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
 use gatehouse_host::config::{ServerEntry, import, validate_server_name};
 use gatehouse_host::demo;
+use gatehouse_host::gatekeeper::Suspensions;
 use gatehouse_host::secrets::{SecretValue, validate_name};
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
@@ -73,6 +74,10 @@ pub struct Context {
     pub demo: bool,
     pub audit_path: PathBuf,
     pub approvals_path: PathBuf,
+    pub suspensions_path: PathBuf,
+    /// The elicitation policy file; `None` means the shipped default.
+    pub policy_path: Option<PathBuf>,
+    pub prompt_timeout: Duration,
 }
 
 fn default_config_path() -> PathBuf {
@@ -132,12 +137,10 @@ pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
         }
     }
     let approvals = Approvals::load(&context.approvals_path)?;
-    Ok(Arc::new(Gatekeeper::new(
-        trust,
-        auditor,
-        approvals,
-        system_clock(),
-    )))
+    let suspensions = Suspensions::load(&context.suspensions_path)?;
+    Ok(Arc::new(
+        Gatekeeper::new(trust, auditor, approvals, system_clock()).with_suspensions(suspensions),
+    ))
 }
 
 fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
@@ -187,6 +190,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             .clone()
             .unwrap_or_else(|| data_dir().join("audit.jsonl")),
         approvals_path: data_dir().join("approvals.json"),
+        suspensions_path: data_dir().join("suspended.json"),
+        policy_path: cli.policy.clone(),
+        prompt_timeout: seconds(cli.prompt_timeout, "--prompt-timeout")?,
     };
     match cli.command {
         Command::Servers(command) => servers(&context, command).await,
@@ -511,16 +517,46 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
     };
     let arguments = parse_arguments(args.args.as_deref())?;
     let (name, spec) = resolve_target(context, server, &args.adhoc)?;
-    let log = EventLog::start(context);
-    let connection = connect(context, &name, &spec).await?;
+    let gatekeeper = gatekeeper(context)?;
+    let consent = crate::consent::Consent::new(context, args.answers.as_deref())?;
+    let mut context = context.clone();
+    context.options.broker = Some(consent.broker(&context, gatekeeper.clone())?);
+    let log = EventLog::start(&context);
+    let connection = connect_with(&context, &name, &spec, gatekeeper).await?;
     let options = CallOptions {
         cancel: Some(ctrl_c_token()),
         timeout: None,
     };
-    let outcome = connection.call_tool(&tool, arguments, &options).await;
+    let (outcome, failed_records) = connection
+        .call_tool_traced(&tool, arguments, &options)
+        .await;
     let events = log.finish().await;
     connection.close().await;
-    let outcome = outcome?;
+    let notes = consent.notes();
+    if !context.json {
+        for note in &notes {
+            eprintln!("gatehouse: answers file: {note}");
+        }
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            if context.json {
+                // One JSON document: the error, and what was asked before it.
+                let failure = Failure::from(error);
+                output::print_json(&json!({
+                    "server": name,
+                    "tool": tool,
+                    "error": {"code": failure.code, "message": failure.message},
+                    "elicitations": failed_records,
+                    "answers_notes": notes,
+                }));
+                return Ok(failure.exit);
+            }
+            output::print_elicitations(&failed_records);
+            return Err(error.into());
+        }
+    };
     if context.json {
         output::print_json(&json!({
             "server": name,
@@ -528,9 +564,12 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
             "is_error": outcome.is_error(),
             "rounds": outcome.rounds,
             "result": outcome.result,
+            "elicitations": outcome.elicitations,
+            "answers_notes": notes,
             "events": events,
         }));
     } else {
+        output::print_elicitations(&outcome.elicitations);
         output::print_result(&outcome.result);
     }
     if outcome.is_error() {
@@ -641,6 +680,23 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
                 context,
                 json!({"removed": name, "config": path}),
                 &format!("removed {name:?} from {}", path.display()),
+            );
+            Ok(0)
+        }
+        ServersCommand::Resume { name } => {
+            let (name, spec) = resolve_target(context, Some(&name), &Adhoc::default())?;
+            let gatekeeper = gatekeeper(context)?;
+            // Admission computes the key the suspension was recorded under (and is audited).
+            let verdict = gatekeeper.admit(&name, &spec).await?;
+            let resumed = gatekeeper.resume(&verdict)?;
+            report(
+                context,
+                json!({"server": name, "resumed": resumed}),
+                &if resumed {
+                    format!("{name:?} is no longer suspended")
+                } else {
+                    format!("{name:?} was not suspended")
+                },
             );
             Ok(0)
         }

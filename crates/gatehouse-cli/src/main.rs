@@ -10,6 +10,7 @@ mod audit;
 mod cli;
 mod commands;
 mod conformance;
+mod consent;
 mod output;
 
 use std::process::ExitCode;

@@ -120,7 +120,7 @@ pub fn print_gated(
 }
 
 /// One line of server text: newlines escaped too.
-fn safe_line(text: &str) -> String {
+pub fn safe_line(text: &str) -> String {
     safe(text).replace('\n', "\\n")
 }
 
@@ -170,6 +170,28 @@ pub fn print_tools(tools: &[Tool]) {
             "{:width$}  {}",
             safe_line(&tool.name),
             safe_line(description.trim())
+        );
+    }
+}
+
+/// One line per elicitation a call caused: decision, action, receipt.
+pub fn print_elicitations(records: &[gatehouse_host::ElicitationRecord]) {
+    for r in records {
+        let what = match (&r.url, &r.input_key, &r.elicitation_id) {
+            (Some(url), _, _) => format!(" {}", safe_line(&url.full)),
+            _ => String::new(),
+        };
+        eprintln!(
+            "elicitation #{} ({}{what}): {} → answered {} · receipt {}{}",
+            r.prompt_id,
+            r.mode,
+            r.decision,
+            r.action,
+            r.receipt_id,
+            r.note
+                .as_deref()
+                .map(|n| format!(" · {}", safe_line(n)))
+                .unwrap_or_default()
         );
     }
 }

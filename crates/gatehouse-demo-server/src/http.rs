@@ -28,6 +28,7 @@ use crate::{
     attestation::{AttestationMode, WELL_KNOWN_PATH},
     era::{Era, legacy_discover_gate},
     server::DemoServer,
+    wire::modern_wire_layer,
 };
 
 /// The path the MCP endpoint is served at.
@@ -118,8 +119,17 @@ pub async fn serve_http(
         .with_cancellation_token(ct.child_token());
     let config = allow_hosts(config, local.ip());
 
+    // One server per session (and per session-less request), each its own connection; all
+    // share the connect pages.
     let service: StreamableHttpService<DemoServer, LocalSessionManager> =
-        StreamableHttpService::new(move || Ok(server.clone()), Default::default(), config);
+        StreamableHttpService::new(
+            move || Ok(server.for_new_connection()),
+            Default::default(),
+            config,
+        );
+    let mcp = axum::Router::new()
+        .fallback_service(service)
+        .layer(axum::middleware::from_fn(modern_wire_layer));
     // The attestation route sits outside the rmcp service, so it needs no MCP session or
     // protocol headers: hosts fetch it before they speak MCP at all.
     let mut router = axum::Router::new()
@@ -127,7 +137,7 @@ pub async fn serve_http(
             WELL_KNOWN_PATH,
             get(serve_attestation).with_state(Arc::new(well_known)),
         )
-        .nest_service(MCP_PATH, service);
+        .nest_service(MCP_PATH, mcp);
     if era == Era::Legacy {
         router = router.layer(axum::middleware::from_fn(legacy_discover_gate));
     }

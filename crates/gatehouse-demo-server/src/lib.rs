@@ -6,10 +6,20 @@
 //! connection path against a server whose answers are known in advance. The `gatehouse-demo-server`
 //! binary is a thin command line over this library.
 //!
-//! What it never does: it never reads or writes files, runs commands or reaches out to the
-//! network on a client's behalf; it never listens on a non-loopback address unless explicitly
-//! allowed; in stdio mode it never writes anything but JSON-RPC to stdout. It is a demo: it is
-//! never trusted by default, only admitted under the demo trust root.
+//! It also serves elicitation tools ([`server::elicitation`]), each in both eras: a form using
+//! every field type (`book_table`), a form asking for a secret (`ask_password`), URL
+//! elicitations to a page it serves itself on 127.0.0.1 (`connect_account`,
+//! `connect_account_required`, see [`pages`]), a URL elicitation to any URL given
+//! (`open_link`), and completion notifications for ids it never issued (`spoof_completion`).
+//! The form and URL tools report exactly the answer they received, so tests can check what a
+//! host sent.
+//!
+//! What it never does: it never reads files, runs commands or reaches out to the network on a
+//! client's behalf (`open_link` never fetches its URL); the only file it writes is the page-hits
+//! log an operator names with `--page-hits`. It never listens on a non-loopback address unless
+//! explicitly allowed (the connect pages are always on 127.0.0.1); in stdio mode it never writes
+//! anything but JSON-RPC to stdout. It is a demo: it is never trusted by default, only admitted
+//! under the demo trust root.
 //!
 //! Over HTTP it also serves an ATSA Server Attestation Document at
 //! `/.well-known/mcp-attestation` ([`attestation`]): identity [`attestation::DEMO_SERVER_ID`],
@@ -22,9 +32,12 @@
 pub mod attestation;
 pub mod era;
 pub mod http;
+pub mod pages;
 pub mod server;
 pub mod stdio;
+pub mod wire;
 
 pub use attestation::AttestationMode;
 pub use era::Era;
+pub use pages::PageConfig;
 pub use server::DemoServer;

@@ -1,11 +1,11 @@
 //! `gatehouse-demo-server`: the Gatehouse demo MCP server over stdio (default) or Streamable
 //! HTTP (`--http ADDR`). See the library docs for what it serves and what it never does.
 
-use std::{io::Write, net::SocketAddr, num::NonZeroUsize, process::ExitCode};
+use std::{io::Write, net::SocketAddr, num::NonZeroUsize, path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
 use clap::Parser;
-use gatehouse_demo_server::{AttestationMode, DemoServer, Era, http, stdio};
+use gatehouse_demo_server::{AttestationMode, DemoServer, Era, PageConfig, http, stdio};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Parser)]
@@ -42,6 +42,17 @@ struct Cli {
         default_value_t = AttestationMode::Signed
     )]
     attestation: AttestationMode,
+
+    /// Serve the connect pages of the URL elicitation tools on 127.0.0.1:PORT; 0 picks a free
+    /// port. The pages start on first use, in stdio and HTTP mode alike.
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    page_port: u16,
+
+    /// Append a line `GET /connect/{id}` (`HEAD ...` for HEAD) to FILE for every fetch of a
+    /// connect page, issued or not, so tests can tell whether a host fetched a URL it was only
+    /// shown.
+    #[arg(long, value_name = "FILE", env = "GATEHOUSE_DEMO_PAGE_HITS")]
+    page_hits: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -59,7 +70,12 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let server = DemoServer::new(cli.era).with_page_size(cli.page_size);
+    let server = DemoServer::new(cli.era)
+        .with_page_size(cli.page_size)
+        .with_pages(PageConfig {
+            port: cli.page_port,
+            hits_file: cli.page_hits,
+        });
 
     match cli.http {
         None => stdio::serve_stdio(server, shutdown_signal()).await,

@@ -1,5 +1,7 @@
-//! The demo server's handler: four deterministic tools, server identity, era rules and
-//! optional `tools/list` pagination.
+//! The demo server's handler: four deterministic tools, the elicitation tools
+//! ([`elicitation`]), server identity, era rules and optional `tools/list` pagination.
+
+pub mod elicitation;
 
 use std::{borrow::Cow, num::NonZeroUsize, time::Duration};
 
@@ -17,7 +19,10 @@ use rmcp::{
 };
 use serde::Deserialize;
 
-use crate::era::{Era, discover_not_found};
+use crate::{
+    era::{Era, discover_not_found},
+    pages::{ConnectPages, ConnectionId, PageConfig},
+};
 
 /// The name the server reports in `serverInfo`.
 pub const SERVER_NAME: &str = "gatehouse-demo-server";
@@ -25,8 +30,11 @@ pub const SERVER_NAME: &str = "gatehouse-demo-server";
 /// The `instructions` text the server reports.
 pub const INSTRUCTIONS: &str = "This is the Gatehouse demo MCP server, a fixture for trying and \
 testing Gatehouse. Tools: echo (returns its message), add (sums two numbers), slow (reports \
-progress step by step and can be cancelled) and fail (always returns a tool error). It is a demo: \
-never trust it with real data.";
+progress step by step and can be cancelled), fail (always returns a tool error), book_table (a \
+form elicitation using every field type), ask_password (a form asking for a password), \
+connect_account and connect_account_required (URL elicitations to a demo page on this computer), \
+open_link (a URL elicitation to the URL given) and spoof_completion (sends elicitation completions \
+for ids it never issued). It is a demo: never trust it with real data.";
 
 /// Default message of the `fail` tool.
 pub const DEFAULT_FAIL_MESSAGE: &str = "the fail tool always fails";
@@ -81,22 +89,48 @@ fn default_fail_message() -> String {
     DEFAULT_FAIL_MESSAGE.to_owned()
 }
 
-/// The demo MCP server. Cheap to clone: Streamable HTTP builds one per session.
+/// The demo MCP server. Cheap to clone: Streamable HTTP builds one per session (see
+/// [`DemoServer::for_new_connection`]); clones share the connect pages.
 #[derive(Clone)]
 pub struct DemoServer {
     era: Era,
     page_size: Option<NonZeroUsize>,
+    pages: ConnectPages,
+    connection: ConnectionId,
     tool_router: ToolRouter<Self>,
 }
 
 impl DemoServer {
-    /// A server for `era` that lists all tools on one page.
+    /// A server for `era` that lists all tools on one page and serves connect pages on any
+    /// free loopback port, logging no hits.
     pub fn new(era: Era) -> Self {
         Self {
             era,
             page_size: None,
-            tool_router: Self::tool_router(),
+            pages: ConnectPages::new(PageConfig::default()),
+            connection: ConnectionId::fresh(),
+            tool_router: Self::tool_router() + Self::elicitation_router(),
         }
+    }
+
+    /// Serve the connect pages as `config` says. Call before cloning: clones share the pages.
+    pub fn with_pages(mut self, config: PageConfig) -> Self {
+        self.pages = ConnectPages::new(config);
+        self
+    }
+
+    /// A copy for another MCP connection: same settings and connect pages, but its own
+    /// identity, so per-connection state (a pending `connect_account_required`) stays apart.
+    pub fn for_new_connection(&self) -> Self {
+        Self {
+            connection: ConnectionId::fresh(),
+            ..self.clone()
+        }
+    }
+
+    /// The connect pages this server issues URL elicitations for.
+    pub fn pages(&self) -> &ConnectPages {
+        &self.pages
     }
 
     /// Paginate `tools/list` with `page_size` tools per page, so clients exercise cursors.

@@ -6,7 +6,7 @@ use anyhow::{Context, bail};
 use rmcp::{ServiceExt, service::ServerInitializeError};
 use tokio_util::sync::CancellationToken;
 
-use crate::{era::EraGate, server::DemoServer};
+use crate::{era::EraGate, server::DemoServer, wire::ModernWire};
 
 /// Serve one MCP connection on this process's stdin/stdout until the client closes stdin or
 /// `shutdown` resolves.
@@ -23,7 +23,8 @@ pub async fn serve_stdio(
 ) -> anyhow::Result<()> {
     let era = server.era();
     let ct = CancellationToken::new();
-    let serving = EraGate::new(era, server).serve_with_ct(rmcp::transport::stdio(), ct.clone());
+    let serving = EraGate::new(era, ModernWire::new(server))
+        .serve_with_ct(rmcp::transport::stdio(), ct.clone());
     tokio::pin!(serving);
     tokio::pin!(shutdown);
 

@@ -5,16 +5,14 @@ mod common;
 use std::process::{Command, Stdio};
 
 use common::{
-    BIN, HttpClient, HttpServer, LEGACY, MODERN, TIMEOUT, initialize_params, modern_meta_with,
-    only_text, tool_names,
+    ALL_TOOLS, BIN, HttpClient, HttpServer, LEGACY, MODERN, TIMEOUT, initialize_params,
+    modern_meta_with, only_text, tool_names,
 };
 use nix::{
     sys::signal::{Signal, kill},
     unistd::Pid,
 };
 use serde_json::{Value, json};
-
-const ALL_TOOLS: [&str; 4] = ["add", "echo", "fail", "slow"];
 
 fn initialize_body() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params(LEGACY)})
@@ -219,17 +217,20 @@ async fn slow_streams_progress_before_its_result() {
 async fn page_size_paginates_over_http() {
     let server = HttpServer::spawn(&["--page-size", "2"]);
     let client = HttpClient::new(&server.url);
-    let first = client.modern(1, "tools/list", json!({})).await;
-    assert_eq!(tool_names(first.result()), ["add", "echo"]);
-    let cursor = first.result()["nextCursor"]
-        .as_str()
-        .expect("cursor")
-        .to_owned();
-    let second = client
-        .modern(2, "tools/list", json!({"cursor": cursor}))
-        .await;
-    assert_eq!(tool_names(second.result()), ["fail", "slow"]);
-    assert!(second.result().get("nextCursor").is_none());
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for id in 1..=5 {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = client.modern(id, "tools/list", params).await;
+        assert_eq!(tool_names(page.result()).len(), 2, "{page:?}");
+        names.extend(tool_names(page.result()));
+        cursor = page.result()["nextCursor"].as_str().map(str::to_owned);
+        assert_eq!(cursor.is_some(), id < 5, "page {id}: {page:?}");
+    }
+    assert_eq!(names, ALL_TOOLS);
 }
 
 #[tokio::test(flavor = "multi_thread")]

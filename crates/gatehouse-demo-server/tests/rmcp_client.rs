@@ -5,7 +5,7 @@ mod common;
 
 use std::{process::Stdio, time::Duration};
 
-use common::{BIN, HttpServer, TIMEOUT};
+use common::{ALL_TOOLS, BIN, HttpServer, SERVER_ENV, TIMEOUT};
 use gatehouse_demo_server::{DemoServer, Era, era::EraGate};
 use rmcp::{
     ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt,
@@ -27,10 +27,10 @@ fn auto() -> ClientLifecycleMode {
 
 fn stdio_transport(args: &[&str]) -> TokioChildProcess {
     let mut command = tokio::process::Command::new(BIN);
-    command
-        .args(args)
-        .env_remove("GATEHOUSE_DEMO_ERA")
-        .env_remove("GATEHOUSE_DEMO_PAGE_SIZE");
+    command.args(args);
+    for key in SERVER_ENV {
+        command.env_remove(key);
+    }
     let (transport, _stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
         .spawn()
@@ -68,7 +68,7 @@ async fn exercise(client: RunningService<RoleClient, ClientConfig>, expected: Pr
         .into_iter()
         .map(|tool| tool.name.into_owned())
         .collect();
-    assert_eq!(names, ["add", "echo", "fail", "slow"]);
+    assert_eq!(names, ALL_TOOLS);
     let sum = client
         .call_tool(
             CallToolRequestParams::new("add")

@@ -1,10 +1,11 @@
 //! The host's side of an MCP connection: what it declares, and how it answers what the server
 //! sends (elicitations, progress, logs, list changes).
 //!
-//! The elicitation engine (policy, consent UI, receipts) is not here yet: until it is, every
-//! elicitation is declined and reported as a [`HostEvent`], in both eras. Only the
-//! conformance-suite client ([`ElicitationMode::AcceptDefaults`]) answers them, by accepting
-//! the schema's defaults, because the suite checks exactly that.
+//! With an elicitation broker (a [`Session`]), every elicitation goes through its policy,
+//! consent UI and receipts. Without one, every elicitation is declined and reported as a
+//! [`HostEvent`], in both eras: fail closed. Only the conformance-suite client
+//! ([`ElicitationMode::AcceptDefaults`]) answers them without a person, by accepting the
+//! schema's defaults, because the suite checks exactly that.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +21,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
 
+use crate::broker::{Arrival, Association, Session};
 use crate::tap::ProgressCount;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -79,7 +81,14 @@ pub struct HostClient {
     events: broadcast::Sender<HostEvent>,
     tools_stale: Arc<AtomicBool>,
     progress: Arc<ProgressCount>,
+    /// The broker session, set once the handshake is done (the watch lets a request that
+    /// arrives in between wait for it).
+    session: Option<tokio::sync::watch::Receiver<Option<Arc<Session>>>>,
 }
+
+/// How long a server request that arrives during the handshake waits for the session before
+/// it is declined.
+const SESSION_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What every Gatehouse connection declares: form and URL elicitation, nothing else.
 pub fn client_info() -> ClientConfig {
@@ -112,7 +121,28 @@ impl HostClient {
             events,
             tools_stale,
             progress,
+            session: None,
         }
+    }
+
+    /// Routes elicitations and completions through the broker session that `session` will
+    /// carry once the connection is set up.
+    pub fn with_pending_session(
+        mut self,
+        session: tokio::sync::watch::Receiver<Option<Arc<Session>>>,
+    ) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// `None` without a broker. `Some(None)` when the session never came: fail closed.
+    async fn session(&self) -> Option<Option<Arc<Session>>> {
+        let mut rx = self.session.clone()?;
+        let ready = tokio::time::timeout(SESSION_WAIT, rx.wait_for(Option::is_some)).await;
+        Some(match ready {
+            Ok(Ok(session)) => session.clone(),
+            _ => None,
+        })
     }
 
     fn emit(&self, event: HostEvent) {
@@ -206,9 +236,39 @@ impl ClientHandler for HostClient {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Ok(self.answer(&request))
+        let session = match self.session().await {
+            None => return Ok(self.answer(&request)),
+            Some(None) => {
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+            Some(Some(session)) => session,
+        };
+        // Streamable HTTP marks which POST's stream a server request arrived on (SEP-2260).
+        let association = match context
+            .extensions
+            .get::<rmcp::service::InboundStreamOrigin>()
+        {
+            Some(rmcp::service::InboundStreamOrigin::OutboundRequest(id)) => {
+                Association::Stream(serde_json::to_value(id).unwrap_or(Value::Null))
+            }
+            Some(rmcp::service::InboundStreamOrigin::Unassociated) => Association::Unassociated,
+            None => Association::Unknown,
+        };
+        let (result, record) = session
+            .broker()
+            .elicit(&session, &request, Arrival::Request(association))
+            .await;
+        self.emit(HostEvent::Elicitation {
+            server: self.server.clone(),
+            mode: record.mode,
+            message: String::new(),
+            url: record.url.as_ref().map(|u| u.full.clone()),
+            action: record.action,
+            reason: format!("{} (receipt {})", record.decision, record.receipt_id),
+        });
+        Ok(result)
     }
 
     async fn on_custom_request(
@@ -220,6 +280,10 @@ impl ClientHandler for HostClient {
         // has a schema outside the form subset or an unknown mode.
         if request.method == "elicitation/create" {
             let detail = "Gatehouse cannot show this elicitation: its requestedSchema is outside MCP's form subset (a flat object of string, number, integer, boolean and enum fields) or its mode is unknown".to_string();
+            if let Some(Some(session)) = self.session().await {
+                let raw = request.params.clone().unwrap_or(Value::Null);
+                session.broker().unsupported(&session, &raw, &detail);
+            }
             self.emit(HostEvent::ElicitationRefused {
                 server: self.server.clone(),
                 detail: detail.clone(),
@@ -278,6 +342,22 @@ impl ClientHandler for HostClient {
         notification: CustomNotification,
         _context: NotificationContext<RoleClient>,
     ) {
+        if notification.method == "notifications/elicitation/complete" {
+            // Counted as handled on every path, or a call would wait for it in vain.
+            let handled = &self.progress;
+            if let Some(Some(session)) = self.session().await {
+                let id = notification
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("elicitationId"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                session.broker().complete(&session, id);
+                handled.handled();
+                return;
+            }
+            handled.handled();
+        }
         self.emit(HostEvent::Unhandled {
             server: self.server.clone(),
             method: notification.method,

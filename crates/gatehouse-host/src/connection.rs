@@ -21,10 +21,13 @@ use gatehouse_attest::gate::{Permit, ToolGate, ToolStatus};
 use gatehouse_attest::pins::tool_pin;
 
 use crate::admission::Verdict;
+use crate::broker::{Arrival, ElicitationBroker, ElicitationRecord, Session, WaitOutcome};
 use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation};
 use crate::config::{ServerSpec, lookup_secret, resolve_secrets};
+use crate::consent::WaitPhase;
 use crate::error::explain;
 use crate::gatekeeper::Gatekeeper;
+use crate::gatekeeper::events;
 use crate::http::{self, HttpLaunch};
 use crate::secrets::{SecretStore, SecretValue, to_identifier};
 use crate::stdio::{StdioLaunch, StdioTransport, TransportState};
@@ -34,6 +37,12 @@ use crate::{Era, EraPreference, HostError};
 /// The most `input_required` rounds one call may take (2026-07-28 MRTR), so a server cannot
 /// keep the host asking forever.
 pub const MAX_INPUT_ROUNDS: usize = 10;
+
+/// The most times a call is retried after `-32042` (URL elicitation required, 2025-11-25).
+pub const MAX_URL_RETRIES: usize = 3;
+
+/// JSON-RPC error code of URLElicitationRequiredError (2025-11-25 only).
+pub const URL_ELICITATION_REQUIRED: i32 = -32042;
 
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -47,6 +56,9 @@ pub struct ConnectOptions {
     pub log_dir: Option<PathBuf>,
     /// stdio shutdown: wait this long after closing stdin, and again after SIGTERM.
     pub shutdown_grace: Duration,
+    /// The elicitation broker (policy, consent, receipts). Without one every elicitation is
+    /// answered per `elicitation` (declined, unless in conformance mode).
+    pub broker: Option<Arc<ElicitationBroker>>,
 }
 
 impl Default for ConnectOptions {
@@ -58,6 +70,7 @@ impl Default for ConnectOptions {
             request_timeout: Duration::from_secs(60),
             log_dir: None,
             shutdown_grace: Duration::from_secs(2),
+            broker: None,
         }
     }
 }
@@ -87,8 +100,10 @@ pub struct CallOptions {
 #[derive(Debug, Clone)]
 pub struct ToolOutcome {
     pub result: CallToolResult,
-    /// How many requests the call took (more than one after MRTR rounds).
+    /// How many requests the call took (more than one after MRTR rounds or -32042 retries).
     pub rounds: usize,
+    /// Every elicitation the call caused, in order.
+    pub elicitations: Vec<ElicitationRecord>,
 }
 
 impl ToolOutcome {
@@ -124,7 +139,9 @@ pub struct Connection {
     tools_cache: Mutex<Option<Vec<Tool>>>,
     request_timeout: Duration,
     gatekeeper: Arc<Gatekeeper>,
-    verdict: Verdict,
+    verdict: Arc<Verdict>,
+    /// Present when a broker handles this connection's elicitations.
+    session: Option<Arc<Session>>,
     /// The closed allow-list and the definitions last listed; checked before every call.
     tool_gate: Mutex<ToolGate>,
     /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
@@ -283,6 +300,19 @@ impl Connection {
                 detail: verdict.detail.clone(),
             });
         }
+        if let Some(suspension) = gatekeeper.suspension(&verdict) {
+            gatekeeper.audit(
+                events::SUSPENDED_REFUSED,
+                &verdict,
+                serde_json::json!({"name": server, "reason": suspension.reason, "since": suspension.since}),
+            )?;
+            return Err(HostError::Suspended {
+                server: server.to_string(),
+                reason: suspension.reason,
+                detail: suspension.detail,
+                since: suspension.since,
+            });
+        }
         let (mut launch, used) = resolve(server, spec, secrets, options).await?;
         // Launch exactly the file that was hashed, not whatever PATH finds next time.
         if let (Launch::Stdio(stdio), Some(program)) = (&mut launch, verdict.program()) {
@@ -296,14 +326,19 @@ impl Connection {
             tap,
             era: Arc::new(EraCell::default()),
             progress: Arc::new(ProgressCount::default()),
+            inflight: Default::default(),
         };
-        let handler = HostClient::new(
+        let (session_tx, session_rx) = tokio::sync::watch::channel(None);
+        let mut handler = HostClient::new(
             server,
             options.elicitation,
             events.clone(),
             tools_stale.clone(),
             wire.progress.clone(),
         );
+        if options.broker.is_some() {
+            handler = handler.with_pending_session(session_rx);
+        }
         let (service, state) = match launch {
             Launch::Stdio(launch) => {
                 let (transport, state) = StdioTransport::spawn(server, &launch)?;
@@ -347,6 +382,25 @@ impl Connection {
             verdict.claimed.server_name = Some(implementation.name.clone());
             verdict.claimed.server_version = Some(implementation.version.clone());
         }
+        let verdict = Arc::new(verdict);
+        let session = options.broker.as_ref().map(|broker| {
+            broker.session(
+                verdict.clone(),
+                transport_kind(spec),
+                wire.era.clone(),
+                wire.inflight.clone(),
+            )
+        });
+        if let Some(session) = &session {
+            let _ = session_tx.send(Some(session.clone()));
+            // The kill switch closes the connection from wherever it fires.
+            let kill = session.kill_token();
+            let closing = service.cancellation_token();
+            tokio::spawn(async move {
+                kill.cancelled().await;
+                closing.cancel();
+            });
+        }
         let tool_gate = Mutex::new(ToolGate::new(gatekeeper.allow_list(&verdict)));
         Ok(Connection {
             server: server.to_string(),
@@ -362,6 +416,7 @@ impl Connection {
             request_timeout: options.request_timeout,
             gatekeeper,
             verdict,
+            session,
             tool_gate,
             mismatches_seen: Mutex::new(Default::default()),
         })
@@ -548,44 +603,281 @@ impl Connection {
         self.gatekeeper.authorize(&self.verdict, &gate, name)
     }
 
-    /// Calls a tool. Each round is one `tools/call` ([`Connection::call_tool_round`]); on
-    /// 2026-07-28 an `input_required` result is answered (see [`ElicitationMode`]) and the call
-    /// retried with a new id, the answers, and `requestState` echoed exactly (omitted when the
-    /// server sent none), at most [`MAX_INPUT_ROUNDS`] times.
+    /// Calls a tool. Each round is one `tools/call` ([`Connection::call_tool_round`]):
+    /// - 2026-07-28: an `input_required` result is answered (each input request through the
+    ///   broker's policy and consent) and the call retried with a new id, the answers, and
+    ///   `requestState` echoed exactly (omitted when the server sent none), at most
+    ///   [`MAX_INPUT_ROUNDS`] rounds; after a consented URL the user retries (or cancels).
+    /// - 2025-11-25: a `-32042` error's URL elicitations are put to the user, opened after
+    ///   consent, and the call retried once all of them completed (or the user retries), at
+    ///   most [`MAX_URL_RETRIES`] times; a server that repeats a URL already completed is
+    ///   refused.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         options: &CallOptions,
     ) -> Result<ToolOutcome, HostError> {
-        let permit = self.authorize(name).await?;
+        self.call_tool_traced(name, arguments, options).await.0
+    }
+
+    /// [`Connection::call_tool`], also returning the elicitations the call caused when it
+    /// failed (on success they are in the outcome).
+    pub async fn call_tool_traced(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> (Result<ToolOutcome, HostError>, Vec<ElicitationRecord>) {
+        let permit = match self.authorize(name).await {
+            Ok(permit) => permit,
+            Err(error) => return (Err(error), Vec::new()),
+        };
+        let call = self.session.as_ref().map(|s| (s.clone(), s.begin_call()));
+        let outcome = self
+            .drive_call(
+                &permit,
+                name,
+                arguments,
+                options,
+                call.as_ref().map(|(_, c)| *c),
+            )
+            .await;
+        let Some((session, call)) = call else {
+            return (outcome, Vec::new());
+        };
+        // A kill that fired on notifications received before the result wins over it.
+        let outcome = match (outcome, session.killed()) {
+            (Ok(_), Some(_)) => Err(self.killed_error()),
+            (outcome, _) => outcome,
+        };
+        let mut records = session.end_call(call);
+        match &outcome {
+            Ok(o) => session.broker().attach_result(
+                &session,
+                &mut records,
+                o.is_error(),
+                &result_text(&o.result),
+            ),
+            Err(error) => session.broker().close_prompts(&records, &error.to_string()),
+        }
+        match outcome {
+            Ok(mut o) => {
+                o.elicitations = records;
+                (Ok(o), Vec::new())
+            }
+            Err(error) => (Err(error), records),
+        }
+    }
+
+    async fn drive_call(
+        &self,
+        permit: &Permit,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+        call: Option<u64>,
+    ) -> Result<ToolOutcome, HostError> {
         let mut params = CallToolRequestParams::new(name.to_string());
         params.arguments = arguments;
         let what = format!("tools/call {name:?}");
+        let mut url_retries = 0;
+        let mut completed_urls: Vec<String> = Vec::new();
+        // 2026-07-28: URLs the user already consented to in this call → their prompt.
+        let mut consented: std::collections::HashMap<String, u64> = Default::default();
+        let mut requests_sent = 0;
         for round in 1..=MAX_INPUT_ROUNDS {
-            match self
-                .call_tool_round(&permit, params.clone(), options)
-                .await?
-            {
-                Round::Complete(result) => {
+            if let (Some(session), Some(call)) = (&self.session, call) {
+                session.inflight().expect_call(name, call);
+            }
+            requests_sent += 1;
+            let answer = self.call_round_raw(permit, params.clone(), options).await;
+            match answer {
+                Ok(Round::Complete(result)) => {
                     return Ok(ToolOutcome {
                         result,
-                        rounds: round,
+                        rounds: requests_sent,
+                        elicitations: Vec::new(),
                     });
                 }
-                Round::InputRequired {
+                Ok(Round::InputRequired {
                     requests,
                     request_state,
-                } => {
-                    params.input_responses = Some(self.answer_input_requests(requests, &what)?);
+                }) => {
+                    let (responses, waiting_on) = self
+                        .answer_round(requests, &what, call, round, &mut consented)
+                        .await?;
+                    if let (Some(prompt), Some(session), Some(call)) =
+                        (waiting_on, &self.session, call)
+                    {
+                        match session
+                            .broker()
+                            .wait(session, prompt, &[], WaitPhase::Retry)
+                            .await
+                        {
+                            WaitOutcome::Retry | WaitOutcome::Completed => {
+                                session.broker().record_retry(
+                                    session,
+                                    call,
+                                    round,
+                                    "user_retry",
+                                    &[],
+                                )?;
+                            }
+                            other => return Err(self.wait_failed(&what, other)),
+                        }
+                    }
+                    params.input_responses = Some(responses);
                     params.request_state = request_state;
                 }
+                Err(RoundError::UrlRequired(data)) => {
+                    let (Some(session), Some(call)) = (&self.session, call) else {
+                        return Err(self.service_error(ServiceError::McpError(data), &what));
+                    };
+                    if url_retries >= MAX_URL_RETRIES {
+                        return Err(HostError::ElicitationIncomplete {
+                            server: self.server.clone(),
+                            what,
+                            detail: format!(
+                                "the server still requires URL elicitations after {MAX_URL_RETRIES} retries; giving up"
+                            ),
+                        });
+                    }
+                    let (prompt, ids, urls) = self
+                        .handle_url_required(session, call, &data, &what, &completed_urls)
+                        .await?;
+                    let outcome = session
+                        .broker()
+                        .wait(session, prompt, &ids, WaitPhase::Completion)
+                        .await;
+                    let why = match outcome {
+                        WaitOutcome::Completed => "completed",
+                        WaitOutcome::Retry => "user_retry",
+                        other => return Err(self.wait_failed(&what, other)),
+                    };
+                    url_retries += 1;
+                    completed_urls.extend(urls);
+                    let receipts: Vec<String> = session
+                        .call_records(call)
+                        .into_iter()
+                        .filter(|r| r.elicitation_id.as_ref().is_some_and(|id| ids.contains(id)))
+                        .map(|r| r.receipt_id)
+                        .collect();
+                    session
+                        .broker()
+                        .record_retry(session, call, url_retries, why, &receipts)?;
+                }
+                Err(RoundError::Host(error)) => return Err(error),
             }
         }
         Err(self.protocol(
             &what,
-            &format!("no final result after {MAX_INPUT_ROUNDS} input_required rounds"),
+            &format!("no final result after {MAX_INPUT_ROUNDS} rounds"),
         ))
+    }
+
+    fn wait_failed(&self, what: &str, outcome: WaitOutcome) -> HostError {
+        match outcome {
+            WaitOutcome::Cancelled => HostError::Cancelled {
+                server: self.server.clone(),
+                what: what.to_string(),
+            },
+            WaitOutcome::Killed => self.killed_error(),
+            WaitOutcome::TimedOut => HostError::ElicitationIncomplete {
+                server: self.server.clone(),
+                what: what.to_string(),
+                detail: "the URL flow did not complete within the time a person has to finish it"
+                    .into(),
+            },
+            WaitOutcome::Completed | WaitOutcome::Retry => {
+                self.protocol(what, "unexpected wait outcome")
+            }
+        }
+    }
+
+    fn killed_error(&self) -> HostError {
+        HostError::SessionKilled {
+            server: self.server.clone(),
+            detail: self
+                .session
+                .as_ref()
+                .and_then(|s| s.killed())
+                .unwrap_or_else(|| "elicitation abuse".into()),
+        }
+    }
+
+    /// Puts each URL elicitation of a `-32042` error to the user. Returns the prompt to wait
+    /// on, the elicitation ids and the URLs; an error when any was refused, declined or
+    /// cancelled, or when the server repeats a URL already completed.
+    async fn handle_url_required(
+        &self,
+        session: &Arc<Session>,
+        call: u64,
+        data: &rmcp::model::ErrorData,
+        what: &str,
+        completed_urls: &[String],
+    ) -> Result<(u64, Vec<String>, Vec<String>), HostError> {
+        let entries = data
+            .data
+            .as_ref()
+            .and_then(|d| d.get("elicitations"))
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if entries.is_empty() {
+            return Err(self.protocol(
+                what,
+                "the server answered -32042 (URL elicitation required) without listing any elicitations",
+            ));
+        }
+        let mut prompt = None;
+        let mut ids = Vec::new();
+        let mut urls = Vec::new();
+        for entry in entries {
+            let params: rmcp::model::ElicitRequestParams = serde_json::from_value(entry.clone())
+                .map_err(|e| {
+                    self.protocol(
+                        what,
+                        &format!("a -32042 elicitation is not a URL elicitation: {e}"),
+                    )
+                })?;
+            let rmcp::model::ElicitRequestParams::UrlElicitationParams { url, .. } = &params else {
+                return Err(self.protocol(
+                    what,
+                    "a -32042 error listed a form elicitation; only URL elicitations may be listed",
+                ));
+            };
+            if completed_urls.contains(url) {
+                return Err(HostError::ElicitationIncomplete {
+                    server: self.server.clone(),
+                    what: what.to_string(),
+                    detail: format!(
+                        "the server asks again for a URL elicitation already completed ({url}); not retrying"
+                    ),
+                });
+            }
+            let url = url.clone();
+            let (_, record) = session
+                .broker()
+                .elicit(session, &params, Arrival::Required { call })
+                .await;
+            if record.action != "accept" {
+                return Err(HostError::ElicitationIncomplete {
+                    server: self.server.clone(),
+                    what: what.to_string(),
+                    detail: format!(
+                        "the URL elicitation the server requires was not completed: {} ({}){}",
+                        record.action,
+                        record.decision,
+                        record.note.map(|n| format!("; {n}")).unwrap_or_default()
+                    ),
+                });
+            }
+            prompt.get_or_insert(record.prompt_id);
+            ids.extend(record.elicitation_id);
+            urls.push(url);
+        }
+        Ok((prompt.unwrap_or_default(), ids, urls))
     }
 
     /// One `tools/call` request (`call_tool_once`) for a tool the gate let through
@@ -597,8 +889,24 @@ impl Connection {
         params: CallToolRequestParams,
         options: &CallOptions,
     ) -> Result<Round, HostError> {
+        let what = format!("tools/call {:?}", params.name);
+        match self.call_round_raw(permit, params, options).await {
+            Ok(round) => Ok(round),
+            Err(RoundError::UrlRequired(data)) => {
+                Err(self.service_error(ServiceError::McpError(data), &what))
+            }
+            Err(RoundError::Host(error)) => Err(error),
+        }
+    }
+
+    async fn call_round_raw(
+        &self,
+        permit: &Permit,
+        params: CallToolRequestParams,
+        options: &CallOptions,
+    ) -> Result<Round, RoundError> {
         if params.name.as_ref() != permit.tool() {
-            return Err(HostError::ToolDenied {
+            return Err(RoundError::Host(HostError::ToolDenied {
                 server: self.server.clone(),
                 tool: params.name.to_string(),
                 reason: "tool_not_admitted",
@@ -606,10 +914,23 @@ impl Connection {
                     "the permit is for {:?}, not this tool; each call needs its own authorization",
                     permit.tool()
                 ),
-            });
+            }));
         }
         let what = format!("tools/call {:?}", params.name);
-        match self.guarded(&what, options, self.service.peer().call_tool_once(params)).await? {
+        let response = match self
+            .await_request(&what, options, self.service.peer().call_tool_once(params))
+            .await
+            .map_err(RoundError::Host)?
+        {
+            Ok(response) => response,
+            Err(ServiceError::McpError(data))
+                if data.code.0 == URL_ELICITATION_REQUIRED && self.era == Era::V2025_11_25 =>
+            {
+                return Err(RoundError::UrlRequired(data));
+            }
+            Err(error) => return Err(RoundError::Host(self.service_error(error, &what))),
+        };
+        match response {
             CallToolResponse::Complete(result) => {
                 // Progress that arrived before the result is reported before it; bounded, so a
                 // handler that never runs cannot hold the result back.
@@ -620,15 +941,88 @@ impl Connection {
                 requests: required.input_requests.unwrap_or_default(),
                 request_state: required.request_state,
             }),
-            CallToolResponse::Task(_) => {
-                Err(self.protocol(&what, "the server answered with a task, but Gatehouse does not declare the tasks extension"))
-            }
-            _ => Err(self.protocol(&what, "the server answered with an unknown result type")),
+            CallToolResponse::Task(_) => Err(RoundError::Host(self.protocol(
+                &what,
+                "the server answered with a task, but Gatehouse does not declare the tasks extension",
+            ))),
+            _ => Err(RoundError::Host(
+                self.protocol(&what, "the server answered with an unknown result type"),
+            )),
         }
     }
 
-    /// Answers the input requests of one `input_required` round, each as an elicitation under
-    /// this connection's [`ElicitationMode`].
+    /// Answers the input requests of one `input_required` round: through the broker when there
+    /// is one (a URL already consented to in this call is not asked again), else under this
+    /// connection's [`ElicitationMode`]. Returns the responses and, when a URL was consented
+    /// to, the prompt whose Retry the next round waits for.
+    async fn answer_round(
+        &self,
+        requests: InputRequests,
+        what: &str,
+        call: Option<u64>,
+        round: usize,
+        consented: &mut std::collections::HashMap<String, u64>,
+    ) -> Result<(InputResponses, Option<u64>), HostError> {
+        let (Some(session), Some(call)) = (&self.session, call) else {
+            return Ok((self.answer_input_requests(requests, what)?, None));
+        };
+        let mut responses = InputResponses::new();
+        let mut waiting_on = None;
+        for (key, request) in requests {
+            let InputRequest::Elicitation(elicit) = request else {
+                return Err(self.protocol(
+                    what,
+                    &format!("input request {key:?} asks for something other than an elicitation (sampling, roots), which Gatehouse does not declare"),
+                ));
+            };
+            if let rmcp::model::ElicitRequestParams::UrlElicitationParams { url, .. } =
+                &elicit.params
+                && let Some(prompt) = consented.get(url)
+            {
+                // Still pending out of band: the consent stands, nothing is opened again.
+                waiting_on.get_or_insert(*prompt);
+                responses.insert(
+                    key,
+                    serde_json::to_value(rmcp::model::ElicitResult::new(
+                        rmcp::model::ElicitationAction::Accept,
+                    ))
+                    .expect("ElicitResult serializes"),
+                );
+                continue;
+            }
+            let (result, record) = session
+                .broker()
+                .elicit(
+                    session,
+                    &elicit.params,
+                    Arrival::Input {
+                        call,
+                        key: key.clone(),
+                        round,
+                    },
+                )
+                .await;
+            if session.killed().is_some() {
+                return Err(self.killed_error());
+            }
+            if record.mode == "url"
+                && record.action == "accept"
+                && let rmcp::model::ElicitRequestParams::UrlElicitationParams { url, .. } =
+                    &elicit.params
+            {
+                consented.insert(url.clone(), record.prompt_id);
+                waiting_on.get_or_insert(record.prompt_id);
+            }
+            responses.insert(
+                key,
+                serde_json::to_value(result).expect("ElicitResult serializes"),
+            );
+        }
+        Ok((responses, waiting_on))
+    }
+
+    /// Answers the input requests of one `input_required` round without a broker, each as an
+    /// elicitation under this connection's [`ElicitationMode`].
     pub fn answer_input_requests(
         &self,
         requests: InputRequests,
@@ -704,20 +1098,57 @@ impl Connection {
         options: &CallOptions,
         request: impl Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, HostError> {
+        self.await_request(what, options, request)
+            .await?
+            .map_err(|error| self.service_error(error, what))
+    }
+
+    /// Waits for a request: the server's answer (or rmcp's error), or the host gives up on a
+    /// timeout, the user's cancel, or the kill switch. The request timeout pauses while a
+    /// person is being asked on this connection (human-paced), and restarts once they are
+    /// done.
+    async fn await_request<T>(
+        &self,
+        what: &str,
+        options: &CallOptions,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<Result<T, ServiceError>, HostError> {
         let after = options.timeout.unwrap_or(self.request_timeout);
         let never = CancellationToken::new();
         let cancel = options.cancel.as_ref().unwrap_or(&never);
-        let abandoned = tokio::select! {
-            result = tokio::time::timeout(after, request) => match result {
-                Ok(Ok(value)) => return Ok(value),
-                Ok(Err(error)) => return Err(self.service_error(error, what)),
-                Err(_) => HostError::Timeout { server: self.server.clone(), what: what.to_string(), after },
-            },
-            _ = cancel.cancelled() => HostError::Cancelled { server: self.server.clone(), what: what.to_string() },
+        let kill = self
+            .session
+            .as_ref()
+            .map(|s| s.kill_token())
+            .unwrap_or_default();
+        let mut request = std::pin::pin!(request);
+        let mut deadline = tokio::time::Instant::now() + after;
+        let abandoned = loop {
+            let timer = async {
+                if let Some(session) = self.session.as_ref().filter(|s| s.is_busy()) {
+                    session.until_idle().await;
+                    return false;
+                }
+                tokio::time::sleep_until(deadline).await;
+                true
+            };
+            tokio::select! {
+                result = &mut request => return Ok(result),
+                expired = timer => {
+                    if !expired {
+                        deadline = tokio::time::Instant::now() + after;
+                    } else if !self.session.as_ref().is_some_and(|s| s.is_busy()) {
+                        break HostError::Timeout { server: self.server.clone(), what: what.to_string(), after };
+                    }
+                }
+                _ = cancel.cancelled() => break HostError::Cancelled { server: self.server.clone(), what: what.to_string() },
+                _ = kill.cancelled() => return Err(self.killed_error()),
+            }
         };
         // The abandoned request's `notifications/cancelled` is queued by rmcp when the future
         // drops; give the service loop a moment to put it on the wire before the caller
         // possibly exits.
+        drop(request);
         tokio::time::sleep(Duration::from_millis(50)).await;
         Err(abandoned)
     }
@@ -767,8 +1198,54 @@ impl Connection {
     /// Closes the connection: for stdio, closes stdin, then SIGTERM, then SIGKILL; for HTTP,
     /// ends the streams and DELETEs the session where there is one.
     pub async fn close(self) {
+        if let Some(session) = &self.session {
+            session.broker().end_session(session);
+        }
         let _ = self.service.cancel().await;
     }
+
+    /// The broker session of this connection, if elicitations go through a broker.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        self.session.as_ref()
+    }
+}
+
+/// Why a round ended without a result.
+enum RoundError {
+    /// 2025-11-25 `-32042`: URL elicitations must complete before a retry.
+    UrlRequired(rmcp::model::ErrorData),
+    Host(HostError),
+}
+
+/// How the broker sees the transport: stdio, or HTTP on loopback or not, with or without
+/// MCP authorization (a bearer token or an Authorization header).
+fn transport_kind(spec: &ServerSpec) -> gatehouse_policy::TransportKind {
+    match spec {
+        ServerSpec::Stdio(_) => gatehouse_policy::TransportKind::Stdio,
+        ServerSpec::Http(http) => gatehouse_policy::TransportKind::Http {
+            loopback: match http.url.host() {
+                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                None => false,
+            },
+            authorized: http.bearer_token_secret.is_some()
+                || http
+                    .headers
+                    .iter()
+                    .any(|(name, _)| name.eq_ignore_ascii_case("authorization")),
+        },
+    }
+}
+
+/// The text of a tool result, for attaching to prompts.
+fn result_text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Tool definitions as JSON, the form pins are computed over.

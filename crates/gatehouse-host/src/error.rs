@@ -99,6 +99,32 @@ pub enum HostError {
         what: String,
         detail: String,
     },
+
+    /// The server is suspended (the elicitation kill switch fired) until the user re-enables it.
+    #[error(
+        "server {server:?} is suspended since {since} ({reason}: {detail}); nothing was started or sent. Re-enable it with `gatehouse servers resume {server}` if you trust it again"
+    )]
+    Suspended {
+        server: String,
+        reason: String,
+        detail: String,
+        since: String,
+    },
+
+    /// The kill switch closed this connection: the server abused the elicitation channel.
+    #[error(
+        "server {server:?}: the connection was closed and the server suspended for abusing elicitations ({detail})"
+    )]
+    SessionKilled { server: String, detail: String },
+
+    /// A request needed URL elicitations that did not complete (declined, refused, timed out,
+    /// or repeated by the server).
+    #[error("server {server:?}: {what} needs an elicitation that did not complete: {detail}")]
+    ElicitationIncomplete {
+        server: String,
+        what: String,
+        detail: String,
+    },
 }
 
 impl HostError {
@@ -119,6 +145,9 @@ impl HostError {
             HostError::ToolDenied { reason, .. } => reason,
             HostError::AuditUnavailable { .. } => "audit_unavailable",
             HostError::PostureForbids { .. } => "posture_forbids",
+            HostError::Suspended { .. } => "server_suspended",
+            HostError::SessionKilled { .. } => "kill_session_on_elicitation_abuse",
+            HostError::ElicitationIncomplete { .. } => "elicitation_incomplete",
         }
     }
 
@@ -130,7 +159,10 @@ impl HostError {
             | HostError::NotAdmitted { .. }
             | HostError::ToolDenied { .. }
             | HostError::AuditUnavailable { .. }
-            | HostError::PostureForbids { .. } => true,
+            | HostError::PostureForbids { .. }
+            | HostError::Suspended { .. }
+            | HostError::SessionKilled { .. }
+            | HostError::ElicitationIncomplete { .. } => true,
             HostError::Config(_)
             | HostError::UnknownServer { .. }
             | HostError::Secret { .. }

@@ -17,9 +17,11 @@
 //! never renders server text: that is the caller's job.
 
 pub mod admission;
+pub mod broker;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod consent;
 pub mod demo;
 pub mod era;
 pub mod error;
@@ -31,9 +33,11 @@ pub mod stdio;
 pub mod tap;
 
 pub use admission::{Trust, TrustSettings, Verdict};
+pub use broker::{BrokerOptions, ElicitationBroker, ElicitationRecord, Session};
 pub use client::{ElicitationMode, HostEvent};
 pub use config::{ServerSpec, ServersFile};
 pub use connection::{CallOptions, ConnectOptions, Connection, ToolOutcome};
+pub use consent::{ConsentUi, Prompt, ScriptedConsent, SystemBrowser, UrlOpener};
 pub use era::{Era, EraPreference};
 pub use error::HostError;
 pub use gatekeeper::{Approvals, Auditor, Gatekeeper};

@@ -226,7 +226,7 @@ impl EraCell {
     }
 }
 
-/// Progress notifications received vs handled, per connection. rmcp runs each notification
+/// Progress (and elicitation completion) notifications received vs handled, per connection. rmcp runs each notification
 /// handler in a task of its own, so a progress notification that arrived before a result may
 /// be handled after it; a caller that waits for `handled` to reach `received` sees every
 /// progress event of its call before the result.
@@ -261,13 +261,132 @@ impl ProgressCount {
     }
 }
 
+/// A request of ours the server has not answered yet.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutRequest {
+    /// The JSON-RPC id, as sent.
+    pub id: Value,
+    pub method: String,
+    /// For `tools/call`: the tool's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The host-side call it belongs to ([`InFlight::expect_call`]).
+    #[serde(skip)]
+    pub call: Option<u64>,
+}
+
+/// Requests in flight on one connection, as seen on the wire: what an `elicitation/create`
+/// can be tied to (SEP-2260). Host-side calls announce themselves before sending, so the
+/// next `tools/call` of that tool on the wire is attributed to them.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    requests: Mutex<Vec<OutRequest>>,
+    expected: Mutex<VecDeque<(String, u64)>>,
+    /// The last request sent for each host call, answered or not.
+    last: Mutex<std::collections::HashMap<u64, OutRequest>>,
+}
+
+impl InFlight {
+    /// The next `tools/call` of `tool` sent belongs to host call `call`.
+    pub fn expect_call(&self, tool: &str, call: u64) {
+        self.expected
+            .lock()
+            .expect("in-flight poisoned")
+            .push_back((tool.to_string(), call));
+    }
+
+    /// Forgets an announcement that was never sent (the call failed before sending).
+    pub fn forget_call(&self, call: u64) {
+        self.expected
+            .lock()
+            .expect("in-flight poisoned")
+            .retain(|(_, c)| *c != call);
+        self.last.lock().expect("in-flight poisoned").remove(&call);
+    }
+
+    fn sent(&self, message: &Value) {
+        let (Some(id), Some(method)) = (
+            message.get("id"),
+            message.get("method").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let tool = (method == "tools/call")
+            .then(|| {
+                message
+                    .pointer("/params/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten();
+        let call = tool.as_ref().and_then(|tool| {
+            let mut expected = self.expected.lock().expect("in-flight poisoned");
+            let position = expected.iter().position(|(t, _)| t == tool)?;
+            expected.remove(position).map(|(_, call)| call)
+        });
+        let request = OutRequest {
+            id: id.clone(),
+            method: method.to_string(),
+            tool,
+            call,
+        };
+        if let Some(call) = call {
+            self.last
+                .lock()
+                .expect("in-flight poisoned")
+                .insert(call, request.clone());
+        }
+        self.requests
+            .lock()
+            .expect("in-flight poisoned")
+            .push(request);
+    }
+
+    /// The last request sent for host call `call`.
+    pub fn last_of_call(&self, call: u64) -> Option<OutRequest> {
+        self.last
+            .lock()
+            .expect("in-flight poisoned")
+            .get(&call)
+            .cloned()
+    }
+
+    fn answered(&self, message: &Value) {
+        if message.get("method").is_some() {
+            return;
+        }
+        if let Some(id) = message.get("id") {
+            self.requests
+                .lock()
+                .expect("in-flight poisoned")
+                .retain(|r| &r.id != id);
+        }
+    }
+
+    /// Every request not answered yet, oldest first.
+    pub fn snapshot(&self) -> Vec<OutRequest> {
+        self.requests.lock().expect("in-flight poisoned").clone()
+    }
+
+    /// The in-flight request with this JSON-RPC id.
+    pub fn get(&self, id: &Value) -> Option<OutRequest> {
+        self.requests
+            .lock()
+            .expect("in-flight poisoned")
+            .iter()
+            .find(|r| &r.id == id)
+            .cloned()
+    }
+}
+
 /// What a connection's transport wrapper shares with the rest of the connection: the tap, the
-/// era as it settles, and the progress count.
+/// era as it settles, the progress count and the requests in flight.
 #[derive(Debug, Clone)]
 pub struct Wire {
     pub tap: Arc<TrafficTap>,
     pub era: Arc<EraCell>,
     pub progress: Arc<ProgressCount>,
+    pub inflight: Arc<InFlight>,
 }
 
 /// A transport wrapped so the tap records every message crossing it.
@@ -302,6 +421,11 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
             }
         }
         let text = serde_json::to_string(&item).unwrap_or_default();
+        if matches!(item, ClientJsonRpcMessage::Request(_))
+            && let Ok(value) = serde_json::from_str::<Value>(&text)
+        {
+            self.wire.inflight.sent(&value);
+        }
         self.wire
             .tap
             .record_text(&self.server, Direction::Out, self.wire.era.get(), text);
@@ -310,12 +434,27 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let item = self.inner.receive().await?;
-        if let ServerJsonRpcMessage::Notification(notification) = &item
-            && let ServerNotification::ProgressNotification(_) = &notification.notification
-        {
-            self.wire.progress.received();
+        if let ServerJsonRpcMessage::Notification(notification) = &item {
+            match &notification.notification {
+                ServerNotification::ProgressNotification(_) => self.wire.progress.received(),
+                // Completions decide whether a call retries or a session dies: the call waits
+                // for those that arrived before its result, like progress.
+                ServerNotification::CustomNotification(custom)
+                    if custom.method == "notifications/elicitation/complete" =>
+                {
+                    self.wire.progress.received()
+                }
+                _ => {}
+            }
         }
         let text = serde_json::to_string(&item).unwrap_or_default();
+        if matches!(
+            item,
+            ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
+        ) && let Ok(value) = serde_json::from_str::<Value>(&text)
+        {
+            self.wire.inflight.answered(&value);
+        }
         self.wire
             .tap
             .record_text(&self.server, Direction::In, self.wire.era.get(), text);

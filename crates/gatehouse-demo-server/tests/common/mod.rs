@@ -23,6 +23,28 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 pub const LEGACY: &str = "2025-11-25";
 pub const MODERN: &str = "2026-07-28";
 
+/// Every tool, in the order `tools/list` gives them (by name).
+pub const ALL_TOOLS: [&str; 10] = [
+    "add",
+    "ask_password",
+    "book_table",
+    "connect_account",
+    "connect_account_required",
+    "echo",
+    "fail",
+    "open_link",
+    "slow",
+    "spoof_completion",
+];
+
+/// Environment variables the server reads; cleared so the caller's settings cannot leak in.
+pub const SERVER_ENV: [&str; 4] = [
+    "GATEHOUSE_DEMO_ERA",
+    "GATEHOUSE_DEMO_PAGE_SIZE",
+    "GATEHOUSE_DEMO_ATTESTATION",
+    "GATEHOUSE_DEMO_PAGE_HITS",
+];
+
 /// The per-request `_meta` a 2026-07-28 client sends instead of `initialize`.
 pub fn modern_meta() -> Value {
     json!({
@@ -130,11 +152,11 @@ impl StdioServer {
 
     pub fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(BIN);
+        command.args(args);
+        for key in SERVER_ENV {
+            command.env_remove(key);
+        }
         command
-            .args(args)
-            .env_remove("GATEHOUSE_DEMO_ERA")
-            .env_remove("GATEHOUSE_DEMO_PAGE_SIZE")
-            .env_remove("GATEHOUSE_DEMO_ATTESTATION")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -282,12 +304,11 @@ impl HttpServer {
 
     pub fn spawn_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(BIN);
+        command.args(["--http", "127.0.0.1:0"]).args(args);
+        for key in SERVER_ENV {
+            command.env_remove(key);
+        }
         command
-            .args(["--http", "127.0.0.1:0"])
-            .args(args)
-            .env_remove("GATEHOUSE_DEMO_ERA")
-            .env_remove("GATEHOUSE_DEMO_PAGE_SIZE")
-            .env_remove("GATEHOUSE_DEMO_ATTESTATION")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -1,0 +1,433 @@
+//! Consent on the terminal: prompts on stderr, answers from stdin. Server text is printed
+//! through `output::safe_line` (control characters and escapes neutralized), never
+//! interpreted; the identity banner comes from the host.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Mutex;
+
+use gatehouse_host::consent::{
+    ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody, PromptUpdate, UiFuture, WaitChoice,
+    WaitPhase,
+};
+use gatehouse_policy::form::{Field, FieldKind};
+use gatehouse_policy::{Decision, FieldError};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::output::safe_line;
+
+/// Lines from stdin, read by one thread for the whole process so that an abandoned wait
+/// never leaves a stray reader behind.
+pub struct TerminalConsent {
+    lines: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    color: bool,
+    /// Refused prompts already printed (a refusal is reported once).
+    printed: Mutex<Vec<u64>>,
+}
+
+impl Default for TerminalConsent {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TerminalConsent {
+    pub fn new() -> TerminalConsent {
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                match line {
+                    Ok(line) => {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+            // EOF: the channel closes, and every later question reads as cancel.
+        });
+        TerminalConsent {
+            lines: tokio::sync::Mutex::new(rx),
+            color: std::io::stderr().is_terminal(),
+            printed: Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn read(&self, question: &str) -> Option<String> {
+        eprint!("{question} ");
+        let _ = std::io::stderr().flush();
+        self.lines
+            .lock()
+            .await
+            .recv()
+            .await
+            .map(|l| l.trim().to_string())
+    }
+
+    fn bold(&self, text: &str) -> String {
+        if self.color {
+            format!("\x1b[1m{text}\x1b[0m")
+        } else {
+            format!("[{text}]")
+        }
+    }
+
+    fn header(&self, prompt: &Prompt) {
+        eprintln!();
+        eprintln!(
+            "──── elicitation #{} from {} ────",
+            prompt.id,
+            safe_line(&prompt.server)
+        );
+        for line in prompt.banner.lines() {
+            eprintln!("{}", safe_line(&line));
+        }
+        if let Some(origin) = &prompt.origin {
+            eprintln!("caused by: {}", safe_line(origin));
+        }
+        eprintln!(
+            "the server says (its own words): {}",
+            safe_line(&prompt.message)
+        );
+    }
+
+    fn reasons(&self, prompt: &Prompt) {
+        eprintln!("policy decision: {}", prompt.assessment.decision);
+        for reason in &prompt.assessment.reasons {
+            eprintln!("  - {}: {}", reason.code, safe_line(&reason.detail));
+        }
+    }
+
+    fn show_url(&self, prompt: &Prompt) {
+        if let PromptBody::Url { display } = &prompt.body {
+            eprintln!(
+                "URL (exactly what will be opened): {}",
+                safe_line(&display.full)
+            );
+            eprintln!("host: {}", self.bold(&safe_line(&display.host)));
+            if display.host_unicode != display.host {
+                eprintln!(
+                    "WARNING: the host is internationalized; it displays as {} but is {}",
+                    safe_line(&display.host_unicode),
+                    safe_line(&display.host)
+                );
+            }
+        }
+    }
+
+    async fn ask_field(&self, field: &Field, current: Option<&Value>) -> Option<Option<Value>> {
+        let label = field.title.as_deref().unwrap_or(&field.name);
+        let mut hint = String::new();
+        match &field.kind {
+            FieldKind::Text { format, .. } => {
+                if let Some(format) = format {
+                    hint = format!(" ({format:?})").to_lowercase();
+                }
+            }
+            FieldKind::Number {
+                integer,
+                minimum,
+                maximum,
+            } => {
+                hint = format!(
+                    " ({}{}{})",
+                    if *integer { "integer" } else { "number" },
+                    minimum.map(|m| format!(", min {m}")).unwrap_or_default(),
+                    maximum.map(|m| format!(", max {m}")).unwrap_or_default()
+                );
+            }
+            FieldKind::Boolean => hint = " (y/n)".into(),
+            FieldKind::Select { choices } => {
+                hint = format!(
+                    " (one of: {})",
+                    choices
+                        .iter()
+                        .map(|c| format!("{} = {}", safe_line(&c.value), safe_line(&c.title)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+            FieldKind::MultiSelect { choices, .. } => {
+                hint = format!(
+                    " (comma-separated, from: {})",
+                    choices
+                        .iter()
+                        .map(|c| format!("{} = {}", safe_line(&c.value), safe_line(&c.title)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        }
+        if let Some(description) = &field.description {
+            eprintln!("  {}", safe_line(description));
+        }
+        let shown = current
+            .map(|v| format!(" [{}]", safe_line(&v.to_string())))
+            .unwrap_or_default();
+        let required = if field.required { " *" } else { "" };
+        let line = self
+            .read(&format!("{}{required}{hint}{shown}:", safe_line(label)))
+            .await?;
+        if line.is_empty() {
+            return Some(current.cloned());
+        }
+        if line == "-" {
+            return Some(None);
+        }
+        Some(Some(match &field.kind {
+            FieldKind::Text { .. } | FieldKind::Select { .. } => Value::String(line),
+            FieldKind::Number { .. } => serde_json::from_str::<Value>(&line)
+                .ok()
+                .filter(Value::is_number)
+                .unwrap_or(Value::String(line)),
+            FieldKind::Boolean => match line.to_lowercase().as_str() {
+                "y" | "yes" | "true" => Value::Bool(true),
+                "n" | "no" | "false" => Value::Bool(false),
+                _ => Value::String(line),
+            },
+            FieldKind::MultiSelect { .. } => Value::Array(
+                line.split(',')
+                    .map(|s| Value::String(s.trim().to_string()))
+                    .filter(|v| v.as_str() != Some(""))
+                    .collect(),
+            ),
+        }))
+    }
+
+    async fn ask_form(
+        &self,
+        prompt: &Prompt,
+        fields: &[Field],
+        defaults: &Map<String, Value>,
+    ) -> ConsentAnswer {
+        let mut content = defaults.clone();
+        loop {
+            eprintln!("Fill in the form (Enter keeps the value shown, '-' clears it):");
+            for field in fields {
+                match self.ask_field(field, content.get(&field.name)).await {
+                    None => return ConsentAnswer::plain(ConsentReply::Cancel),
+                    Some(Some(value)) => {
+                        content.insert(field.name.clone(), value);
+                    }
+                    Some(None) => {
+                        content.remove(&field.name);
+                    }
+                }
+            }
+            eprintln!("You are about to send to {}:", safe_line(&prompt.server));
+            for (key, value) in &content {
+                eprintln!("  {} = {}", safe_line(key), safe_line(&value.to_string()));
+            }
+            let Some(choice) = self.read("[s]ubmit, [e]dit, [d]ecline or [c]ancel?").await else {
+                return ConsentAnswer::plain(ConsentReply::Cancel);
+            };
+            match choice.to_lowercase().as_str() {
+                "s" | "submit" => {
+                    return self
+                        .confirm_override(prompt, ConsentReply::Submit(content))
+                        .await;
+                }
+                "e" | "edit" => continue,
+                "d" | "decline" => return ConsentAnswer::plain(ConsentReply::Decline),
+                _ => return ConsentAnswer::plain(ConsentReply::Cancel),
+            }
+        }
+    }
+
+    /// A held prompt needs the word "override" typed, on top of the ordinary consent.
+    async fn confirm_override(&self, prompt: &Prompt, reply: ConsentReply) -> ConsentAnswer {
+        if prompt.assessment.decision != Decision::HoldForElicitationEvidence {
+            return ConsentAnswer::plain(reply);
+        }
+        eprintln!("The policy HOLDS this elicitation for the reasons above; you may override it.");
+        let typed = self.read("Type 'override' to go ahead anyway:").await;
+        if typed.as_deref() == Some("override") {
+            ConsentAnswer {
+                reply,
+                override_hold: true,
+            }
+        } else {
+            ConsentAnswer::plain(ConsentReply::Decline)
+        }
+    }
+}
+
+impl ConsentUi for TerminalConsent {
+    fn ask<'a>(
+        &'a self,
+        prompt: &'a Prompt,
+        problems: &'a [FieldError],
+    ) -> UiFuture<'a, ConsentAnswer> {
+        Box::pin(async move {
+            self.header(prompt);
+            if !prompt.assessment.is_allowed() {
+                self.reasons(prompt);
+            }
+            for problem in problems {
+                eprintln!(
+                    "  invalid answer for {}: {}",
+                    safe_line(&problem.field),
+                    safe_line(&problem.problem)
+                );
+            }
+            match &prompt.body {
+                PromptBody::Form {
+                    schema, defaults, ..
+                } => self.ask_form(prompt, &schema.fields, defaults).await,
+                PromptBody::Url { .. } => {
+                    self.show_url(prompt);
+                    let Some(choice) = self
+                        .read("Open it in your browser? [o]pen, [d]ecline or [c]ancel:")
+                        .await
+                    else {
+                        return ConsentAnswer::plain(ConsentReply::Cancel);
+                    };
+                    match choice.to_lowercase().as_str() {
+                        "o" | "open" => self.confirm_override(prompt, ConsentReply::Open).await,
+                        "d" | "decline" => ConsentAnswer::plain(ConsentReply::Decline),
+                        _ => ConsentAnswer::plain(ConsentReply::Cancel),
+                    }
+                }
+                PromptBody::Unsupported { .. } => ConsentAnswer::plain(ConsentReply::Cancel),
+            }
+        })
+    }
+
+    fn waiting(&self, prompt_id: u64, phase: WaitPhase) -> UiFuture<'_, WaitChoice> {
+        Box::pin(async move {
+            let question = match phase {
+                WaitPhase::Completion => format!(
+                    "Waiting for elicitation #{prompt_id} to complete in the browser. Press Enter to retry now, or type c to cancel:"
+                ),
+                WaitPhase::Retry => format!(
+                    "When you are done in the browser (elicitation #{prompt_id}), press Enter to retry, or type c to cancel:"
+                ),
+            };
+            match self.read(&question).await {
+                Some(line)
+                    if line.eq_ignore_ascii_case("c") || line.eq_ignore_ascii_case("cancel") =>
+                {
+                    WaitChoice::Cancel
+                }
+                Some(_) => WaitChoice::Retry,
+                None => WaitChoice::Cancel,
+            }
+        })
+    }
+
+    fn update(&self, update: PromptUpdate) {
+        match update {
+            PromptUpdate::Refused { prompt } => {
+                {
+                    let mut printed = self.printed.lock().expect("printed poisoned");
+                    if printed.contains(&prompt.id) {
+                        return;
+                    }
+                    printed.push(prompt.id);
+                }
+                self.header(&prompt);
+                self.show_url(&prompt);
+                eprintln!("REFUSED: nothing was sent but a decline.");
+                self.reasons(&prompt);
+            }
+            PromptUpdate::Opened { prompt_id, .. } => {
+                eprintln!("elicitation #{prompt_id}: opened in your browser")
+            }
+            PromptUpdate::Completed { prompt_id, via } => {
+                eprintln!("elicitation #{prompt_id}: completed ({via})")
+            }
+            PromptUpdate::Result {
+                prompt_id,
+                is_error,
+                ..
+            } => eprintln!(
+                "elicitation #{prompt_id}: the tool call it belongs to finished{}",
+                if is_error { " with an error" } else { "" }
+            ),
+            PromptUpdate::Closed { prompt_id, outcome } => {
+                eprintln!("elicitation #{prompt_id}: closed ({})", safe_line(&outcome))
+            }
+            PromptUpdate::Invalid { .. } => {}
+            PromptUpdate::Suspended { server, detail } => eprintln!(
+                "{}: connection closed and server SUSPENDED for elicitation abuse: {}",
+                safe_line(&server),
+                safe_line(&detail)
+            ),
+        }
+    }
+}
+
+/// The consent front end a command uses: an answers file, or the terminal.
+pub enum Consent {
+    Scripted(std::sync::Arc<gatehouse_host::ScriptedConsent>),
+    Terminal(std::sync::Arc<TerminalConsent>),
+}
+
+impl Consent {
+    pub fn new(
+        _context: &crate::commands::Context,
+        answers: Option<&std::path::Path>,
+    ) -> Result<Consent, crate::commands::Failure> {
+        Ok(match answers {
+            Some(path) => Consent::Scripted(std::sync::Arc::new(
+                gatehouse_host::ScriptedConsent::load(path)
+                    .map_err(crate::commands::Failure::usage)?,
+            )),
+            None => Consent::Terminal(std::sync::Arc::new(TerminalConsent::new())),
+        })
+    }
+
+    /// The broker every connection of this command shares.
+    pub fn broker(
+        &self,
+        context: &crate::commands::Context,
+        gatekeeper: std::sync::Arc<gatehouse_host::Gatekeeper>,
+    ) -> Result<std::sync::Arc<gatehouse_host::ElicitationBroker>, crate::commands::Failure> {
+        let policy = load_policy(context.policy_path.as_deref())?;
+        let ui: std::sync::Arc<dyn ConsentUi> = match self {
+            Consent::Scripted(s) => s.clone(),
+            Consent::Terminal(t) => t.clone(),
+        };
+        Ok(gatehouse_host::ElicitationBroker::new(
+            std::sync::Arc::new(policy),
+            ui,
+            std::sync::Arc::new(gatehouse_host::SystemBrowser),
+            gatekeeper,
+            gatehouse_host::BrokerOptions {
+                human_timeout: context.prompt_timeout,
+                ..Default::default()
+            },
+        ))
+    }
+
+    /// What the answers file could not answer (mismatched or missing entries).
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            Consent::Scripted(s) => s.notes(),
+            Consent::Terminal(_) => Vec::new(),
+        }
+    }
+}
+
+/// The elicitation policy: the file given, or the shipped default. A file that cannot be read
+/// or is invalid is a usage error, never a silent fallback to the default.
+pub fn load_policy(
+    path: Option<&std::path::Path>,
+) -> Result<gatehouse_policy::Policy, crate::commands::Failure> {
+    match path {
+        None => Ok(gatehouse_policy::Policy::default_policy()),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                crate::commands::Failure::usage(format!(
+                    "cannot read the policy file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            gatehouse_policy::Policy::from_toml(&text).map_err(|e| {
+                crate::commands::Failure::usage(format!("the policy file {}: {e}", path.display()))
+            })
+        }
+    }
+}
