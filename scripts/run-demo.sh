@@ -3,7 +3,9 @@
 # embedded demo (until the desktop app exists, through the CLI). Demo mode (--demo) trusts
 # the DEMO-ONLY bundle in trust-roots/demo/, which admits the demo server over stdio (bound
 # to its executable's SHA-256) and over Streamable HTTP (its signed attestation). Then: the
-# closed tool allow-list, a tampered attestation refused, and the audit log of it all.
+# closed tool allow-list, a tampered attestation refused, elicitations (a form, a refused
+# password form, a refused phishing URL, the URL flow with its completion), and the audit log
+# of it all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -43,6 +45,23 @@ step "$gatehouse" --demo call --url "$url" echo --args '{"message": "over Stream
 serve tampered --attestation tampered
 # The same document with its publisher changed after signing: refused, bad_signature.
 step "$gatehouse" --demo connect --url "$url"
+
+# Elicitations, answered from files here (without --answers they are asked on the terminal).
+# A form with every field type: the banner names the verified server, defaults pre-filled.
+echo '[{"mode": "form", "action": "accept", "content": {"name": "Ada Lovelace", "date": "2026-12-24"}}]' > "$work/book.json"
+step "$gatehouse" --demo call demo book_table --answers "$work/book.json"
+# A form asking for a password: refused by policy, the server only gets "decline".
+step "$gatehouse" --demo call demo ask_password --answers "$work/book.json"
+# A phishing URL (userinfo): refused before any consent button, nothing opened.
+echo '[{"mode": "url", "action": "accept"}]' > "$work/open.json"
+step "$gatehouse" --demo call demo open_link --args '{"url": "https://github.com@evil.example/login"}' --answers "$work/open.json"
+# The URL flow: consent, then the system browser ($BROWSER; here a recorder that submits the
+# demo's page like a person would), then the completion lands on the prompt.
+export BROWSER=$PWD/tests/fixtures/browser_recorder.py GATEHOUSE_BROWSER_VISIT=submit
+step "$gatehouse" --demo --era 2025-11-25 call demo connect_account_required --answers "$work/open.json"
+step "$gatehouse" --demo --era 2026-07-28 call demo connect_account --answers "$work/open.json"
+# Completions for ids the server never issued: ignored and audited.
+step "$gatehouse" --demo call demo spoof_completion
 
 step "$gatehouse" audit show
 step "$gatehouse" audit verify

@@ -181,8 +181,20 @@ pub fn print_elicitations(records: &[gatehouse_host::ElicitationRecord]) {
             (Some(url), _, _) => format!(" {}", safe_line(&url.full)),
             _ => String::new(),
         };
+        let why = if r.reasons.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                r.reasons
+                    .iter()
+                    .map(|reason| format!("{}: {}", reason.code, safe_line(&reason.detail)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        };
         eprintln!(
-            "elicitation #{} ({}{what}): {} → answered {} · receipt {}{}",
+            "elicitation #{} ({}{what}): {}{why} → answered {} · receipt {}{}",
             r.prompt_id,
             r.mode,
             r.decision,

@@ -144,7 +144,20 @@ fn the_allow_list_is_closed_and_exact() {
         v.sort();
         v
     };
-    assert_eq!(names("tools"), ["add", "echo", "slow"]);
+    assert_eq!(
+        names("tools"),
+        [
+            "add",
+            "ask_password",
+            "book_table",
+            "connect_account",
+            "connect_account_required",
+            "echo",
+            "open_link",
+            "slow",
+            "spoof_completion"
+        ]
+    );
     assert_eq!(names("hidden"), ["fail"]);
 
     let (code, out) = env.json(&with(

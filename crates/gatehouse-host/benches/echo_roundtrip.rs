@@ -144,15 +144,17 @@ async fn host_batch(
         "{}",
         connection.verdict().headline()
     );
-    let mut allowed: Vec<String> = connection
+    let allowed: Vec<String> = connection
         .allowed_tools()
         .await
         .expect("tools/list")
         .iter()
         .map(|t| t.name.to_string())
         .collect();
-    allowed.sort();
-    assert_eq!(allowed, ["add", "echo", "slow"]);
+    assert!(
+        allowed.iter().any(|t| t == "echo"),
+        "echo must be allowed: {allowed:?}"
+    );
     let options = CallOptions::default();
     for _ in 0..WARMUP {
         connection

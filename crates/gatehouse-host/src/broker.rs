@@ -482,6 +482,7 @@ impl ElicitationBroker {
             origin,
             assessment,
             body,
+            ready_in: Duration::ZERO,
         }
     }
 
@@ -494,6 +495,7 @@ impl ElicitationBroker {
         params: &ElicitRequestParams,
         arrival: Arrival,
     ) -> (ElicitResult, ElicitationRecord) {
+        let arrived = Instant::now();
         let (correlation, calls) = self.correlate(session, &arrival);
         let tied = !correlation.requests.is_empty()
             || matches!(arrival, Arrival::Required { .. } | Arrival::Input { .. });
@@ -607,7 +609,8 @@ impl ElicitationBroker {
             assessment.push(reason);
         }
 
-        let prompt = self.new_prompt(session, message, origin, assessment, body);
+        let mut prompt = self.new_prompt(session, message, origin, assessment, body);
+        prompt.ready_in = arrived.elapsed();
         let mut handling = Handling {
             prompt,
             correlation,

@@ -1121,7 +1121,8 @@ impl Connection {
             .as_ref()
             .map(|s| s.kill_token())
             .unwrap_or_default();
-        let mut request = std::pin::pin!(request);
+        // Boxed so that dropping it below really drops the request (and queues its cancel).
+        let mut request = Box::pin(request);
         let mut deadline = tokio::time::Instant::now() + after;
         let abandoned = loop {
             let timer = async {

@@ -169,6 +169,10 @@ pub struct Prompt {
     pub origin: Option<String>,
     pub assessment: Assessment,
     pub body: PromptBody,
+    /// From the elicitation's arrival to this prompt being ready: the host's own latency,
+    /// excluding the human (benchmarked).
+    #[serde(skip)]
+    pub ready_in: std::time::Duration,
 }
 
 impl Prompt {
@@ -326,14 +330,16 @@ pub enum ScriptedAction {
 /// A prompt whose mode does not match the next entry, or that finds the list exhausted, is
 /// cancelled, and the mismatch is reported in [`ScriptedConsent::notes`]. An invalid form
 /// answer is not retried (that would consume the next entry): the prompt is cancelled.
-/// While a URL flow waits: for a completion, the scripted user waits; for a 2026-07-28 retry,
-/// they retry after `retry_after`, doubling each time (up to 32×).
+/// While a URL flow waits: for a completion, the scripted user waits (5 s by default) and then
+/// retries; for a 2026-07-28 retry, they retry after `retry_after`, doubling each time (up to
+/// 32×).
 pub struct ScriptedConsent {
     entries: Mutex<VecDeque<(usize, ScriptedEntry)>>,
     notes: Mutex<Vec<String>>,
     updates: Mutex<Vec<PromptUpdate>>,
     waits: Mutex<std::collections::HashMap<u64, u32>>,
     retry_after: Duration,
+    completion_patience: Duration,
 }
 
 impl ScriptedConsent {
@@ -350,11 +356,18 @@ impl ScriptedConsent {
             updates: Mutex::new(Vec::new()),
             waits: Mutex::new(std::collections::HashMap::new()),
             retry_after: Duration::from_millis(500),
+            completion_patience: Duration::from_secs(5),
         }
     }
 
     pub fn with_retry_after(mut self, after: Duration) -> ScriptedConsent {
         self.retry_after = after;
+        self
+    }
+
+    /// How long the scripted user waits for a completion notification before pressing Retry.
+    pub fn with_completion_patience(mut self, patience: Duration) -> ScriptedConsent {
+        self.completion_patience = patience;
         self
     }
 
@@ -472,7 +485,12 @@ impl ConsentUi for ScriptedConsent {
     fn waiting(&self, prompt_id: u64, phase: WaitPhase) -> UiFuture<'_, WaitChoice> {
         Box::pin(async move {
             match phase {
-                WaitPhase::Completion => std::future::pending().await,
+                // Waits for the completion; a server that never sends one (it may not: the
+                // notification is optional) gets a Retry after a while, as a person would.
+                WaitPhase::Completion => {
+                    tokio::time::sleep(self.completion_patience).await;
+                    WaitChoice::Retry
+                }
                 WaitPhase::Retry => {
                     // Back off: the first retry comes quickly, later ones less often, so a
                     // slow page still completes within the round limit.
