@@ -110,6 +110,34 @@ pub enum Command {
         /// The conformance server's URL (the suite appends it).
         url: String,
     },
+    /// Show the elicitation policy and try it on a URL or a form schema (exit 0 allow, 1 not).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// The effective policy: its version and where it came from (--policy, or the default).
+    Show,
+    /// Judge a URL as a URL-mode elicitation would be judged. Judges the URL only: the server
+    /// is taken as admitted, the mode declared, the request bound, and (without
+    /// --local-server) as remote with MCP authorization.
+    CheckUrl {
+        url: String,
+        /// The server runs on this machine (stdio): plain http to loopback may be allowed.
+        #[arg(long)]
+        local_server: bool,
+        /// A host the server may send users to (and its subdomains), as a bundle's
+        /// urlElicitationDomains would; repeat.
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+    },
+    /// Judge a form's requestedSchema (a JSON file, or - for stdin; elicitation params with a
+    /// requestedSchema are accepted too), from an admitted local server.
+    CheckForm {
+        #[arg(value_name = "SCHEMA_FILE")]
+        schema: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -206,6 +206,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Bundle(command) => crate::admin::bundle(&context, command),
         Command::Attest(command) => crate::admin::attest_async(&context, command).await,
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
+        Command::Policy(command) => crate::policy::run(&context, command),
     }
 }
 
@@ -584,10 +585,16 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
 async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
     let (name, spec) = resolve_target(context, args.target.server.as_deref(), &args.target.adhoc)?;
     let arguments = parse_arguments(args.args.as_deref())?;
+    // Elicitations during a traced call are asked on the terminal, like `call`.
+    let gatekeeper = gatekeeper(context)?;
+    let consent = crate::consent::Consent::new(context, None)?;
+    let mut context = context.clone();
+    context.options.broker = Some(consent.broker(&context, gatekeeper.clone())?);
+    let context = &context;
     let log = EventLog::start(context);
     let mut exit = 0;
     let mut failure = None;
-    match connect(context, &name, &spec).await {
+    match connect_with(context, &name, &spec, gatekeeper).await {
         Ok(connection) => {
             if let Err(e) = connection.tools().await {
                 failure = Some(Failure::from(e));

@@ -12,6 +12,7 @@ mod commands;
 mod conformance;
 mod consent;
 mod output;
+mod policy;
 
 use std::process::ExitCode;
 

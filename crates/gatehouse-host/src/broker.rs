@@ -696,7 +696,7 @@ impl ElicitationBroker {
                 answer = tokio::time::timeout(self.options.human_timeout, self.ui.ask(&h.prompt, &problems)) => match answer {
                     Ok(answer) => answer,
                     Err(_) => {
-                        h.note = Some(format!("no answer within {} s; cancelled", self.options.human_timeout.as_secs()));
+                        h.note = Some(format!("no answer within {} s; cancelled", self.options.human_timeout.as_secs_f64()));
                         ConsentAnswer::plain(ConsentReply::Cancel)
                     }
                 },
@@ -1059,8 +1059,11 @@ impl ElicitationBroker {
     }
 
     /// The originating call finished: attach its result to the prompts it caused.
-    /// A URL flow whose call then succeeded has completed (2026-07-28 learns it only this
-    /// way): recorded, linked to its receipt.
+    /// A URL flow the call had to be retried after (`-32042`, or a 2026-07-28 input request)
+    /// has completed once the retried call succeeded (2026-07-28 learns it only this way):
+    /// recorded, linked to its receipt. A 2025-11-25 `elicitation/create` URL flow is not: its
+    /// `accept` is consent, not completion, and the server may answer the call at once, so
+    /// only its completion notification completes it.
     pub fn attach_result(
         &self,
         session: &Session,
@@ -1069,7 +1072,9 @@ impl ElicitationBroker {
         text: &str,
     ) {
         for record in records.iter_mut() {
-            if record.completed == Some(false) && !is_error {
+            let retried_after =
+                matches!(record.correlation.basis, "error_response" | "mrtr_result");
+            if record.completed == Some(false) && retried_after && !is_error {
                 let recorded = self.gatekeeper.audit(
                     events::ELICITATION_COMPLETED,
                     &session.verdict,

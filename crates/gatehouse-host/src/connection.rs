@@ -685,18 +685,16 @@ impl Connection {
         let mut completed_urls: Vec<String> = Vec::new();
         // 2026-07-28: URLs the user already consented to in this call → their prompt.
         let mut consented: std::collections::HashMap<String, u64> = Default::default();
-        let mut requests_sent = 0;
         for round in 1..=MAX_INPUT_ROUNDS {
             if let (Some(session), Some(call)) = (&self.session, call) {
                 session.inflight().expect_call(name, call);
             }
-            requests_sent += 1;
             let answer = self.call_round_raw(permit, params.clone(), options).await;
             match answer {
                 Ok(Round::Complete(result)) => {
                     return Ok(ToolOutcome {
                         result,
-                        rounds: requests_sent,
+                        rounds: round,
                         elicitations: Vec::new(),
                     });
                 }

@@ -110,11 +110,20 @@ mod tests {
             let mut tracker = new_tracker(3);
             let t0 = Instant::now();
             for i in 0..3 {
-                assert_eq!(tracker.record(event, t0 + Duration::from_secs(i)), None, "{event:?} #{i}");
+                assert_eq!(
+                    tracker.record(event, t0 + Duration::from_secs(i)),
+                    None,
+                    "{event:?} #{i}"
+                );
             }
-            let kill = tracker.record(event, t0 + Duration::from_secs(3)).expect("fourth kills");
+            let kill = tracker
+                .record(event, t0 + Duration::from_secs(3))
+                .expect("fourth kills");
             assert_eq!(kill.code, code);
-            assert_eq!(kill.decision, crate::Decision::KillSessionOnElicitationAbuse);
+            assert_eq!(
+                kill.decision,
+                crate::Decision::KillSessionOnElicitationAbuse
+            );
             assert!(kill.detail.contains("more than 3"), "{}", kill.detail);
         }
     }
@@ -124,15 +133,30 @@ mod tests {
         let mut tracker = new_tracker(2);
         let t0 = Instant::now();
         assert!(tracker.record(AbuseEvent::Elicitation, t0).is_none());
-        assert!(tracker.record(AbuseEvent::Elicitation, t0 + Duration::from_secs(5)).is_none());
+        assert!(
+            tracker
+                .record(AbuseEvent::Elicitation, t0 + Duration::from_secs(5))
+                .is_none()
+        );
         // t0 is exactly 10 s old: out of the window, so this is the second, not the third.
-        assert!(tracker.record(AbuseEvent::Elicitation, t0 + Duration::from_secs(10)).is_none());
+        assert!(
+            tracker
+                .record(AbuseEvent::Elicitation, t0 + Duration::from_secs(10))
+                .is_none()
+        );
         // Three within 10 s (5, 10, 14.9).
-        assert!(tracker.record(AbuseEvent::Elicitation, t0 + Duration::from_millis(14_900)).is_some());
+        assert!(
+            tracker
+                .record(AbuseEvent::Elicitation, t0 + Duration::from_millis(14_900))
+                .is_some()
+        );
         // Slow and steady never trips.
         let mut slow = new_tracker(2);
         for i in 0..100 {
-            assert!(slow.record(AbuseEvent::Elicitation, t0 + Duration::from_secs(6 * i)).is_none());
+            assert!(
+                slow.record(AbuseEvent::Elicitation, t0 + Duration::from_secs(6 * i))
+                    .is_none()
+            );
         }
     }
 
@@ -149,7 +173,11 @@ mod tests {
     #[test]
     fn zero_tolerance_kills_on_the_first_event() {
         let mut tracker = new_tracker(0);
-        assert!(tracker.record(AbuseEvent::BogusCompletion, Instant::now()).is_some());
+        assert!(
+            tracker
+                .record(AbuseEvent::BogusCompletion, Instant::now())
+                .is_some()
+        );
     }
 
     #[test]
@@ -157,7 +185,11 @@ mod tests {
         let mut tracker = new_tracker(1);
         let t0 = Instant::now() + Duration::from_secs(100);
         assert!(tracker.record(AbuseEvent::Elicitation, t0).is_none());
-        assert!(tracker.record(AbuseEvent::Elicitation, t0 - Duration::from_secs(50)).is_some());
+        assert!(
+            tracker
+                .record(AbuseEvent::Elicitation, t0 - Duration::from_secs(50))
+                .is_some()
+        );
     }
 
     #[test]

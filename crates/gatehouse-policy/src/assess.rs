@@ -32,7 +32,11 @@ pub struct UrlAssessment {
 /// field count and sensitive-field detection. A schema outside the subset is held (never
 /// overridable) with no fields; its properties are still judged for secrets, so a password
 /// field is denied whatever shape the schema has.
-pub fn assess_form(policy: &Policy, context: &ElicitationContext, schema: &Value) -> FormAssessment {
+pub fn assess_form(
+    policy: &Policy,
+    context: &ElicitationContext,
+    schema: &Value,
+) -> FormAssessment {
     let mut assessment = check_evidence(policy, context);
     let parsed = FormSchema::parse(schema);
     let mut fields = Vec::new();
@@ -42,7 +46,11 @@ pub fn assess_form(policy: &Policy, context: &ElicitationContext, schema: &Value
                 if let Some(hit) = hit {
                     assessment.push(reason(
                         codes::SENSITIVE_FIELD,
-                        format!("field {:?} asks for a secret: {}", check.name, hit.describe()),
+                        format!(
+                            "field {:?} asks for a secret: {}",
+                            check.name,
+                            hit.describe()
+                        ),
                     ));
                 }
                 fields.push(check);
@@ -129,7 +137,9 @@ fn token_in_url<'p>(policy: &'p Policy, raw: &str) -> Option<(&'static str, &'p 
     }
     if let Some(fragment) = url.fragment() {
         for (key, value) in url::form_urlencoded::parse(fragment.as_bytes()) {
-            if let Some(prefix) = find_token_prefix(transit, &value).or_else(|| find_token_prefix(transit, &key)) {
+            if let Some(prefix) =
+                find_token_prefix(transit, &value).or_else(|| find_token_prefix(transit, &key))
+            {
                 return Some(("fragment", prefix));
             }
         }

@@ -61,7 +61,9 @@ impl ElicitationContext {
     pub fn server_is_local(&self, policy: &Policy) -> bool {
         match self.transport {
             TransportKind::Stdio => true,
-            TransportKind::Http { loopback, .. } => loopback && policy.evidence.loopback_http_is_local,
+            TransportKind::Http { loopback, .. } => {
+                loopback && policy.evidence.loopback_http_is_local
+            }
         }
     }
 }
@@ -128,6 +130,10 @@ pub fn override_allowed(policy: &Policy, assessment: &Assessment) -> bool {
             .filter(|r| r.decision == Decision::HoldForElicitationEvidence)
             .all(|r| {
                 !codes::NEVER_OVERRIDABLE.contains(&r.code)
-                    && policy.evidence.user_may_override.iter().any(|c| c == r.code)
+                    && policy
+                        .evidence
+                        .user_may_override
+                        .iter()
+                        .any(|c| c == r.code)
             })
 }

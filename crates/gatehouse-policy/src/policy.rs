@@ -100,8 +100,8 @@ pub struct AbusePolicy {
 impl Policy {
     /// Parses and validates a policy file.
     pub fn from_toml(text: &str) -> Result<Policy, PolicyError> {
-        let policy: Policy =
-            toml::from_str(text).map_err(|e| PolicyError::Parse(e.to_string().trim().to_string()))?;
+        let policy: Policy = toml::from_str(text)
+            .map_err(|e| PolicyError::Parse(e.to_string().trim().to_string()))?;
         let problems = policy.problems();
         if problems.is_empty() {
             Ok(policy)
@@ -138,9 +138,24 @@ impl Policy {
             }
         }
 
-        terms(&mut problem, "form.sensitive_terms", &self.form.sensitive_terms, true);
-        terms(&mut problem, "form.name_only_terms", &self.form.name_only_terms, false);
-        names(&mut problem, "form.sensitive_formats", &self.form.sensitive_formats, false);
+        terms(
+            &mut problem,
+            "form.sensitive_terms",
+            &self.form.sensitive_terms,
+            true,
+        );
+        terms(
+            &mut problem,
+            "form.name_only_terms",
+            &self.form.name_only_terms,
+            false,
+        );
+        names(
+            &mut problem,
+            "form.sensitive_formats",
+            &self.form.sensitive_formats,
+            false,
+        );
         if !(1..=1000).contains(&self.form.max_fields) {
             problem(format!(
                 "form.max_fields must be between 1 and 1000, not {}",
@@ -159,10 +174,25 @@ impl Policy {
                 problem(format!("url.allowed_hosts[{i}] {host:?}: {why}"));
             }
         }
-        names(&mut problem, "url.secret_query_params", &self.url.secret_query_params, true);
-        names(&mut problem, "url.redirect_params", &self.url.redirect_params, true);
+        names(
+            &mut problem,
+            "url.secret_query_params",
+            &self.url.secret_query_params,
+            true,
+        );
+        names(
+            &mut problem,
+            "url.redirect_params",
+            &self.url.redirect_params,
+            true,
+        );
 
-        names(&mut problem, "transit.token_prefixes", &self.transit.token_prefixes, true);
+        names(
+            &mut problem,
+            "transit.token_prefixes",
+            &self.transit.token_prefixes,
+            true,
+        );
         for (i, prefix) in self.transit.token_prefixes.iter().enumerate() {
             if prefix.chars().count() < 2 {
                 problem(format!(
@@ -210,7 +240,9 @@ fn terms(problem: &mut impl FnMut(String), at: &str, list: &[String], non_empty:
 /// names and prefixes; optionally the list itself must not be empty.
 fn names(problem: &mut impl FnMut(String), at: &str, list: &[String], non_empty: bool) {
     if non_empty && list.is_empty() {
-        problem(format!("{at} must not be empty (that would turn the check off)"));
+        problem(format!(
+            "{at} must not be empty (that would turn the check off)"
+        ));
     }
     for (i, name) in list.iter().enumerate() {
         if name.trim().is_empty() {
@@ -245,7 +277,9 @@ pub(crate) fn check_allowed_host(host: &str) -> Result<(), &'static str> {
     match url::Host::parse(host) {
         Ok(url::Host::Domain(domain)) if domain == host => {}
         Ok(url::Host::Domain(_)) => return Err("is not in canonical form"),
-        Ok(_) => return Err("IP addresses cannot be allow-listed (IP-literal URLs are always refused)"),
+        Ok(_) => {
+            return Err("IP addresses cannot be allow-listed (IP-literal URLs are always refused)");
+        }
         Err(_) => return Err("is not a valid host name"),
     }
     match idna::domain_to_ascii_strict(host) {
@@ -290,20 +324,68 @@ mod tests {
     #[test]
     fn invalid_values_are_refused_with_what_is_wrong() {
         let cases: &[(&str, &str, &str)] = &[
-            ("window_seconds = 60", "window_seconds = 0", "abuse.window_seconds"),
-            ("max_elicitations = 10", "max_elicitations = 0", "abuse.max_elicitations"),
-            ("entropy_bits_per_char = 3.5", "entropy_bits_per_char = nan", "entropy_bits_per_char"),
-            ("entropy_bits_per_char = 3.5", "entropy_bits_per_char = 0.1", "entropy_bits_per_char"),
-            ("entropy_min_length = 20", "entropy_min_length = 2", "entropy_min_length"),
+            (
+                "window_seconds = 60",
+                "window_seconds = 0",
+                "abuse.window_seconds",
+            ),
+            (
+                "max_elicitations = 10",
+                "max_elicitations = 0",
+                "abuse.max_elicitations",
+            ),
+            (
+                "entropy_bits_per_char = 3.5",
+                "entropy_bits_per_char = nan",
+                "entropy_bits_per_char",
+            ),
+            (
+                "entropy_bits_per_char = 3.5",
+                "entropy_bits_per_char = 0.1",
+                "entropy_bits_per_char",
+            ),
+            (
+                "entropy_min_length = 20",
+                "entropy_min_length = 2",
+                "entropy_min_length",
+            ),
             ("max_fields = 20", "max_fields = 0", "form.max_fields"),
             ("max_length = 4096", "max_length = 10", "url.max_length"),
-            ("allowed_hosts = []", "allowed_hosts = [\"GitHub.com\"]", "lowercase"),
-            ("allowed_hosts = []", "allowed_hosts = [\"*.github.com\"]", "wildcard"),
-            ("allowed_hosts = []", "allowed_hosts = [\"https://github.com\"]", "bare host"),
-            ("allowed_hosts = []", "allowed_hosts = [\"127.0.0.1\"]", "IP addresses"),
-            ("allowed_hosts = []", "allowed_hosts = [\"bücher.example\"]", "ASCII"),
-            ("allowed_hosts = []", "allowed_hosts = [\"github.com.\"]", "dot"),
-            ("allowed_hosts = []", "allowed_hosts = [\"xn--zz.example\"]", "not a valid host name"),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"GitHub.com\"]",
+                "lowercase",
+            ),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"*.github.com\"]",
+                "wildcard",
+            ),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"https://github.com\"]",
+                "bare host",
+            ),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"127.0.0.1\"]",
+                "IP addresses",
+            ),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"bücher.example\"]",
+                "ASCII",
+            ),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"github.com.\"]",
+                "dot",
+            ),
+            (
+                "allowed_hosts = []",
+                "allowed_hosts = [\"xn--zz.example\"]",
+                "not a valid host name",
+            ),
             (
                 "user_may_override = [",
                 "user_may_override = [\"schema_outside_subset\", ",
@@ -317,7 +399,10 @@ mod tests {
             ("version = \"", "version = \"\" #", "version"),
         ];
         for (from, to, expected) in cases {
-            assert!(DEFAULT_POLICY_TOML.contains(from), "default.toml lacks {from:?}");
+            assert!(
+                DEFAULT_POLICY_TOML.contains(from),
+                "default.toml lacks {from:?}"
+            );
             let error = with(|t| t.replacen(from, to, 1)).expect_err(to);
             assert!(
                 error.to_string().contains(expected),
@@ -329,9 +414,18 @@ mod tests {
     #[test]
     fn a_tightened_policy_loads() {
         let policy = with(|t| {
-            t.replace("allowed_hosts = []", "allowed_hosts = [\"github.com\", \"xn--bcher-kva.example\"]")
-                .replace("require_allowlisted_host = false", "require_allowlisted_host = true")
-                .replace("user_may_override = [\"server_unattested\", \"no_identity_binding\"]", "user_may_override = []")
+            t.replace(
+                "allowed_hosts = []",
+                "allowed_hosts = [\"github.com\", \"xn--bcher-kva.example\"]",
+            )
+            .replace(
+                "require_allowlisted_host = false",
+                "require_allowlisted_host = true",
+            )
+            .replace(
+                "user_may_override = [\"server_unattested\", \"no_identity_binding\"]",
+                "user_may_override = []",
+            )
         })
         .unwrap();
         assert!(policy.url.require_allowlisted_host);

@@ -12,9 +12,29 @@ use crate::policy::{Policy, TransitPolicy};
 /// Words that make a field "generic-token-like": its answer may be a credential even though
 /// the form was allowed ("key", "code", "auth"), so long high-entropy answers in it are refused.
 pub const TOKEN_LIKE_WORDS: &[&str] = &[
-    "token", "tokens", "key", "keys", "secret", "secrets", "code", "codes", "auth", "credential",
-    "credentials", "pass", "password", "passcode", "pin", "sig", "signature", "bearer", "cookie",
-    "session", "hash", "jwt", "apikey",
+    "token",
+    "tokens",
+    "key",
+    "keys",
+    "secret",
+    "secrets",
+    "code",
+    "codes",
+    "auth",
+    "credential",
+    "credentials",
+    "pass",
+    "password",
+    "passcode",
+    "pin",
+    "sig",
+    "signature",
+    "bearer",
+    "cookie",
+    "session",
+    "hash",
+    "jwt",
+    "apikey",
 ];
 
 /// A credential prefix must be followed by at least this many token characters.
@@ -27,7 +47,8 @@ fn token_char(c: char) -> bool {
 
 /// Maximal runs of token characters.
 fn runs(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !token_char(c)).filter(|run| !run.is_empty())
+    text.split(|c: char| !token_char(c))
+        .filter(|run| !run.is_empty())
 }
 
 /// The first well-known credential prefix in `text`: a prefix (case-sensitive) that starts a
@@ -38,7 +59,9 @@ pub fn find_token_prefix<'p>(policy: &'p TransitPolicy, text: &str) -> Option<&'
         for prefix in &policy.token_prefixes {
             if let Some(rest) = run.strip_prefix(prefix.as_str())
                 && rest.len() >= PREFIX_MIN_REST
-                && rest.bytes().any(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+                && rest
+                    .bytes()
+                    .any(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
             {
                 return Some(prefix);
             }
@@ -53,9 +76,7 @@ pub fn find_pem_block(text: &str) -> Option<String> {
     let mut rest = text;
     while let Some(start) = rest.find("-----BEGIN ") {
         let after = &rest[start + "-----BEGIN ".len()..];
-        let Some(end) = after.find("-----") else {
-            return None;
-        };
+        let end = after.find("-----")?;
         let label = after[..end].trim();
         let upper = label.to_ascii_uppercase();
         if label.len() <= 64 && (upper.contains("PRIVATE") || upper.contains("SECRET")) {
@@ -79,8 +100,8 @@ pub fn find_jwt(text: &str) -> bool {
         if header.len() < 10 || payload.is_empty() {
             return false;
         }
-        let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(header.trim_end_matches('='))
+        let Ok(bytes) =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header.trim_end_matches('='))
         else {
             return false;
         };
@@ -129,7 +150,11 @@ fn describe(field: &str) -> String {
 /// JWT shapes anywhere; high-entropy strings in fields whose name/title/description look
 /// secret-like (a sensitive term) or generic-token-like ([`TOKEN_LIKE_WORDS`]). Details name
 /// the field and the kind of credential, never the answer.
-pub fn check_answers(policy: &Policy, schema: &FormSchema, content: &Map<String, Value>) -> Assessment {
+pub fn check_answers(
+    policy: &Policy,
+    schema: &FormSchema,
+    content: &Map<String, Value>,
+) -> Assessment {
     let matcher = Matcher::new(&policy.form);
     let mut assessment = Assessment::allow();
     for (name, value) in content {
@@ -160,7 +185,10 @@ pub fn check_answers(policy: &Policy, schema: &FormSchema, content: &Map<String,
                 push(
                     &mut assessment,
                     codes::SECRET_TOKEN_PREFIX,
-                    format!("{} looks like a credential: it contains a token starting {prefix:?}", describe(name)),
+                    format!(
+                        "{} looks like a credential: it contains a token starting {prefix:?}",
+                        describe(name)
+                    ),
                 );
             }
             if let Some(label) = find_pem_block(text) {

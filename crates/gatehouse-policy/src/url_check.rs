@@ -105,7 +105,11 @@ pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assess
     let raw_host = raw_host(trimmed);
     if !url.username().is_empty() || url.password().is_some() || raw_host.userinfo {
         let user = url.username();
-        let shown_user = if user.is_empty() { String::new() } else { format!(" ({user:?})") };
+        let shown_user = if user.is_empty() {
+            String::new()
+        } else {
+            format!(" ({user:?})")
+        };
         assessment.push(reason(
             codes::URL_USERINFO,
             format!(
@@ -116,7 +120,9 @@ pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assess
 
     if let Some(written) = raw_host.host.as_deref() {
         let written_lower = written.to_lowercase();
-        if written.contains('%') || (written_lower != *shown && written_lower != display.host_unicode) {
+        if written.contains('%')
+            || (written_lower != *shown && written_lower != display.host_unicode)
+        {
             assessment.push(reason(
                 codes::URL_OBFUSCATED_HOST,
                 format!("the host is written as {written:?} but the browser goes to {shown}"),
@@ -144,7 +150,10 @@ pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assess
 fn too_long_reason(policy: &UrlPolicy, length: usize) -> crate::decision::Reason {
     reason(
         codes::URL_TOO_LONG,
-        format!("the URL is {length} bytes long; the policy allows {}", policy.max_length),
+        format!(
+            "the URL is {length} bytes long; the policy allows {}",
+            policy.max_length
+        ),
     )
 }
 
@@ -232,7 +241,9 @@ fn check_domain(assessment: &mut Assessment, ascii: &str, unicode: &str) {
     if let Some(label) = mixed {
         assessment.push(reason(
             codes::URL_MIXED_SCRIPT_HOST,
-            format!("the host label {label:?} mixes scripts (as in a Cyrillic а among Latin letters)"),
+            format!(
+                "the host label {label:?} mixes scripts (as in a Cyrillic а among Latin letters)"
+            ),
         ));
     }
     if let Some((label, skeleton)) = confusable {
@@ -377,14 +388,22 @@ fn hex(b: u8) -> Option<u8> {
 /// `response_type`).
 fn is_oauth_authorization(url: &Url, names: &[String]) -> bool {
     let has = |name: &str| names.iter().any(|n| n == name);
-    has("client_id") && (has("response_type") || url.path().trim_end_matches('/').ends_with("/authorize"))
+    has("client_id")
+        && (has("response_type") || url.path().trim_end_matches('/').ends_with("/authorize"))
 }
 
-fn check_parameters(assessment: &mut Assessment, policy: &UrlPolicy, context: &UrlContext, url: &Url) {
+fn check_parameters(
+    assessment: &mut Assessment,
+    policy: &UrlPolicy,
+    context: &UrlContext,
+    url: &Url,
+) {
     let mut pairs: Vec<(&'static str, Cow<'_, str>, Cow<'_, str>)> =
         url.query_pairs().map(|(k, v)| ("query", k, v)).collect();
     if let Some(fragment) = url.fragment() {
-        pairs.extend(url::form_urlencoded::parse(fragment.as_bytes()).map(|(k, v)| ("fragment", k, v)));
+        pairs.extend(
+            url::form_urlencoded::parse(fragment.as_bytes()).map(|(k, v)| ("fragment", k, v)),
+        );
     }
     let names: Vec<String> = pairs.iter().map(|(_, k, _)| k.to_lowercase()).collect();
     let oauth = is_oauth_authorization(url, &names);
@@ -405,16 +424,16 @@ fn check_parameters(assessment: &mut Assessment, policy: &UrlPolicy, context: &U
                 secrets.push(entry);
             }
         }
-        if is(&policy.redirect_params) && !(oauth && name == "redirect_uri") {
-            if let Some(target) = redirect_target(url, value) {
-                if !target_allowed(policy, context, url, &target) {
-                    let shown = match target.host_str() {
-                        Some(host) => format!("{}://{host}", target.scheme()),
-                        None => format!("a {}: URL", target.scheme()),
-                    };
-                    redirects.push(format!("{key:?} sends you on to {shown}"));
-                }
-            }
+        if is(&policy.redirect_params)
+            && !(oauth && name == "redirect_uri")
+            && let Some(target) = redirect_target(url, value)
+            && !target_allowed(policy, context, url, &target)
+        {
+            let shown = match target.host_str() {
+                Some(host) => format!("{}://{host}", target.scheme()),
+                None => format!("a {}: URL", target.scheme()),
+            };
+            redirects.push(format!("{key:?} sends you on to {shown}"));
         }
     }
     if !secrets.is_empty() {

@@ -14,30 +14,68 @@ fn each_hold_check() {
     type Edit = fn(&mut gatehouse_policy::ElicitationContext);
     let cases: Vec<(&str, Edit, Vec<&str>)> = vec![
         ("all_evidence", |_| {}, vec![]),
-        ("not_admitted", |c| c.standing = ServerStanding::NotAdmitted, vec!["server_not_admitted"]),
-        ("unattested", |c| c.standing = ServerStanding::Unattested, vec!["server_unattested"]),
-        ("mode_not_declared", |c| c.mode_declared = false, vec!["mode_not_declared"]),
-        ("not_tied", |c| c.tied_to_request = false, vec!["not_tied_to_request"]),
+        (
+            "not_admitted",
+            |c| c.standing = ServerStanding::NotAdmitted,
+            vec!["server_not_admitted"],
+        ),
+        (
+            "unattested",
+            |c| c.standing = ServerStanding::Unattested,
+            vec!["server_unattested"],
+        ),
+        (
+            "mode_not_declared",
+            |c| c.mode_declared = false,
+            vec!["mode_not_declared"],
+        ),
+        (
+            "not_tied",
+            |c| c.tied_to_request = false,
+            vec!["not_tied_to_request"],
+        ),
         (
             "remote_without_authorization",
-            |c| c.transport = TransportKind::Http { loopback: false, authorized: false },
+            |c| {
+                c.transport = TransportKind::Http {
+                    loopback: false,
+                    authorized: false,
+                }
+            },
             vec!["no_identity_binding"],
         ),
         (
             "loopback_without_authorization_is_local",
-            |c| c.transport = TransportKind::Http { loopback: true, authorized: false },
+            |c| {
+                c.transport = TransportKind::Http {
+                    loopback: true,
+                    authorized: false,
+                }
+            },
             vec![],
         ),
-        ("stdio_is_local", |c| c.transport = TransportKind::Stdio, vec![]),
+        (
+            "stdio_is_local",
+            |c| c.transport = TransportKind::Stdio,
+            vec![],
+        ),
         (
             "everything_missing",
             |c| {
                 c.standing = ServerStanding::NotAdmitted;
                 c.mode_declared = false;
                 c.tied_to_request = false;
-                c.transport = TransportKind::Http { loopback: false, authorized: false };
+                c.transport = TransportKind::Http {
+                    loopback: false,
+                    authorized: false,
+                };
             },
-            vec!["mode_not_declared", "no_identity_binding", "not_tied_to_request", "server_not_admitted"],
+            vec![
+                "mode_not_declared",
+                "no_identity_binding",
+                "not_tied_to_request",
+                "server_not_admitted",
+            ],
         ),
     ];
     let mut failures = Vec::new();
@@ -52,7 +90,10 @@ fn each_hold_check() {
             Decision::HoldForElicitationEvidence
         };
         if got != *expected || assessment.decision != decision {
-            failures.push(format!("  {name}: {} {got:?} (want {decision} {expected:?})", assessment.decision));
+            failures.push(format!(
+                "  {name}: {} {got:?} (want {decision} {expected:?})",
+                assessment.decision
+            ));
         }
     }
     common::report("evidence", cases.len(), &failures);
@@ -64,7 +105,10 @@ fn policy_switches_turn_checks_off_and_on() {
     let mut context = good_context(Mode::Url, false);
     context.standing = ServerStanding::Unattested;
     context.tied_to_request = false;
-    context.transport = TransportKind::Http { loopback: true, authorized: false };
+    context.transport = TransportKind::Http {
+        loopback: true,
+        authorized: false,
+    };
     assert_eq!(
         codes(&check_evidence(&policy, &context).reasons),
         ["not_tied_to_request", "server_unattested"]
@@ -74,12 +118,18 @@ fn policy_switches_turn_checks_off_and_on() {
     assert!(check_evidence(&policy, &context).is_allowed());
     // Loopback is remote when the policy says so, and then SEP-2343 applies.
     policy.evidence.loopback_http_is_local = false;
-    assert_eq!(codes(&check_evidence(&policy, &context).reasons), ["no_identity_binding"]);
+    assert_eq!(
+        codes(&check_evidence(&policy, &context).reasons),
+        ["no_identity_binding"]
+    );
     policy.evidence.remote_requires_authorization = false;
     assert!(check_evidence(&policy, &context).is_allowed());
     // Not admitted is never switched off.
     context.standing = ServerStanding::NotAdmitted;
-    assert_eq!(codes(&check_evidence(&policy, &context).reasons), ["server_not_admitted"]);
+    assert_eq!(
+        codes(&check_evidence(&policy, &context).reasons),
+        ["server_not_admitted"]
+    );
 }
 
 #[test]
@@ -88,13 +138,22 @@ fn overrides_follow_the_policy() {
     let mut context = good_context(Mode::Form, false);
     context.standing = ServerStanding::Unattested;
     assert!(check_evidence(&policy, &context).override_allowed);
-    context.transport = TransportKind::Http { loopback: false, authorized: false };
+    context.transport = TransportKind::Http {
+        loopback: false,
+        authorized: false,
+    };
     let both = check_evidence(&policy, &context);
     assert!(both.override_allowed, "both default-overridable");
     context.tied_to_request = false;
     let three = check_evidence(&policy, &context);
-    assert!(!three.override_allowed, "not_tied_to_request is not overridable by default");
-    policy.evidence.user_may_override.push("not_tied_to_request".into());
+    assert!(
+        !three.override_allowed,
+        "not_tied_to_request is not overridable by default"
+    );
+    policy
+        .evidence
+        .user_may_override
+        .push("not_tied_to_request".into());
     assert!(check_evidence(&policy, &context).override_allowed);
     policy.evidence.user_may_override.clear();
     context.tied_to_request = true;

@@ -35,7 +35,11 @@ fn form_corpus() {
     let mut failures = Vec::new();
     let mut names = HashSet::new();
     for case in &cases {
-        assert!(names.insert(case.name.as_str()), "duplicate case name {}", case.name);
+        assert!(
+            names.insert(case.name.as_str()),
+            "duplicate case name {}",
+            case.name
+        );
         let assessment = assess_form(&policy, &context, &case.schema);
         let mut problems = Vec::new();
         if assessment.assessment.decision.as_str() != case.decision {
@@ -46,7 +50,10 @@ fn form_corpus() {
         }
         let got_codes = codes(&assessment.assessment.reasons);
         if got_codes != sorted(&case.codes) {
-            problems.push(format!("codes {got_codes:?} (want {:?})", sorted(&case.codes)));
+            problems.push(format!(
+                "codes {got_codes:?} (want {:?})",
+                sorted(&case.codes)
+            ));
         }
         let sensitive: Vec<&str> = assessment
             .fields
@@ -55,7 +62,10 @@ fn form_corpus() {
             .map(|f| f.name.as_str())
             .collect();
         if sensitive != case.sensitive {
-            problems.push(format!("sensitive {sensitive:?} (want {:?})", case.sensitive));
+            problems.push(format!(
+                "sensitive {sensitive:?} (want {:?})",
+                case.sensitive
+            ));
         }
         let outside = assessment
             .assessment
@@ -71,8 +81,12 @@ fn form_corpus() {
         if let Some(expected) = &case.error_contains {
             match outside {
                 Some(reason) if reason.detail.contains(expected.as_str()) => {}
-                Some(reason) => problems.push(format!("error {:?} lacks {expected:?}", reason.detail)),
-                None => problems.push(format!("no schema error (want one mentioning {expected:?})")),
+                Some(reason) => {
+                    problems.push(format!("error {:?} lacks {expected:?}", reason.detail))
+                }
+                None => problems.push(format!(
+                    "no schema error (want one mentioning {expected:?})"
+                )),
             }
         }
         if !problems.is_empty() {
@@ -82,7 +96,11 @@ fn form_corpus() {
                 .iter()
                 .map(|r| format!("{}: {}", r.code, r.detail))
                 .collect();
-            failures.push(format!("  {}: {}\n      reasons {details:?}", case.name, problems.join("; ")));
+            failures.push(format!(
+                "  {}: {}\n      reasons {details:?}",
+                case.name,
+                problems.join("; ")
+            ));
         }
     }
     report("form", cases.len(), &failures);
@@ -112,7 +130,11 @@ fn sensitive_details_name_the_field_and_the_term() {
 
     let schema = json!({"type": "object", "properties": {"p": {"type": "string", "description": "Your account password"}}});
     let a = assess_form(&policy, &context, &schema);
-    assert!(a.assessment.reasons[0].detail.contains("description"), "{:?}", a.assessment.reasons);
+    assert!(
+        a.assessment.reasons[0].detail.contains("description"),
+        "{:?}",
+        a.assessment.reasons
+    );
 }
 
 #[test]
@@ -120,16 +142,28 @@ fn an_admin_can_add_terms() {
     let mut policy = Policy::default_policy();
     let context = good_context(Mode::Form, false);
     let schema = json!({"type": "object", "properties": {"licenseKey": {"type": "string"}, "kennwort": {"type": "string"}}});
-    assert!(assess_form(&policy, &context, &schema).assessment.is_allowed());
+    assert!(
+        assess_form(&policy, &context, &schema)
+            .assessment
+            .is_allowed()
+    );
     policy.form.sensitive_terms.push("license key".into());
     policy.form.sensitive_terms.push("Kennwort".into());
     let a = assess_form(&policy, &context, &schema);
-    assert_eq!(a.assessment.decision.as_str(), "deny_sensitive_form_elicitation");
+    assert_eq!(
+        a.assessment.decision.as_str(),
+        "deny_sensitive_form_elicitation"
+    );
     assert!(a.fields.iter().all(|f| f.sensitive), "{:?}", a.fields);
     // And formats: an admin who considers every email a secret.
     policy.form.sensitive_formats.push("EMAIL".into());
-    let schema = json!({"type": "object", "properties": {"e": {"type": "string", "format": "email"}}});
-    assert!(!assess_form(&policy, &context, &schema).assessment.is_allowed());
+    let schema =
+        json!({"type": "object", "properties": {"e": {"type": "string", "format": "email"}}});
+    assert!(
+        !assess_form(&policy, &context, &schema)
+            .assessment
+            .is_allowed()
+    );
 }
 
 #[test]
@@ -139,21 +173,33 @@ fn form_evidence_and_override() {
     let mut context = good_context(Mode::Form, false);
     context.standing = ServerStanding::Unattested;
     let a = assess_form(&policy, &context, &schema);
-    assert_eq!(a.assessment.decision.as_str(), "hold_for_elicitation_evidence");
-    assert!(a.assessment.override_allowed, "server_unattested is overridable by default");
+    assert_eq!(
+        a.assessment.decision.as_str(),
+        "hold_for_elicitation_evidence"
+    );
+    assert!(
+        a.assessment.override_allowed,
+        "server_unattested is overridable by default"
+    );
     assert!(a.schema.is_some());
     assert_eq!(a.fields.len(), 1);
 
     // A schema hold is never overridable, whatever else is.
     let bad = json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}});
     let a = assess_form(&policy, &context, &bad);
-    assert_eq!(a.assessment.decision.as_str(), "hold_for_elicitation_evidence");
+    assert_eq!(
+        a.assessment.decision.as_str(),
+        "hold_for_elicitation_evidence"
+    );
     assert!(!a.assessment.override_allowed);
 
     // A denial is not a hold: nothing to override.
     let secret = json!({"type": "object", "properties": {"password": {"type": "string"}}});
     let a = assess_form(&policy, &context, &secret);
-    assert_eq!(a.assessment.decision.as_str(), "deny_sensitive_form_elicitation");
+    assert_eq!(
+        a.assessment.decision.as_str(),
+        "deny_sensitive_form_elicitation"
+    );
     assert!(!a.assessment.override_allowed);
 }
 
@@ -166,7 +212,13 @@ fn serialized_assessment_shape() {
     assert_eq!(value["decision"], "deny_sensitive_form_elicitation");
     assert_eq!(value["reasons"][0]["code"], "sensitive_field");
     assert!(value["reasons"][0].get("decision").is_none());
-    assert_eq!(value["fields"][0], json!({"name": "password", "sensitive": true, "matched": "password"}));
-    assert_eq!(value["fields"][1], json!({"name": "name", "sensitive": false}));
+    assert_eq!(
+        value["fields"][0],
+        json!({"name": "password", "sensitive": true, "matched": "password"})
+    );
+    assert_eq!(
+        value["fields"][1],
+        json!({"name": "name", "sensitive": false})
+    );
     assert_eq!(value["override_allowed"], false);
 }

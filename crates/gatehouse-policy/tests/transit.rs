@@ -32,35 +32,183 @@ fn credentials_are_refused() {
     let policy = Policy::default_policy();
     let schema = schema();
     let cases: Vec<(&str, &str, Value, &str)> = vec![
-        ("github_classic", "notes", json!("ghp_16C7e42F292c6912E7710c838347Ae178B4a"), "secret_token_prefix"),
-        ("github_oauth", "notes", json!("gho_16C7e42F292c6912E7710c838347Ae178B4a"), "secret_token_prefix"),
-        ("github_fine_grained", "notes", json!("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"), "secret_token_prefix"),
-        ("gitlab", "notes", json!("glpat-xxXXxx1234567890ABCD"), "secret_token_prefix"),
-        ("slack_bot", "notes", json!("xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"), "secret_token_prefix"),
-        ("slack_app", "notes", json!("xapp-1-A0123456789-1234567890123-abcdef0123456789"), "secret_token_prefix"),
-        ("openai", "notes", json!("sk-proj-AbCdEf0123456789GhIjKlMnOp"), "secret_token_prefix"),
-        ("stripe_live", "notes", json!("sk_live_51H8AbCdEfGhIjKlMnOpQrStUv"), "secret_token_prefix"),
-        ("stripe_restricted", "notes", json!("rk_live_51H8AbCdEfGhIjKlMnOpQrStUv"), "secret_token_prefix"),
-        ("aws_access_key", "notes", json!("AKIAIOSFODNN7EXAMPLE"), "secret_token_prefix"),
-        ("aws_session_key", "notes", json!("ASIAIOSFODNN7EXAMPLE"), "secret_token_prefix"),
-        ("google_api_key", "notes", json!("AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"), "secret_token_prefix"),
-        ("google_oauth_token", "notes", json!("ya29.a0AfH6SMBx1234567890abcdefGHIJ"), "secret_token_prefix"),
-        ("npm", "notes", json!("npm_AbCdEf0123456789GhIjKlMnOpQrStUvWxYz"), "secret_token_prefix"),
-        ("pypi", "notes", json!("pypi-AgEIcHlwaS5vcmcCJGFiY2RlZjAxMjM0NTY3ODk"), "secret_token_prefix"),
-        ("hugging_face", "notes", json!("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"), "secret_token_prefix"),
-        ("shopify", "notes", json!("shpat_0123456789abcdef0123456789abcdef"), "secret_token_prefix"),
-        ("token_inside_a_sentence", "notes", json!("my key is ghp_16C7e42F292c6912E7710c838347Ae178B4a thanks"), "secret_token_prefix"),
-        ("token_in_a_multi_select", "tags", json!(["a", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"]), "secret_token_prefix"),
-        ("token_in_an_unknown_field", "extra", json!("ghp_16C7e42F292c6912E7710c838347Ae178B4a"), "secret_token_prefix"),
-        ("pem_private_key", "notes", json!("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"), "secret_pem_block"),
-        ("pem_rsa_private_key", "notes", json!("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"), "secret_pem_block"),
-        ("pem_openssh_private_key", "notes", json!("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----"), "secret_pem_block"),
-        ("pem_pgp_private_block", "notes", json!("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----"), "secret_pem_block"),
+        (
+            "github_classic",
+            "notes",
+            json!("ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+            "secret_token_prefix",
+        ),
+        (
+            "github_oauth",
+            "notes",
+            json!("gho_16C7e42F292c6912E7710c838347Ae178B4a"),
+            "secret_token_prefix",
+        ),
+        (
+            "github_fine_grained",
+            "notes",
+            json!("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+            "secret_token_prefix",
+        ),
+        (
+            "gitlab",
+            "notes",
+            json!("glpat-xxXXxx1234567890ABCD"),
+            "secret_token_prefix",
+        ),
+        (
+            "slack_bot",
+            "notes",
+            json!("xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"),
+            "secret_token_prefix",
+        ),
+        (
+            "slack_app",
+            "notes",
+            json!("xapp-1-A0123456789-1234567890123-abcdef0123456789"),
+            "secret_token_prefix",
+        ),
+        (
+            "openai",
+            "notes",
+            json!("sk-proj-AbCdEf0123456789GhIjKlMnOp"),
+            "secret_token_prefix",
+        ),
+        (
+            "stripe_live",
+            "notes",
+            json!("sk_live_51H8AbCdEfGhIjKlMnOpQrStUv"),
+            "secret_token_prefix",
+        ),
+        (
+            "stripe_restricted",
+            "notes",
+            json!("rk_live_51H8AbCdEfGhIjKlMnOpQrStUv"),
+            "secret_token_prefix",
+        ),
+        (
+            "aws_access_key",
+            "notes",
+            json!("AKIAIOSFODNN7EXAMPLE"),
+            "secret_token_prefix",
+        ),
+        (
+            "aws_session_key",
+            "notes",
+            json!("ASIAIOSFODNN7EXAMPLE"),
+            "secret_token_prefix",
+        ),
+        (
+            "google_api_key",
+            "notes",
+            json!("AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW"),
+            "secret_token_prefix",
+        ),
+        (
+            "google_oauth_token",
+            "notes",
+            json!("ya29.a0AfH6SMBx1234567890abcdefGHIJ"),
+            "secret_token_prefix",
+        ),
+        (
+            "npm",
+            "notes",
+            json!("npm_AbCdEf0123456789GhIjKlMnOpQrStUvWxYz"),
+            "secret_token_prefix",
+        ),
+        (
+            "pypi",
+            "notes",
+            json!("pypi-AgEIcHlwaS5vcmcCJGFiY2RlZjAxMjM0NTY3ODk"),
+            "secret_token_prefix",
+        ),
+        (
+            "hugging_face",
+            "notes",
+            json!("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+            "secret_token_prefix",
+        ),
+        (
+            "shopify",
+            "notes",
+            json!("shpat_0123456789abcdef0123456789abcdef"),
+            "secret_token_prefix",
+        ),
+        (
+            "token_inside_a_sentence",
+            "notes",
+            json!("my key is ghp_16C7e42F292c6912E7710c838347Ae178B4a thanks"),
+            "secret_token_prefix",
+        ),
+        (
+            "token_in_a_multi_select",
+            "tags",
+            json!(["a", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"]),
+            "secret_token_prefix",
+        ),
+        (
+            "token_in_an_unknown_field",
+            "extra",
+            json!("ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+            "secret_token_prefix",
+        ),
+        (
+            "pem_private_key",
+            "notes",
+            json!(
+                "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+            ),
+            "secret_pem_block",
+        ),
+        (
+            "pem_rsa_private_key",
+            "notes",
+            json!(
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
+            ),
+            "secret_pem_block",
+        ),
+        (
+            "pem_openssh_private_key",
+            "notes",
+            json!(
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----"
+            ),
+            "secret_pem_block",
+        ),
+        (
+            "pem_pgp_private_block",
+            "notes",
+            json!(
+                "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----"
+            ),
+            "secret_pem_block",
+        ),
         ("jwt", "notes", json!(JWT), "secret_jwt"),
-        ("jwt_alg_none", "notes", json!("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZGEifQ."), "secret_jwt"),
-        ("jwt_after_bearer", "notes", json!(format!("Bearer {JWT}")), "secret_jwt"),
-        ("entropy_in_a_key_field", "licenseKey", json!("Zx8Qp2Lm9Vt4Rw7Ks1Nb6Hy3"), "secret_high_entropy"),
-        ("entropy_in_a_code_field", "code", json!("a9F3kQ7zP1xW8mB4vN6tR2yH"), "secret_high_entropy"),
+        (
+            "jwt_alg_none",
+            "notes",
+            json!("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZGEifQ."),
+            "secret_jwt",
+        ),
+        (
+            "jwt_after_bearer",
+            "notes",
+            json!(format!("Bearer {JWT}")),
+            "secret_jwt",
+        ),
+        (
+            "entropy_in_a_key_field",
+            "licenseKey",
+            json!("Zx8Qp2Lm9Vt4Rw7Ks1Nb6Hy3"),
+            "secret_high_entropy",
+        ),
+        (
+            "entropy_in_a_code_field",
+            "code",
+            json!("a9F3kQ7zP1xW8mB4vN6tR2yH"),
+            "secret_high_entropy",
+        ),
     ];
     let mut failures = Vec::new();
     for (name, field, value, code) in &cases {
@@ -68,13 +216,19 @@ fn credentials_are_refused() {
         let assessment = check_answers(&policy, &schema, &content);
         let codes: Vec<&str> = assessment.reasons.iter().map(|r| r.code).collect();
         if assessment.decision.as_str() != "deny_token_or_secret_transit" || !codes.contains(code) {
-            failures.push(format!("  {name}: {} {codes:?} (want {code})", assessment.decision));
+            failures.push(format!(
+                "  {name}: {} {codes:?} (want {code})",
+                assessment.decision
+            ));
         }
         for reason in &assessment.reasons {
             if let Some(text) = value.as_str()
                 && reason.detail.contains(text)
             {
-                failures.push(format!("  {name}: the detail repeats the secret: {}", reason.detail));
+                failures.push(format!(
+                    "  {name}: the detail repeats the secret: {}",
+                    reason.detail
+                ));
             }
         }
     }
@@ -86,19 +240,52 @@ fn ordinary_answers_pass() {
     let policy = Policy::default_policy();
     let schema = schema();
     let cases: Vec<(&str, Value)> = vec![
-        ("ordinary_form", json!({"name": "Ada Lovelace", "email": "ada@example.com", "when": "2026-12-01", "count": 3, "tags": ["a"]})),
-        ("long_prose_in_notes", json!({"notes": "Please book a table near the window; we will arrive around 7pm with two children."})),
-        ("random_looking_word_in_an_ordinary_field", json!({"notes": "Zx8Qp2Lm9Vt4Rw7Ks1Nb6Hy3"})),
+        (
+            "ordinary_form",
+            json!({"name": "Ada Lovelace", "email": "ada@example.com", "when": "2026-12-01", "count": 3, "tags": ["a"]}),
+        ),
+        (
+            "long_prose_in_notes",
+            json!({"notes": "Please book a table near the window; we will arrive around 7pm with two children."}),
+        ),
+        (
+            "random_looking_word_in_an_ordinary_field",
+            json!({"notes": "Zx8Qp2Lm9Vt4Rw7Ks1Nb6Hy3"}),
+        ),
         ("short_code", json!({"code": "WELCOME10"})),
-        ("sentence_in_a_code_field", json!({"code": "the one printed on the back of the invitation card"})),
-        ("prefix_words_not_a_key", json!({"notes": "sk-learn-tutorial-for-beginners and hf_hub_download"})),
+        (
+            "sentence_in_a_code_field",
+            json!({"code": "the one printed on the back of the invitation card"}),
+        ),
+        (
+            "prefix_words_not_a_key",
+            json!({"notes": "sk-learn-tutorial-for-beginners and hf_hub_download"}),
+        ),
         ("prefix_too_short", json!({"notes": "ghp_abc123"})),
-        ("public_key_pem", json!({"notes": "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----"})),
-        ("certificate_pem", json!({"notes": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"})),
-        ("dotted_words_not_a_jwt", json!({"notes": "see section.subsection.paragraph for details"})),
-        ("version_numbers", json!({"notes": "upgrade from 1.2.3 to 1.10.0"})),
-        ("uuid_in_notes", json!({"notes": "550e8400-e29b-41d4-a716-446655440000"})),
-        ("url_in_notes", json!({"notes": "https://example.com/some/long/path/to/a/page"})),
+        (
+            "public_key_pem",
+            json!({"notes": "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----"}),
+        ),
+        (
+            "certificate_pem",
+            json!({"notes": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"}),
+        ),
+        (
+            "dotted_words_not_a_jwt",
+            json!({"notes": "see section.subsection.paragraph for details"}),
+        ),
+        (
+            "version_numbers",
+            json!({"notes": "upgrade from 1.2.3 to 1.10.0"}),
+        ),
+        (
+            "uuid_in_notes",
+            json!({"notes": "550e8400-e29b-41d4-a716-446655440000"}),
+        ),
+        (
+            "url_in_notes",
+            json!({"notes": "https://example.com/some/long/path/to/a/page"}),
+        ),
     ];
     let mut failures = Vec::new();
     for (name, content) in &cases {

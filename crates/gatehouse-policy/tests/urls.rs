@@ -64,7 +64,11 @@ fn url_corpus() {
     let mut failures = Vec::new();
     let mut names = HashSet::new();
     for case in &cases {
-        assert!(names.insert(case.name.as_str()), "duplicate case name {}", case.name);
+        assert!(
+            names.insert(case.name.as_str()),
+            "duplicate case name {}",
+            case.name
+        );
         let policy = policy_for(&case.policy);
         let context = good_context(Mode::Url, case.local);
         let assessment = assess_url(&policy, &context, &case.url, &case.allow_hosts);
@@ -119,18 +123,22 @@ fn the_corpus_is_big_and_covers_every_url_code() {
         .filter(|c| c.decision == "allow_elicitation_with_receipt")
         .count();
     assert!(allowed >= 20, "only {allowed} legitimate URLs");
-    let used: HashSet<&str> = cases.iter().flat_map(|c| &c.codes).map(String::as_str).collect();
+    let used: HashSet<&str> = cases
+        .iter()
+        .flat_map(|c| &c.codes)
+        .map(String::as_str)
+        .collect();
     for (code, decision) in all_codes::ALL {
-        if matches!(
-            decision.as_str(),
-            "deny_untrusted_elicitation_url"
-        ) {
+        if matches!(decision.as_str(), "deny_untrusted_elicitation_url") {
             assert!(used.contains(code), "no URL case expects {code}");
         }
     }
     assert!(used.contains(all_codes::SECRET_TOKEN_PREFIX));
     for code in &used {
-        assert!(all_codes::decision_of(code).is_some(), "unknown code {code} in the corpus");
+        assert!(
+            all_codes::decision_of(code).is_some(),
+            "unknown code {code} in the corpus"
+        );
     }
 }
 
@@ -145,11 +153,24 @@ fn details_name_both_host_forms_and_never_echo_secrets() {
         .iter()
         .find(|r| r.code == all_codes::URL_PUNYCODE_HOST)
         .unwrap();
-    assert!(punycode.detail.contains("xn--pple-43d.com"), "{}", punycode.detail);
-    assert!(punycode.detail.contains("\u{430}pple.com"), "{}", punycode.detail);
+    assert!(
+        punycode.detail.contains("xn--pple-43d.com"),
+        "{}",
+        punycode.detail
+    );
+    assert!(
+        punycode.detail.contains("\u{430}pple.com"),
+        "{}",
+        punycode.detail
+    );
 
     let token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
-    let a = assess_url(&policy, &context, &format!("https://example.com/?t={token}"), &[]);
+    let a = assess_url(
+        &policy,
+        &context,
+        &format!("https://example.com/?t={token}"),
+        &[],
+    );
     for reason in &a.assessment.reasons {
         assert!(!reason.detail.contains(token), "{}", reason.detail);
     }
@@ -165,10 +186,16 @@ fn evidence_holds_come_with_url_checks() {
     let mut context = good_context(Mode::Url, false);
     context.tied_to_request = false;
     let a = assess_url(&policy, &context, "https://example.com/", &[]);
-    assert_eq!(a.assessment.decision.as_str(), "hold_for_elicitation_evidence");
+    assert_eq!(
+        a.assessment.decision.as_str(),
+        "hold_for_elicitation_evidence"
+    );
     assert!(!a.assessment.override_allowed);
     let a = assess_url(&policy, &context, "https://github.com@evil.example/", &[]);
-    assert_eq!(a.assessment.decision.as_str(), "deny_untrusted_elicitation_url");
+    assert_eq!(
+        a.assessment.decision.as_str(),
+        "deny_untrusted_elicitation_url"
+    );
     assert_eq!(
         codes(&a.assessment.reasons),
         ["not_tied_to_request", "url_userinfo"]
