@@ -345,6 +345,8 @@ struct Handling {
     content: Option<Map<String, Value>>,
     overridden: bool,
     note: Option<String>,
+    /// Denied by policy: counted as abuse once the receipt is written.
+    denied: bool,
 }
 
 fn action_str(action: &ElicitationAction) -> &'static str {
@@ -622,6 +624,7 @@ impl ElicitationBroker {
             content: None,
             overridden: false,
             note: None,
+            denied: false,
         };
 
         match handling.prompt.assessment.decision {
@@ -641,7 +644,7 @@ impl ElicitationBroker {
                 self.ui.update(PromptUpdate::Refused {
                     prompt: Box::new(handling.prompt.clone()),
                 });
-                self.count_denial(session);
+                handling.denied = true;
             }
             Decision::KillSessionOnElicitationAbuse => {
                 self.ui.update(PromptUpdate::Refused {
@@ -650,7 +653,12 @@ impl ElicitationBroker {
             }
         }
 
+        let denied = handling.denied;
         let (record, content) = self.finish(session, handling);
+        // After the receipt, so the log reads: what was denied, then the kill it caused.
+        if denied {
+            self.count_denial(session);
+        }
         if record.decision == Decision::KillSessionOnElicitationAbuse {
             let reason = record
                 .reasons
@@ -745,7 +753,7 @@ impl ElicitationBroker {
                         self.ui.update(PromptUpdate::Refused {
                             prompt: Box::new(h.prompt.clone()),
                         });
-                        self.count_denial(session);
+                        h.denied = true;
                         return;
                     }
                     h.action = ElicitationAction::Accept;
@@ -1151,6 +1159,7 @@ impl ElicitationBroker {
             content: None,
             overridden: false,
             note: Some("refused with -32602 (invalid params)".into()),
+            denied: false,
         };
         self.finish(session, h).0
     }

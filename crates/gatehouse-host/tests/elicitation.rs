@@ -1,0 +1,1171 @@
+//! The elicitation broker against real connections: the demo server (admitted under the
+//! DEMO-ONLY trust root) and the misbehaving fixture, with a consent UI and a URL opener that
+//! record everything the host showed and opened.
+//!
+//! - the kill switch: too many elicitations, or too many denials, in one session close the
+//!   connection and suspend the server until the user resumes it;
+//! - an elicitation tied to no request of ours (SEP-2260) is held and never shown;
+//! - URL completions: another server's, or a duplicate, are ignored and audited; the real one
+//!   completes the prompt;
+//! - prompts are asked one at a time, in arrival order;
+//! - the request timeout pauses while a person is asked; the human timeout cancels;
+//! - receipts carry what elicitation.md §4 lists, and the audit chain verifies.
+//!
+//! The demo server is found like the CLI's demo mode finds it: `$GATEHOUSE_DEMO_SERVER`, else
+//! `gatehouse-demo-server` in the target directory this test was built into (build it with
+//! `cargo build -p gatehouse-demo-server`).
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gatehouse_attest::bundle::Posture;
+use gatehouse_audit::Record;
+use gatehouse_host::broker::BrokerOptions;
+use gatehouse_host::config::StdioSpec;
+use gatehouse_host::connection::log_file_name;
+use gatehouse_host::consent::{
+    ConsentAnswer, ConsentReply, PromptBody, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
+};
+use gatehouse_host::gatekeeper::events;
+use gatehouse_host::tap::{Direction, system_clock};
+use gatehouse_host::{
+    Approvals, Auditor, CallOptions, ConnectOptions, Connection, ConsentUi, ElicitationBroker,
+    ElicitationRecord, Era, EraPreference, Gatekeeper, HostError, HostEvent, MemoryStore, Prompt,
+    ServerSpec, TrafficTap, Trust, TrustSettings, UrlOpener,
+};
+use gatehouse_policy::policy::DEFAULT_POLICY_TOML;
+use gatehouse_policy::{FieldError, Policy};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+use tokio::sync::broadcast;
+
+const ERAS: [Era; 2] = [Era::V2025_11_25, Era::V2026_07_28];
+const DEMO_SERVER_ID: &str = "urn:gatehouse:demo-server";
+const DEMO_BUNDLE: &str = "DEMO-ONLY-gatehouse-demo@1";
+const USER: &str = "elicitation-test-user";
+
+// ---------------------------------------------------------------------------------------------
+// The consent UI and the URL opener under test control.
+
+/// What the test user answers, one entry per prompt they are asked.
+#[derive(Debug, Clone)]
+enum Answer {
+    /// Submit the form: the schema's defaults with these answers over them.
+    Submit(Value),
+    /// Open the URL.
+    Open,
+    Decline,
+    /// Never answer (the human timeout has to end it).
+    Never,
+}
+
+/// One `ask` call, as the UI saw it.
+#[derive(Debug, Clone)]
+struct Asked {
+    prompt: Prompt,
+    started: Instant,
+    /// When the answer was returned (`None` while the user is still "thinking").
+    answered: Option<Instant>,
+}
+
+/// A consent UI that answers from a queue (cancel when it runs out), after an optional delay,
+/// and records every prompt it was asked and every update it was sent.
+struct TestUi {
+    answers: Mutex<VecDeque<Answer>>,
+    delay: Duration,
+    asked: Mutex<Vec<Asked>>,
+    updates: Mutex<Vec<PromptUpdate>>,
+}
+
+impl TestUi {
+    fn new(answers: impl IntoIterator<Item = Answer>) -> Arc<TestUi> {
+        TestUi::slow(answers, Duration::ZERO)
+    }
+
+    fn slow(answers: impl IntoIterator<Item = Answer>, delay: Duration) -> Arc<TestUi> {
+        Arc::new(TestUi {
+            answers: Mutex::new(answers.into_iter().collect()),
+            delay,
+            asked: Mutex::new(Vec::new()),
+            updates: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn asked(&self) -> Vec<Asked> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    fn updates(&self) -> Vec<PromptUpdate> {
+        self.updates.lock().unwrap().clone()
+    }
+
+    fn opened(&self, prompt_id: u64) -> bool {
+        self.updates()
+            .iter()
+            .any(|u| matches!(u, PromptUpdate::Opened { prompt_id: p, .. } if *p == prompt_id))
+    }
+
+    fn completed(&self, prompt_id: u64) -> Vec<&'static str> {
+        self.updates()
+            .iter()
+            .filter_map(|u| match u {
+                PromptUpdate::Completed { prompt_id: p, via } if *p == prompt_id => Some(*via),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn refused(&self) -> Vec<Prompt> {
+        self.updates()
+            .into_iter()
+            .filter_map(|u| match u {
+                PromptUpdate::Refused { prompt } => Some(*prompt),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn suspended(&self) -> Vec<(String, String)> {
+        self.updates()
+            .into_iter()
+            .filter_map(|u| match u {
+                PromptUpdate::Suspended { server, detail } => Some((server, detail)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl ConsentUi for TestUi {
+    fn ask<'a>(
+        &'a self,
+        prompt: &'a Prompt,
+        problems: &'a [FieldError],
+    ) -> UiFuture<'a, ConsentAnswer> {
+        Box::pin(async move {
+            let index = {
+                let mut asked = self.asked.lock().unwrap();
+                asked.push(Asked {
+                    prompt: prompt.clone(),
+                    started: Instant::now(),
+                    answered: None,
+                });
+                asked.len() - 1
+            };
+            assert!(
+                problems.is_empty(),
+                "the test's answer broke the form: {problems:?}"
+            );
+            let answer = self
+                .answers
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(Answer::Decline);
+            tokio::time::sleep(self.delay).await;
+            let reply = match (answer, &prompt.body) {
+                (Answer::Never, _) => std::future::pending().await,
+                (Answer::Decline, _) => ConsentReply::Decline,
+                (Answer::Open, _) => ConsentReply::Open,
+                (Answer::Submit(content), PromptBody::Form { defaults, .. }) => {
+                    let mut merged = defaults.clone();
+                    merged.extend(content.as_object().cloned().unwrap_or_default());
+                    ConsentReply::Submit(merged)
+                }
+                (Answer::Submit(_), _) => ConsentReply::Cancel,
+            };
+            self.asked.lock().unwrap()[index].answered = Some(Instant::now());
+            ConsentAnswer::plain(reply)
+        })
+    }
+
+    fn waiting(&self, _prompt_id: u64, _phase: WaitPhase) -> UiFuture<'_, WaitChoice> {
+        // The test user never presses Retry or Cancel: completion or the timeout ends a wait.
+        Box::pin(std::future::pending())
+    }
+
+    fn update(&self, update: PromptUpdate) {
+        self.updates.lock().unwrap().push(update);
+    }
+}
+
+/// Records every URL handed to the "browser"; with `submit`, also submits the demo's connect
+/// page, as a person would.
+#[derive(Default)]
+struct TestOpener {
+    opened: Mutex<Vec<String>>,
+    submit: AtomicBool,
+}
+
+impl TestOpener {
+    fn opened(&self) -> Vec<String> {
+        self.opened.lock().unwrap().clone()
+    }
+}
+
+impl UrlOpener for TestOpener {
+    fn open(&self, url: &str) -> Result<(), String> {
+        self.opened.lock().unwrap().push(url.to_string());
+        if self.submit.load(Ordering::SeqCst) {
+            let status = post(url);
+            assert_eq!(status, 200, "POST {url}");
+        }
+        Ok(())
+    }
+}
+
+/// A blocking `POST` with an empty body to a loopback `http://` URL; returns the status code.
+fn post(url: &str) -> u16 {
+    let parsed = url::Url::parse(url).unwrap();
+    assert_eq!(parsed.scheme(), "http", "{url}");
+    let host = parsed.host_str().unwrap().to_string();
+    assert!(
+        host == "127.0.0.1" || host == "localhost",
+        "only loopback pages are submitted, not {url}"
+    );
+    let port = parsed.port_or_known_default().unwrap();
+    let mut stream = std::net::TcpStream::connect((host.as_str(), port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "POST {} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        parsed.path()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The host: trust, audit log, connections.
+
+/// The demo server: `$GATEHOUSE_DEMO_SERVER`, else in the target directory of this test
+/// (target/<profile>/deps/elicitation-… → target/<profile>/gatehouse-demo-server).
+fn demo_server() -> PathBuf {
+    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join(gatehouse_host::demo::DEMO_SERVER_BINARY);
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build -p gatehouse-demo-server` or set GATEHOUSE_DEMO_SERVER",
+        path.display()
+    );
+    path
+}
+
+/// Exactly the command line the demo bundle binds: the executable, no arguments.
+fn demo_spec() -> ServerSpec {
+    ServerSpec::Stdio(StdioSpec {
+        command: demo_server().display().to_string(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: None,
+    })
+}
+
+fn fixture(mode: &str) -> ServerSpec {
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/misbehaving_stdio.py");
+    ServerSpec::Stdio(StdioSpec {
+        command: "python3".into(),
+        args: vec![script.display().to_string(), mode.into()],
+        env: Vec::new(),
+        cwd: None,
+    })
+}
+
+/// The shipped policy with one `[abuse]` setting changed.
+fn policy_with(setting: &str, value: usize) -> Policy {
+    let line = DEFAULT_POLICY_TOML
+        .lines()
+        .find(|l| l.starts_with(&format!("{setting} =")))
+        .unwrap_or_else(|| panic!("default.toml has no {setting}"));
+    let text = DEFAULT_POLICY_TOML.replace(line, &format!("{setting} = {value}"));
+    let policy = Policy::from_toml(&text).unwrap();
+    assert_ne!(text, DEFAULT_POLICY_TOML);
+    policy
+}
+
+struct Host {
+    tap: Arc<TrafficTap>,
+    events: broadcast::Sender<HostEvent>,
+    gatekeeper: Arc<Gatekeeper>,
+    logs: tempfile::TempDir,
+    state: tempfile::TempDir,
+    request_timeout: Duration,
+}
+
+impl Host {
+    fn new(posture: Option<Posture>, demo_bundle: Option<Vec<u8>>) -> Host {
+        let logs = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let system_dir = state.path().join("system-trust-roots");
+        let user_dir = state.path().join("user-trust-roots");
+        std::fs::create_dir(&system_dir).unwrap();
+        std::fs::create_dir(&user_dir).unwrap();
+        let trust = Trust::load(
+            &TrustSettings {
+                system_dir,
+                user_dir: Some(user_dir),
+                posture_override: posture,
+                demo_bundle,
+            },
+            OffsetDateTime::now_utc(),
+        );
+        assert!(trust.problems().is_empty(), "{:?}", trust.problems());
+        let (auditor, _) =
+            Auditor::open(&state.path().join("audit.jsonl"), system_clock()).unwrap();
+        Host {
+            tap: Arc::new(TrafficTap::new(10_000, system_clock())),
+            events: broadcast::channel(256).0,
+            gatekeeper: Arc::new(Gatekeeper::new(
+                trust,
+                auditor,
+                Approvals::in_memory(),
+                system_clock(),
+            )),
+            logs,
+            state,
+            request_timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// Demo mode: the demo bundle admits the demo server (deny-by-default otherwise).
+    fn demo() -> Host {
+        let bundle =
+            gatehouse_host::demo::demo_bundle(&demo_server(), OffsetDateTime::now_utc()).unwrap();
+        let host = Host::new(None, Some(bundle));
+        assert_eq!(host.gatekeeper.posture(), Posture::DenyByDefault);
+        host
+    }
+
+    /// No bundle, the warn posture: unattested servers are tolerated.
+    fn warn() -> Host {
+        Host::new(Some(Posture::Warn), None)
+    }
+
+    fn broker(
+        &self,
+        policy: Policy,
+        ui: &Arc<TestUi>,
+        opener: &Arc<TestOpener>,
+        human_timeout: Option<Duration>,
+    ) -> Arc<ElicitationBroker> {
+        let mut options = BrokerOptions {
+            user: USER.into(),
+            ..BrokerOptions::default()
+        };
+        if let Some(timeout) = human_timeout {
+            options.human_timeout = timeout;
+        }
+        ElicitationBroker::new(
+            Arc::new(policy),
+            ui.clone(),
+            opener.clone(),
+            self.gatekeeper.clone(),
+            options,
+        )
+    }
+
+    async fn connect(
+        &self,
+        name: &str,
+        spec: &ServerSpec,
+        broker: &Arc<ElicitationBroker>,
+        era: EraPreference,
+    ) -> Result<Connection, HostError> {
+        let options = ConnectOptions {
+            era,
+            log_dir: Some(self.logs.path().to_path_buf()),
+            connect_timeout: Duration::from_secs(20),
+            request_timeout: self.request_timeout,
+            shutdown_grace: Duration::from_millis(300),
+            broker: Some(broker.clone()),
+            ..ConnectOptions::default()
+        };
+        Connection::connect(
+            name,
+            spec,
+            Arc::new(MemoryStore::default()),
+            self.tap.clone(),
+            self.events.clone(),
+            &options,
+            self.gatekeeper.clone(),
+        )
+        .await
+    }
+
+    /// The demo server in `era`, admitted.
+    async fn demo_connection(
+        &self,
+        name: &str,
+        broker: &Arc<ElicitationBroker>,
+        era: Era,
+    ) -> Connection {
+        let connection = self
+            .connect(name, &demo_spec(), broker, EraPreference::Only(era))
+            .await
+            .unwrap();
+        assert!(
+            connection.verdict().is_admitted(),
+            "{}",
+            connection.verdict().headline()
+        );
+        assert_eq!(connection.era(), era);
+        connection
+    }
+
+    fn audit_path(&self) -> PathBuf {
+        self.state.path().join("audit.jsonl")
+    }
+
+    fn records(&self) -> Vec<Record> {
+        gatehouse_audit::read(self.audit_path()).unwrap()
+    }
+
+    fn records_of(&self, event: &str) -> Vec<Record> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.event == event)
+            .collect()
+    }
+
+    fn receipt(&self, receipt_id: &str) -> Record {
+        self.records_of(events::ELICITATION_RECEIPT)
+            .into_iter()
+            .find(|r| r.data["receipt_id"] == receipt_id)
+            .unwrap_or_else(|| panic!("no receipt {receipt_id} in the audit log"))
+    }
+
+    fn stderr_log(&self, name: &str) -> PathBuf {
+        self.logs.path().join(log_file_name(name))
+    }
+
+    /// The JSON-RPC ids of the `tools/call` requests sent to `server`, in order.
+    fn tool_call_ids(&self, server: &str) -> Vec<Value> {
+        self.tap
+            .entries(Some(server))
+            .into_iter()
+            .filter(|e| e.direction == Direction::Out && e.message["method"] == "tools/call")
+            .map(|e| e.message["id"].clone())
+            .collect()
+    }
+}
+
+/// Polls `check` every 20 ms until it gives a value, for at most `within`.
+async fn eventually<T>(what: &str, within: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn booking() -> Value {
+    json!({"name": "Ada Lovelace", "email": "ada@example.com", "date": "2026-12-24",
+           "party_size": 4, "seating": "outdoor", "extras": ["bread", "wine"]})
+}
+
+fn text(outcome: &gatehouse_host::ToolOutcome) -> String {
+    outcome.result.content[0].as_text().unwrap().text.clone()
+}
+
+/// What the demo server says it received (book_table, ask_password, open_link report it).
+fn received(outcome: &gatehouse_host::ToolOutcome) -> Value {
+    serde_json::from_str(&text(outcome)).unwrap_or_else(|e| panic!("{e}: {}", text(outcome)))
+}
+
+fn reason_codes(record: &ElicitationRecord) -> Vec<&'static str> {
+    record.reasons.iter().map(|r| r.code).collect()
+}
+
+fn str_of<'a>(record: &'a Record, field: &str) -> &'a str {
+    record.data[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} in {record:?}"))
+}
+
+fn no_args() -> Option<Map<String, Value>> {
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Rate limit → kill.
+
+#[tokio::test]
+async fn too_many_elicitations_kill_the_session_and_suspend_the_server_until_resumed() {
+    for era in ERAS {
+        let host = Host::demo();
+        let ui = TestUi::new([
+            Answer::Submit(booking()),
+            Answer::Submit(booking()),
+            Answer::Submit(booking()),
+        ]);
+        let opener = Arc::new(TestOpener::default());
+        let broker = host.broker(policy_with("max_elicitations", 2), &ui, &opener, None);
+        let name = "rate";
+        let server = host.demo_connection(name, &broker, era).await;
+        let call = CallOptions::default();
+
+        // Within the limit: asked and answered.
+        for n in 1..=2 {
+            let outcome = server.call_tool("book_table", no_args(), &call).await;
+            let outcome = outcome.unwrap_or_else(|e| panic!("{era} call {n}: {e}"));
+            assert_eq!(received(&outcome)["action"], "accept", "{era} call {n}");
+            assert_eq!(
+                outcome.elicitations[0].decision.as_str(),
+                "allow_elicitation_with_receipt"
+            );
+        }
+        assert_eq!(ui.asked().len(), 2, "{era}");
+        assert!(ui.suspended().is_empty());
+
+        // The third elicitation in the window: refused unasked, the session killed.
+        let (outcome, records) = server
+            .call_tool_traced("book_table", no_args(), &call)
+            .await;
+        match &outcome {
+            Err(HostError::SessionKilled { server: s, detail }) => {
+                assert_eq!(s, name);
+                assert!(detail.starts_with("elicitation_rate_exceeded"), "{detail}");
+            }
+            other => panic!("{era}: expected SessionKilled, got {other:?}"),
+        }
+        assert_eq!(records.len(), 1, "{era}: {records:?}");
+        let third = &records[0];
+        assert_eq!(
+            third.decision.as_str(),
+            "kill_session_on_elicitation_abuse",
+            "{era}"
+        );
+        assert!(
+            reason_codes(third).contains(&"elicitation_rate_exceeded"),
+            "{third:?}"
+        );
+        assert_ne!(third.action, "accept");
+        assert_eq!(ui.asked().len(), 2, "{era}: the third prompt was shown");
+        let session = server.session().unwrap();
+        assert!(
+            session
+                .killed()
+                .is_some_and(|k| k.starts_with("elicitation_rate_exceeded")),
+            "{:?}",
+            session.killed()
+        );
+        assert!(session.kill_token().is_cancelled());
+
+        // Audited: the receipt of the refused elicitation, the kill, the suspension.
+        let receipt = host.receipt(&third.receipt_id);
+        assert_eq!(
+            str_of(&receipt, "decision"),
+            "kill_session_on_elicitation_abuse"
+        );
+        let killed = host.records_of(events::SESSION_KILLED);
+        assert_eq!(killed.len(), 1, "{killed:?}");
+        assert_eq!(str_of(&killed[0], "reason"), "elicitation_rate_exceeded");
+        assert_eq!(str_of(&killed[0], "name"), name);
+        let suspended = host.records_of(events::SERVER_SUSPENDED);
+        assert_eq!(suspended.len(), 1, "{suspended:?}");
+        assert_eq!(str_of(&suspended[0], "reason"), "elicitation_rate_exceeded");
+        assert_eq!(str_of(&suspended[0], "key"), format!("id:{DEMO_SERVER_ID}"));
+        // The user was told.
+        let told = ui.suspended();
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert_eq!(told[0].0, name);
+        assert!(told[0].1.starts_with("elicitation_rate_exceeded"));
+        assert!(
+            ui.refused()
+                .iter()
+                .any(|p| p.receipt_id == third.receipt_id),
+            "the refused prompt was not shown as refused"
+        );
+
+        // The connection is closed: nothing more goes out on it.
+        let sent = server.bytes_sent();
+        let error = server
+            .call_tool("echo", json!({"message": "hi"}).as_object().cloned(), &call)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, HostError::SessionKilled { .. }),
+            "{era}: {error:?}"
+        );
+        assert_eq!(
+            server.bytes_sent(),
+            sent,
+            "{era}: sent on a killed connection"
+        );
+
+        // A new connection to the same server (under any name: suspensions follow the verified
+        // id) is refused before the process starts: under a name never connected, nothing was
+        // logged or sent (the killed connection's own tail may still reach the tap).
+        for again in [name, "rate-alias"] {
+            let error = host
+                .connect(again, &demo_spec(), &broker, EraPreference::Only(era))
+                .await
+                .unwrap_err();
+            match &error {
+                HostError::Suspended {
+                    server: s, reason, ..
+                } => {
+                    assert_eq!(s, again);
+                    assert_eq!(reason, "elicitation_rate_exceeded");
+                }
+                other => panic!("{era}: expected Suspended, got {other:?}"),
+            }
+        }
+        assert!(
+            host.tap.entries(Some("rate-alias")).is_empty()
+                && !host.stderr_log("rate-alias").exists(),
+            "the suspended server's process was started"
+        );
+        assert_eq!(host.records_of(events::SUSPENDED_REFUSED).len(), 2);
+
+        // The user resumes it: audited, and connecting works again (with a fresh window).
+        assert!(host.gatekeeper.resume(server.verdict()).unwrap());
+        let resumed = host.records_of(events::SERVER_RESUMED);
+        assert_eq!(resumed.len(), 1, "{resumed:?}");
+        assert_eq!(str_of(&resumed[0], "key"), format!("id:{DEMO_SERVER_ID}"));
+        assert!(!host.gatekeeper.resume(server.verdict()).unwrap());
+        server.close().await;
+        let ui_answers = [Answer::Submit(booking())];
+        ui.answers.lock().unwrap().extend(ui_answers);
+        let back = host.demo_connection(name, &broker, era).await;
+        let outcome = back
+            .call_tool("book_table", no_args(), &call)
+            .await
+            .unwrap();
+        assert_eq!(received(&outcome)["action"], "accept");
+        back.close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Repeated denials → kill.
+
+#[tokio::test]
+async fn repeated_denials_kill_the_session() {
+    for era in ERAS {
+        let host = Host::demo();
+        let ui = TestUi::new([]);
+        let opener = Arc::new(TestOpener::default());
+        let broker = host.broker(policy_with("max_denials", 1), &ui, &opener, None);
+        let server = host.demo_connection("denials", &broker, era).await;
+        let call = CallOptions::default();
+
+        // One denial is within the limit: the server only gets decline.
+        let first = server
+            .call_tool("ask_password", no_args(), &call)
+            .await
+            .unwrap();
+        assert_eq!(received(&first), json!({"action": "decline"}), "{era}");
+        let record = &first.elicitations[0];
+        assert_eq!(record.decision.as_str(), "deny_sensitive_form_elicitation");
+        assert!(
+            reason_codes(record).contains(&"sensitive_field"),
+            "{record:?}"
+        );
+        assert!(server.session().unwrap().killed().is_none());
+        assert!(host.records_of(events::SESSION_KILLED).is_empty());
+
+        // The second is one too many.
+        let (outcome, records) = server
+            .call_tool_traced("ask_password", no_args(), &call)
+            .await;
+        match &outcome {
+            Err(HostError::SessionKilled { detail, .. }) => {
+                assert!(detail.starts_with("repeated_denials"), "{detail}")
+            }
+            other => panic!("{era}: expected SessionKilled, got {other:?}"),
+        }
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!(records[0].action, "decline");
+        let killed = host.records_of(events::SESSION_KILLED);
+        assert_eq!(killed.len(), 1, "{killed:?}");
+        assert_eq!(str_of(&killed[0], "reason"), "repeated_denials");
+        assert_eq!(
+            str_of(&killed[0], "decision"),
+            "kill_session_on_elicitation_abuse"
+        );
+        let suspended = host.records_of(events::SERVER_SUSPENDED);
+        assert_eq!(str_of(&suspended[0], "reason"), "repeated_denials");
+        assert!(
+            ui.asked().is_empty(),
+            "a sensitive form was shown to the user"
+        );
+        assert_eq!(ui.suspended().len(), 1);
+        // Both denials were receipted.
+        let receipts = host.records_of(events::ELICITATION_RECEIPT);
+        assert_eq!(receipts.len(), 2, "{receipts:?}");
+        for receipt in &receipts {
+            assert_eq!(
+                str_of(receipt, "decision"),
+                "deny_sensitive_form_elicitation"
+            );
+            assert_eq!(str_of(receipt, "action"), "decline");
+        }
+        server.close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. An elicitation tied to no request of ours (SEP-2260).
+
+#[tokio::test]
+async fn an_elicitation_tied_to_no_request_is_held_and_never_shown() {
+    let host = Host::warn();
+    let ui = TestUi::new([Answer::Submit(json!({"name": "Ada"}))]);
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let name = "unprompted";
+    let server = host
+        .connect(
+            name,
+            &fixture("elicit-unprompted"),
+            &broker,
+            EraPreference::Auto,
+        )
+        .await
+        .unwrap();
+    assert!(!server.verdict().is_admitted());
+    server.approve_tools(&["t".into()]).await.unwrap();
+    let outcome = server
+        .call_tool("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(text(&outcome), "ok");
+    assert!(
+        outcome.elicitations.is_empty(),
+        "the call completed before anything was elicited"
+    );
+
+    // 200 ms after the answer, the fixture elicits on its own.
+    let receipt = eventually("the receipt", Duration::from_secs(5), || {
+        host.records_of(events::ELICITATION_RECEIPT).pop()
+    })
+    .await;
+    assert_eq!(
+        str_of(&receipt, "decision"),
+        "hold_for_elicitation_evidence"
+    );
+    let codes: Vec<&str> = receipt.data["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"not_tied_to_request"), "{codes:?}");
+    assert_eq!(receipt.data["correlation"]["basis"], "none");
+    assert_eq!(receipt.data["correlation"]["requests"], json!([]));
+    assert_eq!(str_of(&receipt, "action"), "decline");
+    assert_eq!(receipt.data["overridden"], false);
+    assert_eq!(receipt.data["admission"], "unattested");
+    assert_eq!(receipt.data["server_id"], Value::Null);
+
+    // Never put to the user: shown as refused, the server got decline.
+    assert!(
+        ui.asked().is_empty(),
+        "the user was asked: {:?}",
+        ui.asked()
+    );
+    let refused = ui.refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].receipt_id, str_of(&receipt, "receipt_id"));
+    assert_eq!(refused[0].message, "Who are you?");
+    assert!(!refused[0].askable());
+    let log = eventually("the fixture's log", Duration::from_secs(5), || {
+        let log = std::fs::read_to_string(host.stderr_log(name)).unwrap_or_default();
+        log.contains("elicitation answered").then_some(log)
+    })
+    .await;
+    assert!(log.contains("elicitation answered decline"), "{log}");
+    server.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Completions: another server's, duplicates, never issued.
+
+#[tokio::test]
+async fn completions_count_only_for_the_server_that_was_asked_and_only_once() {
+    let host = Host::demo();
+    let ui = TestUi::new([Answer::Open]);
+    // The browser only records: the page stays unsubmitted until the test submits it.
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let a = Arc::new(
+        host.demo_connection("account-a", &broker, Era::V2025_11_25)
+            .await,
+    );
+    let b = host
+        .demo_connection("account-b", &broker, Era::V2025_11_25)
+        .await;
+    let a_session = a.session().unwrap().clone();
+    let b_session = b.session().unwrap().clone();
+
+    let call = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.call_tool("connect_account", None, &CallOptions::default())
+                .await
+        })
+    };
+    let prompt = eventually("the consent prompt", Duration::from_secs(10), || {
+        ui.asked().first().map(|a| a.prompt.clone())
+    })
+    .await;
+    assert_eq!(prompt.server, "account-a");
+    eventually("the URL opened", Duration::from_secs(10), || {
+        ui.opened(prompt.id).then_some(())
+    })
+    .await;
+    let receipt = host.receipt(&prompt.receipt_id);
+    assert_eq!(
+        str_of(&receipt, "decision"),
+        "allow_elicitation_with_receipt"
+    );
+    assert_eq!(str_of(&receipt, "action"), "accept");
+    let id = str_of(&receipt, "elicitation_id").to_string();
+    let opened = opener.opened();
+    assert_eq!(opened.len(), 1);
+    assert!(
+        opened[0].starts_with("http://127.0.0.1:")
+            && opened[0].ends_with(&format!("/connect/{id}")),
+        "{opened:?}"
+    );
+
+    // B claims A's completion: ignored, audited, and A's prompt stays pending.
+    b_session.broker().complete(&b_session, &id);
+    let ignored = host.records_of(events::ELICITATION_COMPLETION_IGNORED);
+    assert_eq!(ignored.len(), 1, "{ignored:?}");
+    assert_eq!(str_of(&ignored[0], "why"), "cross_server");
+    assert_eq!(str_of(&ignored[0], "elicitation_id"), id);
+    assert_eq!(str_of(&ignored[0], "name"), "account-b");
+    assert!(!a_session.broker().is_completed(&a_session, &id));
+    assert!(ui.completed(prompt.id).is_empty());
+    assert!(host.records_of(events::ELICITATION_COMPLETED).is_empty());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!call.is_finished(), "A's call ended without its page");
+
+    // The page is submitted: the server's own completion completes A's prompt, and the call.
+    let url = opened[0].clone();
+    let status = tokio::task::spawn_blocking(move || post(&url))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let outcome = tokio::time::timeout(Duration::from_secs(10), call)
+        .await
+        .expect("A's call never returned")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        text(&outcome),
+        format!("connected demo-calendar (elicitation {id})")
+    );
+    assert_eq!(outcome.elicitations.len(), 1);
+    assert_eq!(outcome.elicitations[0].completed, Some(true));
+    assert_eq!(
+        outcome.elicitations[0].elicitation_id.as_deref(),
+        Some(id.as_str())
+    );
+    assert!(a_session.broker().is_completed(&a_session, &id));
+    let completed = host.records_of(events::ELICITATION_COMPLETED);
+    assert_eq!(completed.len(), 1, "{completed:?}");
+    assert_eq!(str_of(&completed[0], "elicitation_id"), id);
+    assert_eq!(str_of(&completed[0], "via"), "notification");
+    assert_eq!(str_of(&completed[0], "receipt_id"), prompt.receipt_id);
+    assert_eq!(ui.completed(prompt.id), ["notification"]);
+
+    // The same completion again, from A itself: a duplicate. And one never issued.
+    a_session.broker().complete(&a_session, &id);
+    a_session.broker().complete(&a_session, "never-issued");
+    let ignored = host.records_of(events::ELICITATION_COMPLETION_IGNORED);
+    let whys: Vec<(&str, &str, &str)> = ignored
+        .iter()
+        .map(|r| {
+            (
+                str_of(r, "name"),
+                str_of(r, "why"),
+                str_of(r, "elicitation_id"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        whys,
+        [
+            ("account-b", "cross_server", id.as_str()),
+            ("account-a", "duplicate", id.as_str()),
+            ("account-a", "never_issued", "never-issued"),
+        ]
+    );
+    assert_eq!(host.records_of(events::ELICITATION_COMPLETED).len(), 1);
+    assert_eq!(ui.completed(prompt.id), ["notification"]);
+    // Within the bogus-completion limit: nobody was killed.
+    assert!(a_session.killed().is_none() && b_session.killed().is_none());
+    assert!(host.records_of(events::SESSION_KILLED).is_empty());
+
+    drop(a_session);
+    Arc::try_unwrap(a).unwrap().close().await;
+    b.close().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. One prompt at a time, in arrival order.
+
+#[tokio::test]
+async fn prompts_are_asked_one_at_a_time_in_arrival_order() {
+    let host = Host::demo();
+    let ui = TestUi::slow(
+        [
+            Answer::Submit(booking()),
+            Answer::Submit(booking()),
+            Answer::Submit(booking()),
+        ],
+        Duration::from_millis(300),
+    );
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let names = ["queue-1", "queue-2", "queue-3"];
+    let mut connections = Vec::new();
+    for name in names {
+        connections.push(Arc::new(
+            host.demo_connection(name, &broker, Era::V2025_11_25).await,
+        ));
+    }
+
+    // The first call's prompt is being answered; the second and third arrive meanwhile, in
+    // that order (each waits until the previous one reached the broker's queue).
+    let mut calls = Vec::new();
+    for (i, connection) in connections.iter().enumerate() {
+        let c = connection.clone();
+        calls.push(tokio::spawn(async move {
+            c.call_tool("book_table", None, &CallOptions::default())
+                .await
+        }));
+        let session = connection.session().unwrap().clone();
+        eventually(
+            "the elicitation to reach the broker",
+            Duration::from_secs(10),
+            || (session.is_busy() || ui.asked().len() > i).then_some(()),
+        )
+        .await;
+    }
+    for call in calls {
+        let outcome = call.await.unwrap().unwrap();
+        assert_eq!(received(&outcome)["action"], "accept");
+    }
+
+    let asked = ui.asked();
+    let servers: Vec<&str> = asked.iter().map(|a| a.prompt.server.as_str()).collect();
+    assert_eq!(servers, names, "not asked in arrival order");
+    for pair in asked.windows(2) {
+        let answered = pair[0].answered.expect("answered");
+        assert!(
+            pair[1].started >= answered,
+            "{} was asked before {} was answered",
+            pair[1].prompt.server,
+            pair[0].prompt.server
+        );
+    }
+    for connection in connections {
+        Arc::try_unwrap(connection).unwrap().close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Human time vs the request timeout.
+
+#[tokio::test]
+async fn the_request_timeout_pauses_while_a_person_is_asked() {
+    let mut host = Host::demo();
+    host.request_timeout = Duration::from_secs(1);
+    let ui = TestUi::slow([Answer::Submit(booking())], Duration::from_millis(2500));
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let server = host
+        .demo_connection("patient", &broker, Era::V2025_11_25)
+        .await;
+    let call = CallOptions::default();
+
+    let started = Instant::now();
+    let outcome = server
+        .call_tool("book_table", no_args(), &call)
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(2500));
+    assert_eq!(received(&outcome)["action"], "accept");
+    assert_eq!(received(&outcome)["content"]["name"], "Ada Lovelace");
+
+    // The same 1 s timeout does fire when nobody is being asked.
+    let args = json!({"steps": 4, "delay_ms": 500}).as_object().cloned();
+    let error = server.call_tool("slow", args, &call).await.unwrap_err();
+    assert!(
+        matches!(&error, HostError::Timeout { after, .. } if *after == Duration::from_secs(1)),
+        "{error:?}"
+    );
+    server.close().await;
+}
+
+#[tokio::test]
+async fn a_person_who_never_answers_is_timed_out_and_the_server_gets_cancel() {
+    for era in ERAS {
+        let host = Host::demo();
+        let ui = TestUi::new([Answer::Never]);
+        let opener = Arc::new(TestOpener::default());
+        let broker = host.broker(
+            Policy::default_policy(),
+            &ui,
+            &opener,
+            Some(Duration::from_millis(500)),
+        );
+        let server = host.demo_connection("absent", &broker, era).await;
+        let started = Instant::now();
+        let outcome = server
+            .call_tool("book_table", no_args(), &CallOptions::default())
+            .await
+            .unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(received(&outcome), json!({"action": "cancel"}), "{era}");
+        let record = &outcome.elicitations[0];
+        assert_eq!(record.action, "cancel");
+        let note = record.note.as_deref().unwrap_or_default();
+        assert!(
+            note.contains("no answer within 0.5 s") && note.contains("cancelled"),
+            "{era}: {note:?}"
+        );
+        assert_eq!(ui.asked().len(), 1);
+        let receipt = host.receipt(&record.receipt_id);
+        assert_eq!(str_of(&receipt, "action"), "cancel");
+        assert_eq!(str_of(&receipt, "note"), note);
+        server.close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Receipts.
+
+#[tokio::test]
+async fn a_receipt_records_who_asked_what_for_which_request_and_the_chain_verifies() {
+    for era in ERAS {
+        let host = Host::demo();
+        let ui = TestUi::new([Answer::Submit(booking())]);
+        let opener = Arc::new(TestOpener::default());
+        let policy = Policy::default_policy();
+        let policy_version = policy.version.clone();
+        let broker = host.broker(policy, &ui, &opener, None);
+        let name = "receipts";
+        let server = host.demo_connection(name, &broker, era).await;
+        let outcome = server
+            .call_tool("book_table", no_args(), &CallOptions::default())
+            .await
+            .unwrap();
+        let got = received(&outcome);
+        assert_eq!(got["action"], "accept");
+        let record = &outcome.elicitations[0];
+        let receipt = host.receipt(&record.receipt_id);
+        let data = &receipt.data;
+        let ids = host.tool_call_ids(name);
+
+        assert_eq!(receipt.event, events::ELICITATION_RECEIPT);
+        assert_eq!(receipt.server.as_deref(), Some(DEMO_SERVER_ID));
+        assert!(
+            str_of(&receipt, "receipt_id").starts_with("rcpt-")
+                && str_of(&receipt, "receipt_id").len() == 5 + 32,
+            "{data:?}"
+        );
+        assert_eq!(data["prompt_id"], record.prompt_id);
+        assert_eq!(data["user"], USER);
+        assert_eq!(data["name"], name);
+        assert_eq!(data["server_id"], DEMO_SERVER_ID);
+        assert_eq!(data["admission"], "admitted");
+        assert_eq!(data["bundle"], DEMO_BUNDLE);
+        // stdio: the command line, no origin.
+        assert_eq!(data["origin"], Value::Null);
+        assert_eq!(
+            data["command"],
+            server.verdict().command.clone().unwrap(),
+            "{data:?}"
+        );
+        assert!(
+            str_of(&receipt, "command").contains(gatehouse_host::demo::DEMO_SERVER_BINARY),
+            "{data:?}"
+        );
+        assert_eq!(data["era"], era.to_string());
+        assert_eq!(data["mode"], "form");
+        assert_eq!(data["decision"], "allow_elicitation_with_receipt");
+        assert_eq!(data["reasons"], json!([]));
+        assert_eq!(data["action"], "accept");
+        assert_eq!(data["overridden"], false);
+        assert_eq!(data["policy_version"], policy_version.as_str());
+        // Tied to the tools/call that caused it, by its JSON-RPC id.
+        let correlation = &data["correlation"];
+        let (basis, caused_by) = match era {
+            Era::V2025_11_25 => ("in_flight", &ids[0]),
+            // The round whose result asked for input.
+            Era::V2026_07_28 => ("mrtr_result", &ids[0]),
+        };
+        assert_eq!(correlation["basis"], basis, "{era}: {correlation}");
+        assert_eq!(
+            correlation["requests"],
+            json!([{"id": caused_by, "method": "tools/call", "tool": "book_table"}]),
+            "{era}"
+        );
+        if era == Era::V2026_07_28 {
+            assert_eq!(ids.len(), 2, "one input_required round, then the retry");
+            assert_eq!(data["input_key"], "booking");
+            assert_eq!(data["round"], 1);
+        } else {
+            assert_eq!(ids.len(), 1);
+        }
+        // The hash of exactly what the server received; the content itself is never stored.
+        let sent = serde_json::to_vec(&got["content"]).unwrap();
+        assert_eq!(
+            data["content_sha256"],
+            format!("sha256:{}", hex::encode(Sha256::digest(&sent)))
+        );
+        server.close().await;
+        let log = std::fs::read_to_string(host.audit_path()).unwrap();
+        assert!(!log.contains("Ada Lovelace"), "content was stored");
+
+        let report = gatehouse_audit::verify(host.audit_path()).unwrap();
+        assert!(report.ok, "{report}");
+        assert_eq!(report.records as usize, host.records().len());
+
+        // Rewriting what the receipt says breaks the chain at exactly that record.
+        let line = log
+            .lines()
+            .position(|l| l.contains(&record.receipt_id) && l.contains("elicitation_receipt"))
+            .unwrap();
+        let tampered = log.replacen(r#""action":"accept""#, r#""action":"decline""#, 1);
+        assert_ne!(tampered, log);
+        std::fs::write(host.audit_path(), tampered).unwrap();
+        let report = gatehouse_audit::verify(host.audit_path()).unwrap();
+        assert!(!report.ok);
+        assert_eq!(
+            report.first_broken.as_ref().map(|b| b.line),
+            Some(line as u64 + 1),
+            "{report}"
+        );
+    }
+}
