@@ -602,3 +602,75 @@ fn a_remote_server_without_authorization_is_held_under_sep_2343() {
     );
     assert_eq!(received(&out)["action"], "decline");
 }
+
+/// Without `--answers`, prompts are asked on the terminal (stdin/stderr): the banner, the full
+/// URL and host, the form field by field, and the user's typed choice.
+#[test]
+fn without_an_answers_file_the_terminal_asks() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let world = World::new();
+    let ask = |tool: &str, args: Value, typed: &str, visit: &str| {
+        let mut cmd = world.command(visit);
+        cmd.args([
+            "--json",
+            "--demo",
+            "--era",
+            "2025-11-25",
+            "call",
+            "demo",
+            tool,
+        ])
+        .arg("--args")
+        .arg(args.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(typed.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+
+    // A URL: shown in full with its host and the verified identity; "d" declines.
+    let (out, stderr) = ask("connect_account", json!({}), "d\n", "submit");
+    assert_eq!(text(&out), "not connected: decline", "{stderr}");
+    let url = out["elicitations"][0]["url"]["full"].as_str().unwrap();
+    assert!(stderr.contains(url), "the full URL is shown: {stderr}");
+    assert!(
+        stderr.contains("Verified server: urn:gatehouse:demo-server"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("claimed (not verified)"), "{stderr}");
+    assert!(world.opened().is_empty() && world.hits().is_empty());
+
+    // "o" opens it; the recorder browser submits the page and the call completes.
+    let (out, stderr) = ask("connect_account", json!({}), "o\n", "submit");
+    assert!(text(&out).starts_with("connected"), "{out} {stderr}");
+    assert_eq!(world.opened().len(), 1);
+
+    // A form: Enter keeps every default; "s" submits; the required name is missing, so the
+    // form comes back with the problem named, and the end of input cancels it.
+    let (out, stderr) = ask(
+        "book_table",
+        json!({}),
+        &format!("{}s\n", "\n".repeat(13)),
+        "none",
+    );
+    assert!(stderr.contains("invalid answer for name"), "{stderr}");
+    assert_eq!(received(&out), json!({"action": "cancel"}), "{stderr}");
+
+    // A refused form is reported on the terminal; nothing is asked.
+    let (out, stderr) = ask("ask_password", json!({}), "", "none");
+    assert_eq!(received(&out), json!({"action": "decline"}));
+    assert!(stderr.contains("REFUSED"), "{stderr}");
+    assert!(stderr.contains("sensitive_field"), "{stderr}");
+}
