@@ -6,55 +6,24 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Env, Running, demo_bin, fixture, start_listening};
+use common::{Running, Transport, World, demo_bin, lines, start_listening};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
-#[derive(Clone, Copy, Debug)]
-enum Transport {
-    Stdio,
-    Http,
-}
-
-/// One test's world: its own config, audit log, browser log and page-hit log.
-struct World {
-    env: Env,
-    answers: usize,
-}
-
+/// What this file adds to the shared world: the demo server's page hits and its calls.
 impl World {
-    fn new() -> World {
-        World {
-            env: Env::new(),
-            answers: 0,
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.env.dir.path().join(name)
-    }
-
-    /// Lines the recorder browser was handed.
-    fn opened(&self) -> Vec<String> {
-        lines(&self.path("opened.log"))
-    }
-
     /// GETs of the demo's connect page.
     fn hits(&self) -> Vec<String> {
         lines(&self.path("hits.log"))
     }
 
-    fn command(&self, visit: &str) -> Command {
-        let mut cmd = self.env.cmd(&[]);
-        cmd.env("BROWSER", fixture("browser_recorder.py"))
-            .env("GATEHOUSE_BROWSER_LOG", self.path("opened.log"))
-            .env("GATEHOUSE_BROWSER_VISIT", visit)
-            .env("GATEHOUSE_DEMO_PAGE_HITS", self.path("hits.log"));
+    fn demo_command(&self, visit: &str) -> Command {
+        let mut cmd = self.command(visit);
+        cmd.env("GATEHOUSE_DEMO_PAGE_HITS", self.path("hits.log"));
         cmd
     }
 
@@ -78,10 +47,8 @@ impl World {
         visit: &str,
         extra: &[&str],
     ) -> (i32, Value, String) {
-        self.answers += 1;
-        let file = self.path(&format!("answers-{}.json", self.answers));
-        std::fs::write(&file, answers.to_string()).unwrap();
-        let mut cmd = self.command(visit);
+        let file = self.answers_file(&answers);
+        let mut cmd = self.demo_command(visit);
         cmd.args(["--json", "--demo", "--posture", "deny-by-default"])
             .args(extra)
             .arg("call")
@@ -97,18 +64,6 @@ impl World {
         let value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
         (out.status.code().unwrap_or(-1), value, stderr)
     }
-
-    fn audit(&self, kind: &str) -> Vec<Value> {
-        let (code, out) = self.env.json(&["audit", "show", "--type", kind]);
-        assert_eq!(code, 0, "{out}");
-        out["records"].as_array().unwrap().clone()
-    }
-}
-
-fn lines(path: &PathBuf) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|s| s.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// The text the tool returned.
@@ -537,9 +492,7 @@ fn an_unattested_server_is_held_and_only_an_explicit_override_goes_ahead() {
         .args(&target);
     assert!(pin.status().unwrap().success());
     let run = |world: &mut World, answers: Value| {
-        world.answers += 1;
-        let file = world.path(&format!("answers-{}.json", world.answers));
-        std::fs::write(&file, answers.to_string()).unwrap();
+        let file = world.answers_file(&answers);
         let mut cmd = world.command("none");
         cmd.args(["--json", "--posture", "warn", "call"])
             .args(&target)
@@ -611,7 +564,7 @@ fn without_an_answers_file_the_terminal_asks() {
     use std::process::Stdio;
     let world = World::new();
     let ask = |tool: &str, args: Value, typed: &str, visit: &str| {
-        let mut cmd = world.command(visit);
+        let mut cmd = world.demo_command(visit);
         cmd.args([
             "--json",
             "--demo",

@@ -4,11 +4,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, Running, fixture, repo, start_listening};
+use common::{Env, Running, Transport, World, repo, start_listening};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -187,46 +187,7 @@ fn server_everything_over_streamable_http() {
 // time. Answers come from a file (`--answers`), and `$BROWSER` is the recorder fixture, which
 // only writes down the URL it is handed (it never visits a non-loopback host).
 
-#[derive(Clone, Copy, Debug)]
-enum Transport {
-    Stdio,
-    Http,
-}
-
-/// One test's world: its own config, approvals, audit log, answers files and browser log.
-struct World {
-    env: Env,
-    answers: usize,
-}
-
 impl World {
-    fn new() -> World {
-        World {
-            env: Env::new(),
-            answers: 0,
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.env.dir.path().join(name)
-    }
-
-    /// Lines the recorder browser was handed so far.
-    fn opened(&self) -> Vec<String> {
-        lines(&self.path("opened.log"))
-    }
-
-    /// The browser is started in the background: waits (up to 10 s) until it recorded at
-    /// least `count` URLs, then a moment longer for any it should not have, and returns all.
-    fn opened_eventually(&self, count: usize) -> Vec<String> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.opened().len() < count && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(300));
-        self.opened()
-    }
-
     /// `gatehouse --json call TARGET TOOL --args ARGS --answers FILE`, with the recorder as
     /// `$BROWSER`; returns the exit code, the JSON printed, stderr and how long it took.
     fn call(
@@ -236,19 +197,15 @@ impl World {
         args: Value,
         answers: Value,
     ) -> (i32, Value, String, Duration) {
-        self.answers += 1;
-        let file = self.path(&format!("answers-{}.json", self.answers));
-        std::fs::write(&file, answers.to_string()).unwrap();
-        let mut cmd = self.env.cmd(&["--json", "call"]);
-        cmd.args(target)
+        let file = self.answers_file(&answers);
+        let mut cmd = self.command("none");
+        cmd.args(["--json", "call"])
+            .args(target)
             .arg(tool)
             .arg("--args")
             .arg(args.to_string())
             .arg("--answers")
-            .arg(&file)
-            .env("BROWSER", fixture("browser_recorder.py"))
-            .env("GATEHOUSE_BROWSER_LOG", self.path("opened.log"))
-            .env_remove("GATEHOUSE_BROWSER_VISIT");
+            .arg(&file);
         let started = Instant::now();
         let out = cmd.output().unwrap();
         let took = started.elapsed();
@@ -258,18 +215,6 @@ impl World {
             .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
         (out.status.code().unwrap_or(-1), value, stderr, took)
     }
-
-    fn audit(&self, kind: &str) -> Vec<Value> {
-        let (code, out) = self.env.json(&["audit", "show", "--type", kind]);
-        assert_eq!(code, 0, "{out}");
-        out["records"].as_array().unwrap().clone()
-    }
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|s| s.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// Runs `f` in a fresh world against server-everything over stdio, then over Streamable

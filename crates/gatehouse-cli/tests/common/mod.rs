@@ -143,3 +143,78 @@ pub fn demo_http(extra: &[&str]) -> (Running, String) {
     command.args(["--http", "127.0.0.1:0"]).args(extra);
     start_listening(command)
 }
+
+/// How a test reaches a server.
+#[derive(Clone, Copy, Debug)]
+pub enum Transport {
+    Stdio,
+    Http,
+}
+
+/// One elicitation test's world: its own config, approvals, audit log, answers files, and the
+/// log of URLs the recorder `$BROWSER` (tests/fixtures/browser_recorder.py) was handed.
+pub struct World {
+    pub env: Env,
+    answers: usize,
+}
+
+impl World {
+    pub fn new() -> World {
+        World {
+            env: Env::new(),
+            answers: 0,
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.env.dir.path().join(name)
+    }
+
+    /// Writes the next answers file and returns its path.
+    pub fn answers_file(&mut self, answers: &Value) -> PathBuf {
+        self.answers += 1;
+        let file = self.path(&format!("answers-{}.json", self.answers));
+        std::fs::write(&file, answers.to_string()).unwrap();
+        file
+    }
+
+    /// Lines the recorder browser was handed so far.
+    pub fn opened(&self) -> Vec<String> {
+        lines(&self.path("opened.log"))
+    }
+
+    /// The browser is started in the background: waits (up to 10 s) until it recorded at
+    /// least `count` URLs, then a moment longer for any it should not have, and returns all.
+    pub fn opened_eventually(&self, count: usize) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.opened().len() < count && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        self.opened()
+    }
+
+    /// A `gatehouse` command with the recorder as `$BROWSER`; `visit` is what it does on a
+    /// loopback page (`submit`, `view`, or anything else: only record).
+    pub fn command(&self, visit: &str) -> Command {
+        let mut cmd = self.env.cmd(&[]);
+        cmd.env("BROWSER", fixture("browser_recorder.py"))
+            .env("GATEHOUSE_BROWSER_LOG", self.path("opened.log"))
+            .env("GATEHOUSE_BROWSER_VISIT", visit);
+        cmd
+    }
+
+    /// Audit records of one type.
+    pub fn audit(&self, kind: &str) -> Vec<Value> {
+        let (code, out) = self.env.json(&["audit", "show", "--type", kind]);
+        assert_eq!(code, 0, "{out}");
+        out["records"].as_array().unwrap().clone()
+    }
+}
+
+/// The lines of a file; none when it does not exist.
+pub fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
