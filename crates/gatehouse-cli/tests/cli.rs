@@ -9,6 +9,19 @@ use std::process::{Command, Stdio};
 use common::{Env, Running, demo_bin, demo_http, fixture, start_listening};
 use serde_json::Value;
 
+/// Every tool the demo server lists, sorted.
+const DEMO_TOOLS: [&str; 10] = [
+    "add",
+    "ask_password",
+    "book_table",
+    "connect_account",
+    "connect_account_required",
+    "echo",
+    "fail",
+    "open_link",
+    "slow",
+    "spoof_completion",
+];
 #[test]
 fn demo_over_stdio_in_every_era() {
     let env = Env::new();
@@ -23,7 +36,7 @@ fn demo_over_stdio_in_every_era() {
         assert_eq!(code, 0, "{connect}");
         assert_eq!(connect["summary"]["era"], expected);
         assert_eq!(connect["summary"]["name"], "gatehouse-demo-server");
-        assert_eq!(connect["tools"], 4);
+        assert_eq!(connect["tools"], DEMO_TOOLS.len());
 
         let (code, tools) = env.json(&["--era", era, "tools", "--stdio", &demo]);
         assert_eq!(code, 0);
@@ -34,7 +47,7 @@ fn demo_over_stdio_in_every_era() {
             .map(|t| t["name"].as_str().unwrap())
             .collect();
         names.sort();
-        assert_eq!(names, ["add", "echo", "fail", "slow"]);
+        assert_eq!(names, DEMO_TOOLS);
 
         let (code, add) = env.json(&[
             "--era",
@@ -146,14 +159,14 @@ fn tools_list_follows_every_page() {
     assert_eq!(code, 0);
     // Unapproved, every listed tool is hidden from callers but still shown to developers.
     assert_eq!(tools["tools"].as_array().unwrap().len(), 0);
-    assert_eq!(tools["hidden"].as_array().unwrap().len(), 4);
+    assert_eq!(tools["hidden"].as_array().unwrap().len(), DEMO_TOOLS.len());
     let (_, stdout, _) = env.run(&["--json", "trace", "--stdio", &paged]);
     let lists = stdout
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|e| e["direction"] == "out" && e["message"]["method"] == "tools/list")
         .count();
-    assert_eq!(lists, 4, "one tools/list per page");
+    assert_eq!(lists, DEMO_TOOLS.len(), "one tools/list per page");
 }
 
 #[test]
