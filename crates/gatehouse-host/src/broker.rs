@@ -724,7 +724,10 @@ impl ElicitationBroker {
                 });
                 return;
             }
-            h.overridden = held;
+            // Only a consent given with the override overrides; a decline never does.
+            h.overridden = held
+                && answer.override_hold
+                && matches!(answer.reply, ConsentReply::Submit(_) | ConsentReply::Open);
             match (answer.reply, &h.prompt.body) {
                 (ConsentReply::Decline, _) => {
                     h.action = ElicitationAction::Decline;
