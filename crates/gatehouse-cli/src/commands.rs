@@ -519,7 +519,7 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
     let arguments = parse_arguments(args.args.as_deref())?;
     let (name, spec) = resolve_target(context, server, &args.adhoc)?;
     let gatekeeper = gatekeeper(context)?;
-    let consent = crate::consent::Consent::new(context, args.answers.as_deref())?;
+    let consent = crate::consent::Consent::new(args.answers.as_deref())?;
     let mut context = context.clone();
     context.options.broker = Some(consent.broker(&context, gatekeeper.clone())?);
     let log = EventLog::start(&context);
@@ -587,7 +587,7 @@ async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
     let arguments = parse_arguments(args.args.as_deref())?;
     // Elicitations during a traced call are asked on the terminal, like `call`.
     let gatekeeper = gatekeeper(context)?;
-    let consent = crate::consent::Consent::new(context, None)?;
+    let consent = crate::consent::Consent::new(None)?;
     let mut context = context.clone();
     context.options.broker = Some(consent.broker(&context, gatekeeper.clone())?);
     let context = &context;

@@ -366,10 +366,7 @@ pub enum Consent {
 }
 
 impl Consent {
-    pub fn new(
-        _context: &crate::commands::Context,
-        answers: Option<&std::path::Path>,
-    ) -> Result<Consent, crate::commands::Failure> {
+    pub fn new(answers: Option<&std::path::Path>) -> Result<Consent, crate::commands::Failure> {
         Ok(match answers {
             Some(path) => Consent::Scripted(std::sync::Arc::new(
                 gatehouse_host::ScriptedConsent::load(path)
@@ -385,7 +382,7 @@ impl Consent {
         context: &crate::commands::Context,
         gatekeeper: std::sync::Arc<gatehouse_host::Gatekeeper>,
     ) -> Result<std::sync::Arc<gatehouse_host::ElicitationBroker>, crate::commands::Failure> {
-        let policy = load_policy(context.policy_path.as_deref())?;
+        let policy = crate::policy::load_policy(context.policy_path.as_deref())?;
         let ui: std::sync::Arc<dyn ConsentUi> = match self {
             Consent::Scripted(s) => s.clone(),
             Consent::Terminal(t) => t.clone(),
@@ -407,27 +404,6 @@ impl Consent {
         match self {
             Consent::Scripted(s) => s.notes(),
             Consent::Terminal(_) => Vec::new(),
-        }
-    }
-}
-
-/// The elicitation policy: the file given, or the shipped default. A file that cannot be read
-/// or is invalid is a usage error, never a silent fallback to the default.
-pub fn load_policy(
-    path: Option<&std::path::Path>,
-) -> Result<gatehouse_policy::Policy, crate::commands::Failure> {
-    match path {
-        None => Ok(gatehouse_policy::Policy::default_policy()),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                crate::commands::Failure::usage(format!(
-                    "cannot read the policy file {}: {e}",
-                    path.display()
-                ))
-            })?;
-            gatehouse_policy::Policy::from_toml(&text).map_err(|e| {
-                crate::commands::Failure::usage(format!("the policy file {}: {e}", path.display()))
-            })
         }
     }
 }

@@ -197,7 +197,7 @@ pub fn answer_elicitation(
         (ElicitationMode::DeclineAndLog, _) => (
             ElicitResult::new(ElicitationAction::Decline),
             "decline",
-            "the elicitation engine is not built yet; every elicitation is declined".to_string(),
+            "no elicitation broker on this connection; every elicitation is declined".to_string(),
         ),
     };
     tracing::info!(server, mode = kind, action, %reason, "elicitation answered");
@@ -210,6 +210,28 @@ pub fn answer_elicitation(
         reason,
     });
     result
+}
+
+/// The event for an elicitation the broker handled, in either era: the server's message (plain
+/// text, for the caller to show safely), the URL shown, the answer and the receipt.
+pub fn brokered_event(
+    server: &str,
+    params: &ElicitRequestParams,
+    record: &crate::broker::ElicitationRecord,
+) -> HostEvent {
+    let message = match params {
+        ElicitRequestParams::FormElicitationParams { message, .. }
+        | ElicitRequestParams::UrlElicitationParams { message, .. } => message.clone(),
+        _ => String::new(),
+    };
+    HostEvent::Elicitation {
+        server: server.to_string(),
+        mode: record.mode,
+        message,
+        url: record.url.as_ref().map(|u| u.full.clone()),
+        action: record.action,
+        reason: format!("{} (receipt {})", record.decision, record.receipt_id),
+    }
 }
 
 /// `{field: default}` for every property of a form schema that has a default.
@@ -260,14 +282,7 @@ impl ClientHandler for HostClient {
             .broker()
             .elicit(&session, &request, Arrival::Request(association))
             .await;
-        self.emit(HostEvent::Elicitation {
-            server: self.server.clone(),
-            mode: record.mode,
-            message: String::new(),
-            url: record.url.as_ref().map(|u| u.full.clone()),
-            action: record.action,
-            reason: format!("{} (receipt {})", record.decision, record.receipt_id),
-        });
+        self.emit(brokered_event(&self.server, &request, &record));
         Ok(result)
     }
 

@@ -22,7 +22,7 @@ use gatehouse_attest::pins::tool_pin;
 
 use crate::admission::Verdict;
 use crate::broker::{Arrival, ElicitationBroker, ElicitationRecord, Session, WaitOutcome};
-use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation};
+use crate::client::{ElicitationMode, HostClient, HostEvent, answer_elicitation, brokered_event};
 use crate::config::{ServerSpec, lookup_secret, resolve_secrets};
 use crate::consent::WaitPhase;
 use crate::error::explain;
@@ -1000,6 +1000,9 @@ impl Connection {
                     },
                 )
                 .await;
+            let _ = self
+                .events
+                .send(brokered_event(&self.server, &elicit.params, &record));
             if session.killed().is_some() {
                 return Err(self.killed_error());
             }
