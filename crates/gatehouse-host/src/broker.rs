@@ -1043,6 +1043,37 @@ impl ElicitationBroker {
         }
     }
 
+    /// A call's result arrived while URL flows it opened still await their completion. Over
+    /// Streamable HTTP a server may send the completion on its standalone stream and the result
+    /// on the request's, so the result can overtake a completion sent before it: give those
+    /// completions `grace` to land. Bounded, and only for accepted URLs, so a server that
+    /// never sends one costs at most `grace` on such calls.
+    pub async fn settle_completions(
+        &self,
+        session: &Session,
+        records: &[ElicitationRecord],
+        grace: Duration,
+    ) {
+        let ids: Vec<&str> = records
+            .iter()
+            .filter(|r| r.mode == "url" && r.action == "accept" && r.completed == Some(false))
+            .filter_map(|r| r.elicitation_id.as_deref())
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let all_done = async {
+            loop {
+                let changed = self.completions.notified();
+                if ids.iter().all(|id| self.is_completed(session, id)) {
+                    return;
+                }
+                changed.await;
+            }
+        };
+        let _ = tokio::time::timeout(grace, all_done).await;
+    }
+
     /// The connection closed: its pending elicitations can no longer complete.
     pub fn end_session(&self, session: &Session) {
         self.pending

@@ -44,6 +44,10 @@ pub const MAX_URL_RETRIES: usize = 3;
 /// JSON-RPC error code of URLElicitationRequiredError (2025-11-25 only).
 pub const URL_ELICITATION_REQUIRED: i32 = -32042;
 
+/// How long a call's result waits for completions of URL flows it opened that were sent
+/// before it on another stream ([`ElicitationBroker::settle_completions`]).
+const COMPLETION_GRACE: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub era: EraPreference,
@@ -651,6 +655,13 @@ impl Connection {
             (Ok(_), Some(_)) => Err(self.killed_error()),
             (outcome, _) => outcome,
         };
+        if outcome.is_ok() {
+            let open = session.call_records(call);
+            session
+                .broker()
+                .settle_completions(&session, &open, COMPLETION_GRACE)
+                .await;
+        }
         let mut records = session.end_call(call);
         match &outcome {
             Ok(o) => session.broker().attach_result(
