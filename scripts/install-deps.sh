@@ -16,10 +16,29 @@ declare -A needs=(
   [npm]=npm
   [cc]=build-essential
   [pkg-config]=pkg-config
+  # The desktop app (Tauri 2 on WebKitGTK), its end-to-end tests and the .deb smoke test.
+  [Xvfb]=xvfb
+  [xvfb-run]=xvfb
+  [WebKitWebDriver]=webkit2gtk-driver
+  [xauth]=xauth
+  [dpkg-deb]=dpkg
+)
+# Libraries that have no command of their own: pkg-config module -> package.
+declare -A libs=(
+  [webkit2gtk-4.1]=libwebkit2gtk-4.1-dev
+  [gtk+-3.0]=libgtk-3-dev
+  [librsvg-2.0]=librsvg2-dev
+  [openssl]=libssl-dev
+  [ayatana-appindicator3-0.1]=libayatana-appindicator3-dev
 )
 missing=()
 for cmd in "${!needs[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${needs[$cmd]}")
+done
+for lib in "${!libs[@]}"; do
+  if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists "$lib"; then
+    missing+=("${libs[$lib]}")
+  fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing Debian packages: ${missing[*]}" >&2
@@ -30,6 +49,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 command -v cargo >/dev/null 2>&1 || { echo "install-deps: cargo is missing; install Rust (rustup) first" >&2; exit 2; }
+
+# Cargo tools from crates.io, at pinned versions: tauri-driver (WebDriver for the app's
+# webview) and tauri-cli (builds the .deb).
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+installed=$(cargo install --list)
+cargo_tool() { # crate version binary
+  if ! grep -qx "$1 v$2:" <<<"$installed" || [ ! -x "$cargo_bin/$3" ]; then
+    echo "install-deps: cargo install $1@$2" >&2
+    cargo install --locked "$1" --version "=$2"
+  fi
+}
+cargo_tool tauri-driver 2.1.0 tauri-driver
+cargo_tool tauri-cli 2.12.4 cargo-tauri
 
 # npm tools, exactly as locked. Re-run only when the lockfile changed since the last install.
 stamp=node_modules/.gatehouse-lock.sha256

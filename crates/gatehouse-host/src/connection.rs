@@ -299,6 +299,7 @@ impl Connection {
         if !verdict.proceeds {
             return Err(HostError::NotAdmitted {
                 server: server.to_string(),
+                status: verdict.status.as_str(),
                 reason: verdict.reason.unwrap_or("not_admitted"),
                 code: verdict.code,
                 detail: verdict.detail.clone(),
@@ -1252,7 +1253,7 @@ fn transport_kind(spec: &ServerSpec) -> gatehouse_policy::TransportKind {
 }
 
 /// The text of a tool result, for attaching to prompts.
-fn result_text(result: &CallToolResult) -> String {
+pub fn result_text(result: &CallToolResult) -> String {
     result
         .content
         .iter()

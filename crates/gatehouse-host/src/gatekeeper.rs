@@ -293,6 +293,11 @@ impl std::fmt::Debug for Gatekeeper {
 }
 
 impl Gatekeeper {
+    /// The trust roots and posture admission decides with.
+    pub fn trust(&self) -> &Trust {
+        &self.trust
+    }
+
     pub fn new(trust: Trust, audit: Auditor, approvals: Approvals, clock: Clock) -> Gatekeeper {
         Gatekeeper {
             trust,

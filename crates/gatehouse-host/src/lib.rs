@@ -23,6 +23,7 @@ pub mod config;
 pub mod connection;
 pub mod consent;
 pub mod demo;
+pub mod desk;
 pub mod era;
 pub mod error;
 pub mod fetch;

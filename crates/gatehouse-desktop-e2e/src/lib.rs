@@ -1,0 +1,350 @@
+//! Drives the real desktop app in its real webview: a private Xvfb display, tauri-driver in
+//! front of WebKitWebDriver, and the debug build of `gatehouse-desktop` on the embedded demo,
+//! with its own config and data directories and a recorder standing in for the system
+//! browser. Tests find things by the `data-*` hooks of docs/desktop-api.md only.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+/// The workspace root (this crate lives in crates/gatehouse-desktop-e2e).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// The directory with the workspace's debug binaries (next to this test executable).
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("profile dir").to_path_buf()
+}
+
+fn find_program(env: &str, name: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env) {
+        return PathBuf::from(path);
+    }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).map(|d| d.join(name)).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+    {
+        candidates.push(home.join("bin").join(name));
+    }
+    candidates
+        .into_iter()
+        .find(|c| c.is_file())
+        .unwrap_or_else(|| {
+            panic!("{name} is not installed: run scripts/install-deps.sh (or set {env})")
+        })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A child ended with SIGTERM, so tauri-driver also ends its WebKitWebDriver (SIGKILL would
+/// orphan it), then reaped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A private X display for one app.
+struct Display {
+    number: u32,
+    _server: Process,
+}
+
+impl Display {
+    fn start() -> Display {
+        for _ in 0..50 {
+            let number = 100 + (std::process::id() + free_port() as u32) % 800;
+            if Path::new(&format!("/tmp/.X{number}-lock")).exists() {
+                continue;
+            }
+            let child = Command::new("Xvfb")
+                .arg(format!(":{number}"))
+                .args(["-screen", "0", "1280x900x24", "-nolisten", "tcp"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("Xvfb is not installed: run scripts/install-deps.sh");
+            let server = Process(child);
+            let socket = PathBuf::from(format!("/tmp/.X11-unix/X{number}"));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if socket.exists() {
+                    return Display {
+                        number,
+                        _server: server,
+                    };
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!("could not start Xvfb on any display");
+    }
+}
+
+/// How to start the app.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `servers.json` content to start with.
+    pub servers: Option<Value>,
+    /// GATEHOUSE_BROWSER_VISIT for the recorder: `submit`, `view` or nothing.
+    pub browser_visit: Option<&'static str>,
+}
+
+/// One running app and the WebDriver session driving it.
+pub struct App {
+    pub client: Client,
+    pub dirs: tempfile::TempDir,
+    screenshots: PathBuf,
+    _driver: Process,
+    _display: Display,
+}
+
+impl App {
+    pub async fn launch(options: Options) -> App {
+        let display = Display::start();
+        let dirs = tempfile::tempdir().expect("temp dir");
+        let config = dirs.path().join("config");
+        let data = dirs.path().join("data");
+        std::fs::create_dir_all(config.join("gatehouse")).expect("config dir");
+        std::fs::create_dir_all(&data).expect("data dir");
+        if let Some(servers) = &options.servers {
+            std::fs::write(
+                config.join("gatehouse").join("servers.json"),
+                serde_json::to_vec_pretty(servers).expect("json"),
+            )
+            .expect("servers.json");
+        }
+        let app = target_dir().join("gatehouse-desktop");
+        assert!(
+            app.is_file(),
+            "{} is missing: build it with `cargo build --workspace`",
+            app.display()
+        );
+        let driver_port = free_port();
+        let native_port = free_port();
+        let driver = Command::new(find_program("TAURI_DRIVER", "tauri-driver"))
+            .args([
+                "--port",
+                &driver_port.to_string(),
+                "--native-port",
+                &native_port.to_string(),
+            ])
+            // Inherited by WebKitWebDriver and so by the app.
+            .env("DISPLAY", format!(":{}", display.number))
+            .env("XDG_CONFIG_HOME", &config)
+            .env("XDG_DATA_HOME", &data)
+            .env("XDG_CACHE_HOME", dirs.path().join("cache"))
+            .env("GATEHOUSE_DEMO", "1")
+            .env(
+                "GATEHOUSE_DEMO_SERVER",
+                target_dir().join("gatehouse-demo-server"),
+            )
+            .env(
+                "BROWSER",
+                workspace().join("tests/fixtures/browser_recorder.py"),
+            )
+            .env("GATEHOUSE_BROWSER_LOG", dirs.path().join("browser.log"))
+            .env(
+                "GATEHOUSE_BROWSER_VISIT",
+                options.browser_visit.unwrap_or("record"),
+            )
+            .env(
+                "GATEHOUSE_DEMO_PAGE_HITS",
+                dirs.path().join("page-hits.log"),
+            )
+            // No session bus: single-instance steps aside, the keychain is not touched.
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tauri-driver could not start");
+        let driver = Process(driver);
+        let url = format!("http://127.0.0.1:{driver_port}");
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "tauri:options".into(),
+            json!({"application": app.display().to_string()}),
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let client = loop {
+            match ClientBuilder::rustls()
+                .expect("rustls")
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => break client,
+                Err(error) if Instant::now() < deadline => {
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(error) => panic!("no WebDriver session with the app: {error}"),
+            }
+        };
+        let screenshots = workspace().join("target").join("e2e-screenshots");
+        std::fs::create_dir_all(&screenshots).expect("screenshot dir");
+        App {
+            client,
+            dirs,
+            screenshots,
+            _driver: driver,
+            _display: display,
+        }
+    }
+
+    /// Waits (up to 30 s) for an element matching `css`.
+    pub async fn wait(&self, css: &str) -> Element {
+        self.client
+            .wait()
+            .at_most(Duration::from_secs(30))
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css} within 30 s: {e}"))
+    }
+
+    /// Waits until `css` matches nothing.
+    pub async fn wait_gone(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.all(css).await.is_empty() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{css} still present after 30 s");
+    }
+
+    pub async fn all(&self, css: &str) -> Vec<Element> {
+        self.client
+            .find_all(Locator::Css(css))
+            .await
+            .unwrap_or_default()
+    }
+
+    pub async fn click(&self, css: &str) {
+        self.wait(css)
+            .await
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    }
+
+    pub async fn text(&self, css: &str) -> String {
+        self.wait(css)
+            .await
+            .text()
+            .await
+            .unwrap_or_else(|e| panic!("text of {css}: {e}"))
+    }
+
+    pub async fn attr(&self, css: &str, name: &str) -> Option<String> {
+        self.wait(css)
+            .await
+            .attr(name)
+            .await
+            .unwrap_or_else(|e| panic!("attribute {name} of {css}: {e}"))
+    }
+
+    /// The value property of an input.
+    pub async fn value(&self, css: &str) -> String {
+        self.wait(css)
+            .await
+            .prop("value")
+            .await
+            .unwrap_or_else(|e| panic!("value of {css}: {e}"))
+            .unwrap_or_default()
+    }
+
+    /// Replaces an input's text as a person would: select everything, type.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let input = self.wait(css).await;
+        input
+            .clear()
+            .await
+            .unwrap_or_else(|e| panic!("clear {css}: {e}"));
+        input
+            .send_keys(text)
+            .await
+            .unwrap_or_else(|e| panic!("type into {css}: {e}"));
+    }
+
+    /// Shows a view through the navigation.
+    pub async fn view(&self, name: &str) {
+        self.click(&format!("nav [data-view=\"{name}\"]")).await;
+        self.wait(&format!("[data-view-panel=\"{name}\"]:not([hidden])"))
+            .await;
+    }
+
+    /// Saves a screenshot as target/e2e-screenshots/NAME.png.
+    pub async fn screenshot(&self, name: &str) {
+        let png = self
+            .client
+            .screenshot()
+            .await
+            .unwrap_or_else(|e| panic!("screenshot {name}: {e}"));
+        std::fs::write(self.screenshots.join(format!("{name}.png")), png)
+            .expect("screenshot written");
+    }
+
+    /// URLs the recorder browser was handed, in order.
+    pub fn opened(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dirs.path().join("browser.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Requests the demo server's pages received.
+    pub fn page_hits(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dirs.path().join("page-hits.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The audit log's records.
+    pub fn audit(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dirs.path().join("data/gatehouse/audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+    }
+}

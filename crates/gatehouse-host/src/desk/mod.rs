@@ -1,0 +1,763 @@
+//! The desktop app's API: one long-lived host (one gatekeeper, one audit log, one broker, live
+//! connections) behind the methods the window's commands call, one call each. The Tauri
+//! shell only adds the window: it passes in the paths from its path resolver and a
+//! [`Notifier`] that turns [`DeskEvent`]s into window events.
+//!
+//! Decisions never arrive here as events: prompts are answered through
+//! [`PromptDesk::answer`], a typed call the shell exposes as a command.
+
+pub mod prompts;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_attest::bundle::Posture;
+use gatehouse_attest::gate::ToolStatus;
+use gatehouse_policy::Policy;
+use rmcp::model::Tool;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::{Mutex, broadcast};
+
+use crate::admission::{BundleProblem, BundleSummary, Trust, TrustSettings};
+use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
+use crate::config::{ServerEntry, ServersFile, import, validate_server_name};
+use crate::consent::{IdentityBanner, SystemBrowser, UrlOpener};
+use crate::era::{Era, EraPreference};
+use crate::gatekeeper::{Approvals, Auditor, Gatekeeper, Suspensions};
+use crate::secrets::{SecretStore, SecretValue};
+use crate::tap::{Clock, TrafficEntry, TrafficTap};
+use crate::{
+    CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, ServerSpec,
+    demo,
+};
+
+pub use gatehouse_policy::FieldError;
+pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
+
+/// What changed, for the window to refetch. Never a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeskEvent {
+    /// A prompt card changed; `attention` when a new one needs the user.
+    Prompts {
+        prompt_id: u64,
+        attention: bool,
+    },
+    Servers {
+        name: String,
+    },
+    Audit,
+    Traffic {
+        server: String,
+    },
+}
+
+/// How the desk tells its window that something changed.
+pub type Notifier = Arc<dyn Fn(DeskEvent) + Send + Sync>;
+
+/// An error for the window: a stable code and a sentence saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeskError {
+    pub code: String,
+    pub message: String,
+}
+
+impl DeskError {
+    pub fn new(code: &str, message: impl Into<String>) -> DeskError {
+        DeskError {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn unknown_prompt(prompt_id: u64) -> DeskError {
+        DeskError::new(
+            "unknown_prompt",
+            format!("there is no prompt {prompt_id}; it may have been dismissed"),
+        )
+    }
+}
+
+impl From<HostError> for DeskError {
+    fn from(error: HostError) -> Self {
+        DeskError::new(error.code(), error.to_string())
+    }
+}
+
+impl std::fmt::Display for DeskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+/// Where the desk keeps things: from the shell's path resolver, or a test's temp dir.
+#[derive(Debug, Clone)]
+pub struct DeskPaths {
+    /// `servers.json`.
+    pub config: PathBuf,
+    /// The audit log, approvals, suspensions.
+    pub data: PathBuf,
+    /// Servers' stderr logs.
+    pub logs: PathBuf,
+    /// User-level trust roots (ignored under a locked admin bundle).
+    pub user_trust_roots: Option<PathBuf>,
+    /// System trust roots, normally `/etc/gatehouse/trust-roots`.
+    pub system_trust_roots: PathBuf,
+}
+
+impl DeskPaths {
+    pub fn audit(&self) -> PathBuf {
+        self.data.join("audit.jsonl")
+    }
+}
+
+#[derive(Clone)]
+pub struct DeskOptions {
+    pub paths: DeskPaths,
+    /// The embedded demo: the DEMO-ONLY trust root and the demo server in both eras.
+    pub demo: bool,
+    pub posture_override: Option<Posture>,
+    /// The elicitation policy file; `None` is the shipped default.
+    pub policy: Option<PathBuf>,
+    pub prompt_timeout: Duration,
+    pub request_timeout: Duration,
+    pub clock: Clock,
+    /// Where consented URLs go: the system browser in the app.
+    pub opener: Arc<dyn UrlOpener>,
+}
+
+impl DeskOptions {
+    pub fn new(paths: DeskPaths, clock: Clock) -> DeskOptions {
+        DeskOptions {
+            paths,
+            demo: false,
+            posture_override: None,
+            policy: None,
+            prompt_timeout: crate::broker::DEFAULT_HUMAN_TIMEOUT,
+            request_timeout: Duration::from_secs(60),
+            clock,
+            opener: Arc::new(SystemBrowser),
+        }
+    }
+}
+
+/// The demo server under two names: one speaks whatever it negotiates (2026-07-28), the
+/// other only 2025-11-25, so both eras' elicitation flows can be tried side by side.
+pub const DEMO_LEGACY_NAME: &str = "demo-2025";
+
+/// A server's state as the Servers view shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerRow {
+    pub name: String,
+    pub transport: &'static str,
+    pub target: String,
+    pub demo: bool,
+    /// `admitted`, `refused`, `unattested`, `suspended`, `connecting`, `not_connected`, `error`.
+    pub status: &'static str,
+    pub reason: Option<RowReason>,
+    pub headline: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RowReason {
+    pub code: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedTool {
+    pub tool: Tool,
+    pub reason: &'static str,
+    pub expected: String,
+    pub actual: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolGroups {
+    pub allowed: Vec<Tool>,
+    pub hidden: Vec<Tool>,
+    pub blocked: Vec<BlockedTool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerDetail {
+    pub row: ServerRow,
+    pub banner: Option<IdentityBanner>,
+    pub era: Option<Era>,
+    pub tools: ToolGroups,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallOutcome {
+    pub is_error: bool,
+    pub text: String,
+    pub result: Value,
+    pub elicitations: Vec<ElicitationRecord>,
+}
+
+/// A server to add from the window.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewServer {
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Goes to the keychain; the file only names it.
+    #[serde(default)]
+    pub bearer_token: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportOutcome {
+    pub imported: Vec<String>,
+    pub skipped: Vec<String>,
+    pub secrets_moved: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditVerdict {
+    pub ok: bool,
+    pub records: u64,
+    pub problem: Option<DeskError>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    pub posture: Posture,
+    pub posture_reason: String,
+    pub locked_by: Option<String>,
+    pub bundles: Vec<BundleSummary>,
+    pub problems: Vec<BundleProblem>,
+    pub policy: Value,
+    pub paths: Value,
+    pub demo: bool,
+}
+
+enum Slot {
+    Connecting,
+    Connected(Arc<Connection>),
+    Failed(ServerRow),
+}
+
+/// The desktop host.
+pub struct Desk {
+    options: DeskOptions,
+    trust: TrustSettings,
+    tap: Arc<TrafficTap>,
+    secrets: Arc<dyn SecretStore>,
+    events: broadcast::Sender<HostEvent>,
+    gatekeeper: Arc<Gatekeeper>,
+    broker: Arc<ElicitationBroker>,
+    prompts: Arc<PromptDesk>,
+    slots: Mutex<BTreeMap<String, Slot>>,
+    notify: Notifier,
+}
+
+const TAP_CAPACITY: usize = 10_000;
+
+impl Desk {
+    /// Opens the audit log and loads the trust roots and the policy. Fails, with what to fix,
+    /// when any of them cannot be used: nothing is decided that cannot be recorded.
+    pub fn open(
+        options: DeskOptions,
+        secrets: Arc<dyn SecretStore>,
+        notify: Notifier,
+    ) -> Result<Arc<Desk>, DeskError> {
+        let policy = match &options.policy {
+            None => Policy::default_policy(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    DeskError::new(
+                        "policy_invalid",
+                        format!("cannot read the policy file {}: {e}", path.display()),
+                    )
+                })?;
+                Policy::from_toml(&text).map_err(|e| {
+                    DeskError::new(
+                        "policy_invalid",
+                        format!("the policy file {}: {e}", path.display()),
+                    )
+                })?
+            }
+        };
+        let paths = &options.paths;
+        let mut trust = TrustSettings {
+            system_dir: paths.system_trust_roots.clone(),
+            user_dir: paths.user_trust_roots.clone(),
+            posture_override: options.posture_override,
+            demo_bundle: None,
+        };
+        let now = time::OffsetDateTime::now_utc();
+        if options.demo {
+            trust.demo_bundle = Some(
+                demo::local_demo_bundle(now).map_err(|e| DeskError::new("demo_unavailable", e))?,
+            );
+        }
+        let loaded = Trust::load(&trust, now);
+        let (auditor, _report) = Auditor::open(&paths.audit(), options.clock.clone())?;
+        let gatekeeper = Arc::new(
+            Gatekeeper::new(
+                loaded,
+                auditor,
+                Approvals::load(&paths.data.join("approvals.json"))?,
+                options.clock.clone(),
+            )
+            .with_suspensions(Suspensions::load(&paths.data.join("suspended.json"))?),
+        );
+        let prompts = PromptDesk::new(notify.clone());
+        let broker = ElicitationBroker::new(
+            Arc::new(policy),
+            prompts.clone(),
+            options.opener.clone(),
+            gatekeeper.clone(),
+            BrokerOptions {
+                human_timeout: options.prompt_timeout,
+                ..Default::default()
+            },
+        );
+        let (events, _) = broadcast::channel(256);
+        Ok(Arc::new(Desk {
+            tap: Arc::new(TrafficTap::new(TAP_CAPACITY, options.clock.clone())),
+            options,
+            trust,
+            secrets,
+            events,
+            gatekeeper,
+            broker,
+            prompts,
+            slots: Mutex::new(BTreeMap::new()),
+            notify,
+        }))
+    }
+
+    pub fn prompts(&self) -> &Arc<PromptDesk> {
+        &self.prompts
+    }
+
+    fn config(&self) -> Result<ServersFile, DeskError> {
+        Ok(ServersFile::load(&self.options.paths.config)?)
+    }
+
+    /// Every server the window lists: the demo ones first in demo mode, then `servers.json`.
+    fn specs(&self) -> Result<Vec<(String, ServerSpec, bool)>, DeskError> {
+        let mut specs = Vec::new();
+        let config = self.config()?;
+        if self.options.demo {
+            let spec =
+                demo::demo_server_spec().map_err(|e| DeskError::new("demo_unavailable", e))?;
+            for name in [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME] {
+                if !config.servers.contains_key(name) {
+                    specs.push((name.to_string(), spec.clone(), true));
+                }
+            }
+        }
+        for (name, entry) in &config.servers {
+            specs.push((name.clone(), entry.to_spec(name)?, false));
+        }
+        Ok(specs)
+    }
+
+    fn spec(&self, name: &str) -> Result<(ServerSpec, bool), DeskError> {
+        self.specs()?
+            .into_iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, spec, demo)| (spec, demo))
+            .ok_or_else(|| {
+                DeskError::new(
+                    "unknown_server",
+                    format!("no server named {name:?}; add it in Servers first"),
+                )
+            })
+    }
+
+    fn row_for(&self, name: &str, spec: &ServerSpec, demo: bool, slot: Option<&Slot>) -> ServerRow {
+        let base = |status, reason: Option<RowReason>, headline: String| ServerRow {
+            name: name.to_string(),
+            transport: spec.transport_name(),
+            target: spec.describe(),
+            demo,
+            status,
+            reason,
+            headline,
+        };
+        match slot {
+            None => base("not_connected", None, "not connected yet".into()),
+            Some(Slot::Connecting) => base("connecting", None, "connecting…".into()),
+            Some(Slot::Failed(row)) => row.clone(),
+            Some(Slot::Connected(connection)) => {
+                let verdict = connection.verdict();
+                let status = if connection.session().is_some_and(|s| s.killed().is_some()) {
+                    "suspended"
+                } else {
+                    verdict.status.as_str()
+                };
+                base(
+                    status,
+                    verdict.reason.map(|code| RowReason {
+                        code: code.to_string(),
+                        detail: verdict.detail.clone(),
+                    }),
+                    verdict.headline(),
+                )
+            }
+        }
+    }
+
+    /// Every server and what is known of its admission.
+    pub async fn servers(&self) -> Result<Vec<ServerRow>, DeskError> {
+        let specs = self.specs()?;
+        let slots = self.slots.lock().await;
+        Ok(specs
+            .iter()
+            .map(|(name, spec, demo)| self.row_for(name, spec, *demo, slots.get(name)))
+            .collect())
+    }
+
+    /// The live connection to `name`, connecting (admission first) when there is none.
+    async fn connection(&self, name: &str) -> Result<Arc<Connection>, DeskError> {
+        let (spec, demo) = self.spec(name)?;
+        {
+            let mut slots = self.slots.lock().await;
+            match slots.get(name) {
+                Some(Slot::Connected(c)) if c.session().is_none_or(|s| s.killed().is_none()) => {
+                    return Ok(c.clone());
+                }
+                Some(Slot::Connecting) => {
+                    return Err(DeskError::new(
+                        "connecting",
+                        format!("{name:?} is still connecting; try again in a moment"),
+                    ));
+                }
+                _ => {}
+            }
+            slots.insert(name.to_string(), Slot::Connecting);
+        }
+        (self.notify)(DeskEvent::Servers { name: name.into() });
+        let options = ConnectOptions {
+            era: if name == DEMO_LEGACY_NAME && demo {
+                EraPreference::Only(Era::V2025_11_25)
+            } else {
+                EraPreference::Auto
+            },
+            elicitation: ElicitationMode::DeclineAndLog,
+            request_timeout: self.options.request_timeout,
+            log_dir: Some(self.options.paths.logs.clone()),
+            broker: Some(self.broker.clone()),
+            ..ConnectOptions::default()
+        };
+        let result = Connection::connect(
+            name,
+            &spec,
+            self.secrets.clone(),
+            self.tap.clone(),
+            self.events.clone(),
+            &options,
+            self.gatekeeper.clone(),
+        )
+        .await;
+        let outcome = {
+            let mut slots = self.slots.lock().await;
+            match result {
+                Ok(connection) => {
+                    let connection = Arc::new(connection);
+                    slots.insert(name.to_string(), Slot::Connected(connection.clone()));
+                    Ok(connection)
+                }
+                Err(error) => {
+                    let row = failed_row(name, &spec, demo, &error);
+                    slots.insert(name.to_string(), Slot::Failed(row));
+                    Err(DeskError::from(error))
+                }
+            }
+        };
+        (self.notify)(DeskEvent::Servers { name: name.into() });
+        (self.notify)(DeskEvent::Audit);
+        (self.notify)(DeskEvent::Traffic {
+            server: name.into(),
+        });
+        outcome
+    }
+
+    /// Connects (if needed) and describes the server: identity and tools by gate status.
+    pub async fn server_detail(&self, name: &str) -> Result<ServerDetail, DeskError> {
+        let (spec, demo) = self.spec(name)?;
+        let connection = match self.connection(name).await {
+            Ok(connection) => connection,
+            Err(error) => {
+                let slots = self.slots.lock().await;
+                return match slots.get(name) {
+                    Some(slot @ Slot::Failed(_)) => Ok(ServerDetail {
+                        row: self.row_for(name, &spec, demo, Some(slot)),
+                        banner: None,
+                        era: None,
+                        tools: ToolGroups::default(),
+                    }),
+                    _ => Err(error),
+                };
+            }
+        };
+        let gated = connection.gated_tools().await?;
+        let mut tools = ToolGroups::default();
+        for gated in gated {
+            match gated.status {
+                ToolStatus::Allowed => tools.allowed.push(gated.tool),
+                ToolStatus::Hidden => tools.hidden.push(gated.tool),
+                ToolStatus::Blocked {
+                    reason,
+                    expected,
+                    actual,
+                } => tools.blocked.push(BlockedTool {
+                    tool: gated.tool,
+                    reason: reason.as_str(),
+                    expected,
+                    actual,
+                }),
+            }
+        }
+        let slots = self.slots.lock().await;
+        Ok(ServerDetail {
+            row: self.row_for(name, &spec, demo, slots.get(name)),
+            banner: Some(IdentityBanner::from_verdict(connection.verdict())),
+            era: Some(connection.era()),
+            tools,
+        })
+    }
+
+    /// Connects every listed server that is not connected (the window does this at start).
+    pub async fn connect_all(&self) {
+        let names: Vec<String> = match self.specs() {
+            Ok(specs) => specs.into_iter().map(|(n, _, _)| n).collect(),
+            Err(_) => return,
+        };
+        for name in names {
+            let _ = self.connection(&name).await;
+        }
+    }
+
+    /// Calls a tool; elicitations it causes become prompt cards meanwhile.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallOutcome, DeskError> {
+        let connection = self.connection(server).await?;
+        let (outcome, _records) = connection
+            .call_tool_traced(tool, Some(arguments), &CallOptions::default())
+            .await;
+        (self.notify)(DeskEvent::Audit);
+        (self.notify)(DeskEvent::Traffic {
+            server: server.into(),
+        });
+        (self.notify)(DeskEvent::Servers {
+            name: server.into(),
+        });
+        let outcome = outcome?;
+        let text = crate::connection::result_text(&outcome.result);
+        Ok(CallOutcome {
+            is_error: outcome.is_error(),
+            text,
+            result: serde_json::to_value(&outcome.result).unwrap_or(Value::Null),
+            elicitations: outcome.elicitations,
+        })
+    }
+
+    /// Adds a server to `servers.json`; a bearer token goes to the keychain first.
+    pub async fn add_server(&self, new: NewServer) -> Result<ServerRow, DeskError> {
+        validate_server_name(&new.name)?;
+        let mut config = self.config()?;
+        if config.servers.contains_key(&new.name)
+            || (self.options.demo
+                && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&new.name.as_str()))
+        {
+            return Err(DeskError::new(
+                "server_exists",
+                format!("a server named {:?} exists; choose another name", new.name),
+            ));
+        }
+        let spec = match (new.kind.as_str(), &new.command, &new.url) {
+            ("stdio", Some(command), None) if !command.trim().is_empty() => {
+                ServerSpec::Stdio(crate::config::StdioSpec {
+                    command: command.trim().to_string(),
+                    args: new.args.clone(),
+                    env: Vec::new(),
+                    cwd: None,
+                })
+            }
+            ("http", None, Some(url)) => ServerSpec::adhoc_http(url.trim())?,
+            _ => {
+                return Err(DeskError::new(
+                    "server_invalid",
+                    "a stdio server needs a command (and optional arguments); an HTTP server needs a URL",
+                ));
+            }
+        };
+        if new.bearer_token.is_some() && new.kind != "http" {
+            return Err(DeskError::new(
+                "server_invalid",
+                "a bearer token only goes with an HTTP server",
+            ));
+        }
+        let mut entry = ServerEntry::from(&spec);
+        if let Some(token) = new.bearer_token.as_deref().filter(|t| !t.is_empty()) {
+            let secret = format!("{}-bearer", new.name);
+            self.secrets.set(&secret, &SecretValue::new(token))?;
+            entry.bearer_token_secret = Some(secret);
+        }
+        // Validated the way it will be read back.
+        entry.to_spec(&new.name)?;
+        config.servers.insert(new.name.clone(), entry);
+        config.save(&self.options.paths.config)?;
+        (self.notify)(DeskEvent::Servers {
+            name: new.name.clone(),
+        });
+        Ok(self.row_for(&new.name, &spec, false, None))
+    }
+
+    /// Imports an `mcpServers` file's content; literal credentials move to the keychain.
+    pub async fn import_servers(&self, text: &str) -> Result<ImportOutcome, DeskError> {
+        let mut config = self.config()?;
+        let report = import(
+            text,
+            std::path::Path::new("the imported file"),
+            &mut config,
+            self.secrets.as_ref(),
+            false,
+        )?;
+        config.save(&self.options.paths.config)?;
+        (self.notify)(DeskEvent::Servers {
+            name: String::new(),
+        });
+        Ok(ImportOutcome {
+            imported: report.imported,
+            skipped: report.skipped,
+            secrets_moved: report.secrets_moved,
+            warnings: report.warnings,
+        })
+    }
+
+    /// Lifts a suspension (after the kill switch); the next use reconnects.
+    pub async fn resume(&self, name: &str) -> Result<ServerRow, DeskError> {
+        let (spec, demo) = self.spec(name)?;
+        let verdict = self.gatekeeper.admit(name, &spec).await?;
+        self.gatekeeper.resume(&verdict)?;
+        let stale = self.slots.lock().await.remove(name);
+        if let Some(Slot::Connected(connection)) = stale
+            && let Ok(connection) = Arc::try_unwrap(connection)
+        {
+            connection.close().await;
+        }
+        (self.notify)(DeskEvent::Servers { name: name.into() });
+        (self.notify)(DeskEvent::Audit);
+        Ok(self.row_for(name, &spec, demo, None))
+    }
+
+    /// Audit records, oldest first, filtered by server id and event type.
+    pub fn audit(
+        &self,
+        server: Option<String>,
+        event: Option<String>,
+    ) -> Result<Vec<Value>, DeskError> {
+        let records = gatehouse_audit::read(self.options.paths.audit())
+            .map_err(|e| DeskError::new("audit_unreadable", e.to_string()))?;
+        let filter = gatehouse_audit::Filter { server, event };
+        Ok(filter
+            .apply(records)
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+            .collect())
+    }
+
+    /// Verifies the audit log's hash chain.
+    pub fn verify_audit(&self) -> Result<AuditVerdict, DeskError> {
+        let report = gatehouse_audit::verify(self.options.paths.audit())
+            .map_err(|e| DeskError::new("audit_unreadable", e.to_string()))?;
+        Ok(AuditVerdict {
+            ok: report.ok,
+            records: report.records,
+            problem: report
+                .first_broken
+                .as_ref()
+                .map(|b| DeskError::new(b.kind.code(), format!("line {}: {}", b.line, b.detail))),
+        })
+    }
+
+    /// The raw JSON-RPC recorded for one server, or all.
+    pub fn traffic(&self, server: Option<&str>) -> Vec<TrafficEntry> {
+        self.tap.entries(server)
+    }
+
+    pub fn settings(&self) -> Settings {
+        let trust = self.gatekeeper.trust();
+        let paths = &self.options.paths;
+        Settings {
+            posture: trust.posture(),
+            posture_reason: trust.posture_reason().to_string(),
+            locked_by: trust.locked_by().map(str::to_string),
+            bundles: trust.summaries(),
+            problems: trust.problems().to_vec(),
+            policy: json!({
+                "path": self.options.policy,
+                "source": if self.options.policy.is_some() { "file" } else { "shipped default" },
+            }),
+            paths: json!({
+                "config": paths.config,
+                "data": paths.data,
+                "logs": paths.logs,
+                "audit": paths.audit(),
+                "userTrustRoots": paths.user_trust_roots,
+                "systemTrustRoots": paths.system_trust_roots,
+            }),
+            demo: self.options.demo,
+        }
+    }
+
+    /// The trust settings the desk was opened with.
+    pub fn trust_settings(&self) -> &TrustSettings {
+        &self.trust
+    }
+
+    /// Closes every connection (the app is quitting).
+    pub async fn shutdown(&self) {
+        let slots = std::mem::take(&mut *self.slots.lock().await);
+        for (_, slot) in slots {
+            if let Slot::Connected(connection) = slot
+                && let Ok(connection) = Arc::try_unwrap(connection)
+            {
+                connection.close().await;
+            }
+        }
+    }
+}
+
+fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> ServerRow {
+    let (status, headline) = match error {
+        HostError::NotAdmitted { status, .. } => {
+            (*status, format!("not admitted: {}", error.code()))
+        }
+        HostError::Suspended { .. } => ("suspended", "suspended after elicitation abuse".into()),
+        _ => ("error", "could not connect".into()),
+    };
+    ServerRow {
+        name: name.to_string(),
+        transport: spec.transport_name(),
+        target: spec.describe(),
+        demo,
+        status,
+        reason: Some(RowReason {
+            code: error.code().to_string(),
+            detail: error.to_string(),
+        }),
+        headline,
+    }
+}

@@ -1,0 +1,415 @@
+//! The desktop [`ConsentUi`]: prompts live here, in Rust, as cards; the window is told that
+//! something changed and fetches the cards; the user's decision comes back as a typed call
+//! ([`PromptDesk::answer`], [`PromptDesk::wait_choice`]), never as a webview event. A reloaded
+//! window therefore finds every pending prompt exactly as it was.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use gatehouse_policy::form::FieldError;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+
+use crate::consent::{
+    ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody, PromptUpdate, UiFuture, WaitChoice,
+    WaitPhase,
+};
+
+use super::{DeskError, DeskEvent, Notifier};
+
+/// Where a card is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CardState {
+    /// Waiting for Submit / Open / Decline / Cancel.
+    Asking,
+    /// The policy refused it; nothing was sent or opened.
+    Refused,
+    /// Answered; the call goes on.
+    Answered,
+    /// The URL was opened; waiting for completion or for the user's Retry.
+    Waiting,
+    Completed,
+    /// Ended without completing.
+    Closed,
+}
+
+impl CardState {
+    fn finished(self) -> bool {
+        match self {
+            CardState::Refused | CardState::Completed | CardState::Closed => true,
+            CardState::Answered => true,
+            CardState::Asking | CardState::Waiting => false,
+        }
+    }
+}
+
+/// The originating call's result, attached to its prompt.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CardResult {
+    pub is_error: bool,
+    pub text: String,
+}
+
+/// One prompt as the window shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptCard {
+    pub prompt: Prompt,
+    pub state: CardState,
+    /// Why the previous answer was not sent (it broke the schema).
+    pub problems: Vec<FieldError>,
+    pub phase: Option<WaitPhase>,
+    pub completed_via: Option<String>,
+    pub result: Option<CardResult>,
+    pub outcome: Option<String>,
+    /// Milliseconds since the epoch when it was first shown.
+    pub asked_at: u64,
+}
+
+struct Slot {
+    card: PromptCard,
+    answer: Option<oneshot::Sender<ConsentAnswer>>,
+    choice: Option<oneshot::Sender<WaitChoice>>,
+}
+
+/// The answer a window sends for an asking card.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WindowAnswer {
+    pub reply: WindowReply,
+    #[serde(default)]
+    pub content: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub override_hold: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowReply {
+    Submit,
+    Open,
+    Decline,
+    Cancel,
+}
+
+/// The prompts of one desktop app.
+pub struct PromptDesk {
+    slots: Mutex<BTreeMap<u64, Slot>>,
+    notify: Notifier,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+impl PromptDesk {
+    pub fn new(notify: Notifier) -> Arc<PromptDesk> {
+        Arc::new(PromptDesk {
+            slots: Mutex::new(BTreeMap::new()),
+            notify,
+        })
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Slot>> {
+        self.slots.lock().expect("prompt desk poisoned")
+    }
+
+    fn changed(&self, prompt_id: u64, attention: bool) {
+        (self.notify)(DeskEvent::Prompts {
+            prompt_id,
+            attention,
+        });
+    }
+
+    /// Every card, oldest first.
+    pub fn list(&self) -> Vec<PromptCard> {
+        self.slots().values().map(|s| s.card.clone()).collect()
+    }
+
+    /// How many cards wait for the user.
+    pub fn pending(&self) -> usize {
+        self.slots()
+            .values()
+            .filter(|s| matches!(s.card.state, CardState::Asking | CardState::Waiting))
+            .count()
+    }
+
+    /// The host's own validation of a form answer, for inline feedback. The same check runs
+    /// again when the answer is submitted; this one decides nothing.
+    pub fn validate(
+        &self,
+        prompt_id: u64,
+        content: &Map<String, Value>,
+    ) -> Result<Vec<FieldError>, DeskError> {
+        let slots = self.slots();
+        let slot = slots
+            .get(&prompt_id)
+            .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+        match &slot.card.prompt.body {
+            PromptBody::Form { schema, .. } => {
+                Ok(schema.validate(content).err().unwrap_or_default())
+            }
+            PromptBody::Url { .. } | PromptBody::Unsupported { .. } => Err(DeskError::new(
+                "prompt_not_a_form",
+                format!("prompt {prompt_id} is not a form; there is nothing to validate"),
+            )),
+        }
+    }
+
+    /// The user's answer to an asking card.
+    pub fn answer(&self, prompt_id: u64, answer: WindowAnswer) -> Result<(), DeskError> {
+        let answer = {
+            let mut slots = self.slots();
+            let slot = slots
+                .get_mut(&prompt_id)
+                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+            let reply = match (answer.reply, &slot.card.prompt.body, answer.content) {
+                (WindowReply::Submit, PromptBody::Form { .. }, Some(content)) => {
+                    ConsentReply::Submit(content)
+                }
+                (WindowReply::Submit, PromptBody::Form { .. }, None) => {
+                    return Err(DeskError::new(
+                        "answer_invalid",
+                        "a submitted form needs its content",
+                    ));
+                }
+                (WindowReply::Open, PromptBody::Url { .. }, None) => ConsentReply::Open,
+                (WindowReply::Decline, _, None) => ConsentReply::Decline,
+                (WindowReply::Cancel, _, None) => ConsentReply::Cancel,
+                (reply, body, _) => {
+                    return Err(DeskError::new(
+                        "answer_invalid",
+                        format!(
+                            "{reply:?} is not an answer to a {} prompt (content only goes with a form's submit)",
+                            body.mode()
+                        ),
+                    ));
+                }
+            };
+            if slot.card.state != CardState::Asking {
+                return Err(DeskError::new(
+                    "prompt_not_asking",
+                    format!(
+                        "prompt {prompt_id} is not waiting for an answer (it is {:?})",
+                        slot.card.state
+                    ),
+                ));
+            }
+            let Some(sender) = slot.answer.take() else {
+                return Err(DeskError::new(
+                    "prompt_not_asking",
+                    format!("prompt {prompt_id} is no longer waiting for an answer"),
+                ));
+            };
+            slot.card.state = CardState::Answered;
+            slot.card.problems.clear();
+            (
+                sender,
+                ConsentAnswer {
+                    reply,
+                    override_hold: answer.override_hold,
+                },
+            )
+        };
+        let (sender, answer) = answer;
+        // The asking future is gone (timed out, connection closed): the card was closed by
+        // the broker already, and the answer goes nowhere.
+        let _ = sender.send(answer);
+        self.changed(prompt_id, false);
+        Ok(())
+    }
+
+    /// Retry or Cancel while a URL flow is pending.
+    pub fn wait_choice(&self, prompt_id: u64, choice: WaitChoice) -> Result<(), DeskError> {
+        let sender = {
+            let mut slots = self.slots();
+            let slot = slots
+                .get_mut(&prompt_id)
+                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+            match (slot.card.state, slot.choice.take()) {
+                (CardState::Waiting, Some(sender)) => sender,
+                (state, _) => {
+                    return Err(DeskError::new(
+                        "prompt_not_waiting",
+                        format!(
+                            "prompt {prompt_id} is not waiting for completion (it is {state:?})"
+                        ),
+                    ));
+                }
+            }
+        };
+        let _ = sender.send(choice);
+        self.changed(prompt_id, false);
+        Ok(())
+    }
+
+    /// Removes a finished card.
+    pub fn dismiss(&self, prompt_id: u64) -> Result<(), DeskError> {
+        {
+            let mut slots = self.slots();
+            let slot = slots
+                .get(&prompt_id)
+                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+            if !slot.card.state.finished() {
+                return Err(DeskError::new(
+                    "prompt_not_finished",
+                    format!("prompt {prompt_id} still waits for you; answer or cancel it first"),
+                ));
+            }
+            slots.remove(&prompt_id);
+        }
+        self.changed(prompt_id, false);
+        Ok(())
+    }
+
+    fn with_card(&self, prompt_id: u64, f: impl FnOnce(&mut Slot)) -> bool {
+        match self.slots().get_mut(&prompt_id) {
+            Some(slot) => {
+                f(slot);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+fn new_card(prompt: &Prompt, state: CardState) -> PromptCard {
+    PromptCard {
+        prompt: prompt.clone(),
+        state,
+        problems: Vec::new(),
+        phase: None,
+        completed_via: None,
+        result: None,
+        outcome: None,
+        asked_at: now_ms(),
+    }
+}
+
+impl ConsentUi for PromptDesk {
+    fn ask<'a>(
+        &'a self,
+        prompt: &'a Prompt,
+        problems: &'a [FieldError],
+    ) -> UiFuture<'a, ConsentAnswer> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut slots = self.slots();
+            let slot = slots.entry(prompt.id).or_insert_with(|| Slot {
+                card: new_card(prompt, CardState::Asking),
+                answer: None,
+                choice: None,
+            });
+            // Asked again after an invalid answer: the same card, with what was wrong.
+            slot.card.state = CardState::Asking;
+            slot.card.problems = problems.to_vec();
+            slot.answer = Some(tx);
+        }
+        self.changed(prompt.id, true);
+        Box::pin(async move {
+            // A dropped sender means the desk itself went away: the safe answer is cancel.
+            rx.await
+                .unwrap_or_else(|_| ConsentAnswer::plain(ConsentReply::Cancel))
+        })
+    }
+
+    fn waiting(&self, prompt_id: u64, phase: WaitPhase) -> UiFuture<'_, WaitChoice> {
+        let (tx, rx) = oneshot::channel();
+        self.with_card(prompt_id, |slot| {
+            slot.card.state = CardState::Waiting;
+            slot.card.phase = Some(phase);
+            slot.choice = Some(tx);
+        });
+        self.changed(prompt_id, false);
+        Box::pin(async move {
+            match rx.await {
+                Ok(choice) => choice,
+                // Nobody can choose any more; the host ends the wait on completion or timeout.
+                Err(_) => std::future::pending().await,
+            }
+        })
+    }
+
+    fn update(&self, update: PromptUpdate) {
+        match update {
+            PromptUpdate::Refused { prompt } => {
+                let id = prompt.id;
+                self.slots().insert(
+                    id,
+                    Slot {
+                        card: new_card(&prompt, CardState::Refused),
+                        answer: None,
+                        choice: None,
+                    },
+                );
+                self.changed(id, true);
+            }
+            PromptUpdate::Opened { prompt_id, phase } => {
+                self.with_card(prompt_id, |slot| {
+                    slot.card.state = CardState::Waiting;
+                    slot.card.phase = Some(phase);
+                });
+                self.changed(prompt_id, false);
+            }
+            PromptUpdate::Completed { prompt_id, via } => {
+                self.with_card(prompt_id, |slot| {
+                    slot.card.state = CardState::Completed;
+                    slot.card.completed_via = Some(via.to_string());
+                    slot.choice = None;
+                });
+                self.changed(prompt_id, false);
+            }
+            PromptUpdate::Result {
+                prompt_id,
+                is_error,
+                text,
+            } => {
+                self.with_card(prompt_id, |slot| {
+                    slot.card.result = Some(CardResult { is_error, text });
+                });
+                self.changed(prompt_id, false);
+            }
+            PromptUpdate::Closed { prompt_id, outcome } => {
+                self.with_card(prompt_id, |slot| {
+                    if !matches!(slot.card.state, CardState::Completed | CardState::Refused) {
+                        slot.card.state = CardState::Closed;
+                    }
+                    slot.card.outcome = Some(outcome);
+                    slot.answer = None;
+                    slot.choice = None;
+                });
+                self.changed(prompt_id, false);
+            }
+            PromptUpdate::Invalid {
+                prompt_id,
+                problems,
+            } => {
+                self.with_card(prompt_id, |slot| slot.card.problems = problems);
+                self.changed(prompt_id, false);
+            }
+            PromptUpdate::Suspended { server, detail } => {
+                let mut closed = Vec::new();
+                for (id, slot) in self.slots().iter_mut() {
+                    if slot.card.prompt.server == server && !slot.card.state.finished() {
+                        slot.card.state = CardState::Closed;
+                        slot.card.outcome = Some(format!("the server was suspended: {detail}"));
+                        slot.answer = None;
+                        slot.choice = None;
+                        closed.push(*id);
+                    }
+                }
+                for id in closed {
+                    self.changed(id, false);
+                }
+                (self.notify)(DeskEvent::Servers { name: server });
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The window's commands: each is one call into the desk. Arguments arrive typed (serde
+//! refuses anything else) and errors go back as `{code, message}`.
+
+use std::sync::Arc;
+
+use gatehouse_host::TrafficEntry;
+use gatehouse_host::consent::WaitChoice;
+use gatehouse_host::desk::FieldError;
+use gatehouse_host::desk::{
+    AuditVerdict, CallOutcome, Desk, DeskError, ImportOutcome, NewServer, PromptCard, ServerDetail,
+    ServerRow, Settings, WindowAnswer,
+};
+use serde_json::{Map, Value};
+use tauri::{Runtime, State};
+
+type DeskState<'a> = State<'a, Arc<Desk>>;
+type Answer<T> = Result<T, DeskError>;
+
+#[tauri::command]
+async fn servers_list(desk: DeskState<'_>) -> Answer<Vec<ServerRow>> {
+    desk.servers().await
+}
+
+#[tauri::command]
+async fn server_connect(desk: DeskState<'_>, name: String) -> Answer<ServerDetail> {
+    desk.server_detail(&name).await
+}
+
+#[tauri::command]
+async fn server_detail(desk: DeskState<'_>, name: String) -> Answer<ServerDetail> {
+    desk.server_detail(&name).await
+}
+
+#[tauri::command]
+async fn server_add(desk: DeskState<'_>, entry: NewServer) -> Answer<ServerRow> {
+    desk.add_server(entry).await
+}
+
+#[tauri::command]
+async fn servers_import(desk: DeskState<'_>, text: String) -> Answer<ImportOutcome> {
+    desk.import_servers(&text).await
+}
+
+#[tauri::command]
+async fn server_resume(desk: DeskState<'_>, name: String) -> Answer<ServerRow> {
+    desk.resume(&name).await
+}
+
+#[tauri::command]
+async fn tool_call(
+    desk: DeskState<'_>,
+    server: String,
+    tool: String,
+    arguments: Map<String, Value>,
+) -> Answer<CallOutcome> {
+    desk.call_tool(&server, &tool, arguments).await
+}
+
+#[tauri::command]
+fn prompts_list(desk: DeskState<'_>) -> Vec<PromptCard> {
+    desk.prompts().list()
+}
+
+#[tauri::command]
+fn prompt_validate(
+    desk: DeskState<'_>,
+    prompt_id: u64,
+    content: Map<String, Value>,
+) -> Answer<Vec<FieldError>> {
+    desk.prompts().validate(prompt_id, &content)
+}
+
+#[tauri::command]
+fn prompt_answer(desk: DeskState<'_>, prompt_id: u64, answer: WindowAnswer) -> Answer<()> {
+    desk.prompts().answer(prompt_id, answer)
+}
+
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Choice {
+    Retry,
+    Cancel,
+}
+
+#[tauri::command]
+fn prompt_wait_choice(desk: DeskState<'_>, prompt_id: u64, choice: Choice) -> Answer<()> {
+    let choice = match choice {
+        Choice::Retry => WaitChoice::Retry,
+        Choice::Cancel => WaitChoice::Cancel,
+    };
+    desk.prompts().wait_choice(prompt_id, choice)
+}
+
+#[tauri::command]
+fn prompt_dismiss(desk: DeskState<'_>, prompt_id: u64) -> Answer<()> {
+    desk.prompts().dismiss(prompt_id)
+}
+
+#[tauri::command]
+fn audit_list(
+    desk: DeskState<'_>,
+    server: Option<String>,
+    event: Option<String>,
+) -> Answer<Vec<Value>> {
+    desk.audit(server, event)
+}
+
+#[tauri::command]
+fn audit_verify(desk: DeskState<'_>) -> Answer<AuditVerdict> {
+    desk.verify_audit()
+}
+
+#[tauri::command]
+fn traffic_list(desk: DeskState<'_>, server: Option<String>) -> Vec<TrafficEntry> {
+    desk.traffic(server.as_deref())
+}
+
+#[tauri::command]
+fn settings_get(desk: DeskState<'_>) -> Settings {
+    desk.settings()
+}
+
+/// Every command, registered once for the real and the mock runtime. The list must match
+/// `command_names::ALL` (a test checks it), which grants them to the window.
+pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+    tauri::generate_handler![
+        servers_list,
+        server_connect,
+        server_detail,
+        server_add,
+        servers_import,
+        server_resume,
+        tool_call,
+        prompts_list,
+        prompt_validate,
+        prompt_answer,
+        prompt_wait_choice,
+        prompt_dismiss,
+        audit_list,
+        audit_verify,
+        traffic_list,
+        settings_get,
+    ]
+}
+
+pub mod names {
+    include!("command_names.rs");
+}

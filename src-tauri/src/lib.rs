@@ -1,0 +1,187 @@
+//! The Gatehouse desktop app: a thin Tauri shell over `gatehouse_host::desk`.
+//!
+//! Each command is one call into the desk. The desk's change notices become window events
+//! that carry no decision; decisions come back only as typed commands (`prompt_answer`,
+//! `prompt_wait_choice`). Prompts live in Rust, so a reloaded window loses nothing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use gatehouse_host::KeyringStore;
+use gatehouse_host::SecretStore;
+use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
+use gatehouse_host::desk::{Desk, DeskEvent, DeskOptions, DeskPaths, Notifier};
+use gatehouse_host::tap::system_clock;
+use serde_json::json;
+use tauri::{Builder, Emitter, Manager, Runtime, UserAttentionType};
+
+pub mod commands;
+
+/// Window event names (see docs/desktop-api.md).
+pub mod events {
+    pub const PROMPTS: &str = "gatehouse://prompts";
+    pub const SERVERS: &str = "gatehouse://servers";
+    pub const AUDIT: &str = "gatehouse://audit";
+    pub const TRAFFIC: &str = "gatehouse://traffic";
+}
+
+/// The label of the one window.
+pub const MAIN_WINDOW: &str = "main";
+
+/// How the app was started.
+#[derive(Clone, Default)]
+pub struct Launch {
+    /// The embedded demo: the DEMO-ONLY trust root and the demo server.
+    pub demo: bool,
+    /// An elicitation policy file instead of the shipped default.
+    pub policy: Option<PathBuf>,
+    /// Paths to use instead of the path resolver's (tests).
+    pub paths: Option<DeskPaths>,
+    /// Where consented URLs go instead of the system browser (tests).
+    pub opener: Option<Arc<dyn gatehouse_host::UrlOpener>>,
+    /// The keychain, or a stand-in (tests).
+    pub secrets: Option<Arc<dyn SecretStore>>,
+    /// Connect every server at start, so the Servers view shows verdicts at once.
+    pub connect_at_start: bool,
+}
+
+impl Launch {
+    /// From the command line: `--demo`, `--policy FILE` (or `GATEHOUSE_DEMO=1`,
+    /// `GATEHOUSE_POLICY`).
+    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Launch, String> {
+        let mut launch = Launch {
+            demo: std::env::var("GATEHOUSE_DEMO").is_ok_and(|v| v == "1"),
+            policy: std::env::var_os("GATEHOUSE_POLICY").map(PathBuf::from),
+            connect_at_start: true,
+            ..Launch::default()
+        };
+        let mut args = args.into_iter().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--demo" => launch.demo = true,
+                "--policy" => {
+                    launch.policy = Some(
+                        args.next()
+                            .ok_or("--policy needs a file: --policy policy.toml")?
+                            .into(),
+                    )
+                }
+                "--help" | "-h" => {
+                    return Err("usage: gatehouse-desktop [--demo] [--policy FILE]".into());
+                }
+                other => {
+                    return Err(format!(
+                        "unknown argument {other:?}; usage: gatehouse-desktop [--demo] [--policy FILE]"
+                    ));
+                }
+            }
+        }
+        Ok(launch)
+    }
+}
+
+/// Paths from Tauri's path resolver, shared with the `gatehouse` CLI: the same
+/// `servers.json`, audit log and trust roots.
+fn resolved_paths<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<DeskPaths, String> {
+    let path = app.path();
+    let config = path
+        .config_dir()
+        .map_err(|e| format!("no config directory: {e}"))?
+        .join("gatehouse");
+    let data = path
+        .data_dir()
+        .map_err(|e| format!("no data directory: {e}"))?
+        .join("gatehouse");
+    Ok(DeskPaths {
+        config: config.join("servers.json"),
+        logs: data.join("logs"),
+        data,
+        user_trust_roots: Some(config.join("trust-roots")),
+        system_trust_roots: PathBuf::from(SYSTEM_TRUST_ROOTS),
+    })
+}
+
+/// Turns the desk's change notices into window events, and asks for the user's attention
+/// when a new prompt needs them.
+fn notifier<R: Runtime>(app: tauri::AppHandle<R>) -> Notifier {
+    Arc::new(move |event: DeskEvent| {
+        let sent = match &event {
+            DeskEvent::Prompts {
+                prompt_id,
+                attention,
+            } => {
+                if *attention && let Some(window) = app.get_webview_window(MAIN_WINDOW) {
+                    let _ = window.request_user_attention(Some(UserAttentionType::Critical));
+                }
+                app.emit_to(MAIN_WINDOW, events::PROMPTS, json!({"promptId": prompt_id}))
+            }
+            DeskEvent::Servers { name } => {
+                app.emit_to(MAIN_WINDOW, events::SERVERS, json!({"name": name}))
+            }
+            DeskEvent::Audit => app.emit_to(MAIN_WINDOW, events::AUDIT, json!({})),
+            DeskEvent::Traffic { server } => {
+                app.emit_to(MAIN_WINDOW, events::TRAFFIC, json!({"server": server}))
+            }
+        };
+        if let Err(error) = sent {
+            tracing::warn!(%error, "a change notice did not reach the window");
+        }
+    })
+}
+
+/// The app, for the real runtime and for `tauri::test`'s mock runtime alike: commands and
+/// the desk, opened in `setup` with the resolver's paths (or the launch's).
+pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
+    builder
+        .invoke_handler(commands::handler())
+        .setup(move |app| {
+            let handle = app.handle().clone();
+            let paths = match launch.paths.clone() {
+                Some(paths) => paths,
+                None => resolved_paths(&handle)?,
+            };
+            let mut options = DeskOptions::new(paths, system_clock());
+            options.demo = launch.demo;
+            options.policy = launch.policy.clone();
+            if let Some(opener) = &launch.opener {
+                options.opener = opener.clone();
+            }
+            let secrets = launch
+                .secrets
+                .clone()
+                .unwrap_or_else(|| Arc::new(KeyringStore));
+            let desk = Desk::open(options, secrets, notifier(handle.clone()))
+                .map_err(|e| e.to_string())?;
+            app.manage(desk.clone());
+            if launch.connect_at_start {
+                tauri::async_runtime::spawn(async move { desk.connect_all().await });
+            }
+            Ok(())
+        })
+}
+
+/// Runs the desktop app.
+pub fn run(launch: Launch) -> Result<(), String> {
+    let base = Builder::default()
+        // First, so a second launch only focuses the running window (one audit log writer,
+        // one set of prompts).
+        .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
+            if let Some(window) = app.get_webview_window(MAIN_WINDOW) {
+                let _ = window.unminimize();
+                let _ = window.show();
+                let _ = window.set_focus();
+            }
+        }));
+    builder(base, launch)
+        .build(tauri::generate_context!())
+        .map_err(|e| format!("the app could not start: {e}"))?
+        .run(|app, event| {
+            if let tauri::RunEvent::Exit = event
+                && let Some(desk) = app.try_state::<Arc<Desk>>()
+            {
+                let desk = desk.inner().clone();
+                tauri::async_runtime::block_on(desk.shutdown());
+            }
+        });
+    Ok(())
+}

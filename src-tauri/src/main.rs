@@ -1,0 +1,26 @@
+// No console window on Windows release builds; Gatehouse targets Linux, but it costs nothing.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let launch = match gatehouse_desktop::Launch::from_args(std::env::args()) {
+        Ok(launch) => launch,
+        Err(message) => {
+            eprintln!("gatehouse-desktop: {message}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match gatehouse_desktop::run(launch) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("gatehouse-desktop: {message}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+// The only module that talks to Rust: one function per command of docs/desktop-api.md, and
+// onEvent for the "something changed, refetch" events. Everything else imports from here.
+
+export const EVENTS = Object.freeze({
+  prompts: 'gatehouse://prompts',
+  servers: 'gatehouse://servers',
+  audit: 'gatehouse://audit',
+  traffic: 'gatehouse://traffic',
+});
+
+/** A failed command, always `{code, message}` whatever shape Rust rejected with. */
+export class ApiError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+  }
+}
+
+function toApiError(raw) {
+  if (raw instanceof ApiError) return raw;
+  if (typeof raw === 'string') return new ApiError('error', raw);
+  if (raw && typeof raw === 'object') {
+    const code = typeof raw.code === 'string' && raw.code !== '' ? raw.code : 'error';
+    const message = typeof raw.message === 'string' ? raw.message : JSON.stringify(raw);
+    return new ApiError(code, message);
+  }
+  return new ApiError('error', String(raw));
+}
+
+function tauri() {
+  const api = window.__TAURI__;
+  if (!api?.core?.invoke || !api?.event?.listen) {
+    throw new ApiError('ipc_unavailable', 'This page only works inside the Gatehouse app.');
+  }
+  return api;
+}
+
+async function invoke(command, args) {
+  try {
+    return await tauri().core.invoke(command, args);
+  } catch (error) {
+    throw toApiError(error);
+  }
+}
+
+/** Drops empty optional arguments so Rust sees them as absent. */
+function present(args) {
+  return Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined && v !== null && v !== ''));
+}
+
+// Servers
+export const serversList = () => invoke('servers_list');
+export const serverConnect = (name) => invoke('server_connect', { name });
+export const serverDetail = (name) => invoke('server_detail', { name });
+export const serverAdd = (entry) => invoke('server_add', { entry });
+export const serversImport = (text) => invoke('servers_import', { text });
+export const serverResume = (name) => invoke('server_resume', { name });
+export const toolCall = (server, tool, args) => invoke('tool_call', { server, tool, arguments: args });
+
+// Prompts
+export const promptsList = () => invoke('prompts_list');
+export const promptValidate = (promptId, content) => invoke('prompt_validate', { promptId, content });
+export const promptAnswer = (promptId, answer) => invoke('prompt_answer', { promptId, answer });
+export const promptWaitChoice = (promptId, choice) => invoke('prompt_wait_choice', { promptId, choice });
+export const promptDismiss = (promptId) => invoke('prompt_dismiss', { promptId });
+
+// Audit, traffic, settings
+export const auditList = ({ server, event } = {}) => invoke('audit_list', present({ server, event }));
+export const auditVerify = () => invoke('audit_verify');
+export const trafficList = (server) => invoke('traffic_list', present({ server }));
+export const settingsGet = () => invoke('settings_get');
+
+/** Subscribes to a Rust event; `cb` gets the payload. Resolves to the unlisten function. */
+export async function onEvent(name, cb) {
+  try {
+    return await tauri().event.listen(name, (event) => cb(event.payload));
+  } catch (error) {
+    throw toApiError(error);
+  }
+}

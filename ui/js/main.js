@@ -1,0 +1,83 @@
+// Wiring: view routing, the Rust events, and the initial load. All state is fetched from Rust,
+// so a reload of the window restores everything.
+import { EVENTS, onEvent } from './api.js';
+import * as servers from './servers.js';
+import * as prompts from './prompts.js';
+import * as audit from './audit.js';
+import * as traffic from './traffic.js';
+import * as settings from './settings.js';
+import { notify } from './notice.js';
+
+const VIEWS = ['servers', 'prompts', 'audit', 'traffic', 'settings'];
+const REFRESH = {
+  servers: servers.refresh,
+  prompts: prompts.refresh,
+  audit: audit.refresh,
+  traffic: traffic.refresh,
+  settings: settings.refresh,
+};
+// Views whose data changed while they were not shown; refetched when shown.
+const stale = new Set();
+let current = null;
+
+function showView(name) {
+  if (!VIEWS.includes(name)) name = 'servers';
+  current = name;
+  for (const panel of document.querySelectorAll('main [data-view-panel]')) {
+    panel.hidden = panel.dataset.viewPanel !== name;
+  }
+  for (const link of document.querySelectorAll('nav [data-view]')) {
+    if (link.dataset.view === name) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  if (location.hash !== `#${name}`) history.replaceState(null, '', `#${name}`);
+  if (stale.delete(name)) REFRESH[name]();
+}
+
+/** Refetches now if the view is shown, else when it is next shown. */
+function refreshWhenShown(name) {
+  if (current === name) REFRESH[name]();
+  else stale.add(name);
+}
+
+async function refreshServers() {
+  await servers.refresh();
+  traffic.setServers(servers.names());
+}
+
+async function subscribe() {
+  const subscriptions = [
+    [EVENTS.prompts, () => prompts.refresh()],
+    [EVENTS.servers, () => refreshServers()],
+    [EVENTS.audit, () => refreshWhenShown('audit')],
+    [EVENTS.traffic, () => refreshWhenShown('traffic')],
+  ];
+  const results = await Promise.allSettled(subscriptions.map(([name, cb]) => onEvent(name, cb)));
+  const failed = results.find((r) => r.status === 'rejected');
+  if (failed) notify(failed.reason);
+}
+
+function start() {
+  servers.init();
+  prompts.init({ whenAsking: () => showView('prompts') });
+  audit.init();
+  traffic.init();
+  settings.init();
+
+  for (const link of document.querySelectorAll('nav [data-view]')) {
+    link.addEventListener('click', () => showView(link.dataset.view));
+  }
+  window.addEventListener('hashchange', () => showView(location.hash.slice(1)));
+  showView(location.hash.slice(1));
+
+  // Listen first, then fetch, so that no change between the two is missed.
+  subscribe().finally(() => {
+    refreshServers();
+    prompts.refresh();
+    audit.refresh();
+    traffic.refresh();
+    settings.refresh();
+  });
+}
+
+start();

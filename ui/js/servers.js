@@ -1,0 +1,352 @@
+// Servers: the configured list with admission status, adding and importing servers, and one
+// server's detail (identity, tools, and a form to call an allowed tool).
+import * as api from './api.js';
+import { el, replace, flag } from './dom.js';
+import { renderBanner, statusBadge, demoTag } from './identity.js';
+import { buildToolForm } from './toolform.js';
+import { notify } from './notice.js';
+import { coalesce, asText, splitArgs } from './util.js';
+
+// With these statuses the server is connected, so fetching its detail does not reconnect it.
+const CONNECTED = new Set(['admitted', 'unattested']);
+
+let rows = [];
+let selected = null;
+let detail = null;
+let detailRound = 0;
+let openTool = null; // {name, schema, form}
+let listRoot;
+let detailSlot;
+let reportSlot;
+
+export function init() {
+  listRoot = document.getElementById('server-list');
+  detailSlot = document.getElementById('server-detail-slot');
+  reportSlot = document.getElementById('import-report');
+  setUpAddDialog();
+  setUpImport();
+  listRoot.addEventListener('click', (event) => {
+    const row = event.target.closest('[data-server]');
+    if (!row) return;
+    const action = event.target.closest('button[data-action]')?.dataset.action;
+    const name = row.dataset.server;
+    if (action === 'resume') resume(name);
+    else if (action === 'connect') connect(name);
+    else openDetail(name);
+  });
+}
+
+/** The configured server names, as last fetched. */
+export const names = () => rows.map((r) => r.name);
+
+export const refresh = coalesce(async () => {
+  try {
+    rows = await api.serversList();
+  } catch (error) {
+    notify(error);
+    return;
+  }
+  renderList();
+  if (!selected) return;
+  const row = rows.find((r) => r.name === selected);
+  if (!row) {
+    selected = null;
+    detail = null;
+    openTool = null;
+    detailSlot.replaceChildren();
+  } else if (CONNECTED.has(row.status)) {
+    await loadDetail(selected, { quiet: true });
+  } else if (detail && detail.row.name === row.name) {
+    renderDetail({ ...detail, row });
+  }
+});
+
+function reasonText(reason) {
+  if (!reason) return '';
+  if (typeof reason === 'string') return reason;
+  return [reason.code, reason.detail ?? reason.message].filter(Boolean).join(': ');
+}
+
+function renderList() {
+  if (rows.length === 0) {
+    replace(listRoot, el('li', { class: 'empty' }, 'No servers yet. Add one, or import an mcpServers file from another MCP client.'));
+    return;
+  }
+  replace(listRoot, rows.map((row) =>
+    el('li', { class: 'server-row', 'data-server': row.name, 'aria-current': row.name === selected ? 'true' : null },
+      el('div', { class: 'row-main' },
+        el('button', { type: 'button', class: 'row-open', 'data-action': 'open-server', 'aria-label': `Show ${row.name}` },
+          el('span', { class: 'server-name' }, row.name), row.demo ? demoTag() : null),
+        statusBadge(row.status, { 'data-testid': 'status', 'data-status': row.status })),
+      el('p', { class: 'row-target mono' }, `${row.transport} · ${row.target ?? ''}`),
+      row.headline ? el('p', { class: 'row-headline' }, row.headline) : null,
+      el('p', { class: 'reason', 'data-testid': 'reason', 'data-code': row.reason?.code },
+        row.reason ? [el('code', {}, row.reason.code), ' ', row.reason.detail ?? ''] : null),
+      row.status === 'suspended' || row.status === 'not_connected' || row.status === 'error'
+        ? el('div', { class: 'row-actions' },
+          row.status === 'suspended'
+            ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'resume' }, 'Resume')
+            : el('button', { type: 'button', class: 'secondary small', 'data-action': 'connect' }, 'Connect'))
+        : null)));
+}
+
+function markSelected() {
+  for (const node of listRoot.querySelectorAll('[data-server]')) {
+    if (node.dataset.server === selected) node.setAttribute('aria-current', 'true');
+    else node.removeAttribute('aria-current');
+  }
+}
+
+async function openDetail(name) {
+  if (selected !== name) openTool = null;
+  selected = name;
+  markSelected();
+  await loadDetail(name, { quiet: false });
+}
+
+async function loadDetail(name, { quiet, connectNow = false }) {
+  const round = ++detailRound;
+  if (!quiet) {
+    replace(detailSlot, el('div', { class: 'detail-loading', role: 'status' },
+      el('span', { class: 'spinner', 'aria-hidden': 'true' }), `Connecting to ${name}…`));
+  }
+  try {
+    const next = connectNow ? await api.serverConnect(name) : await api.serverDetail(name);
+    if (round !== detailRound || selected !== name) return;
+    if (quiet && detail && JSON.stringify(next) === JSON.stringify(detail)) return;
+    renderDetail(next);
+  } catch (error) {
+    if (round !== detailRound || selected !== name) return;
+    if (quiet) return;
+    detail = null;
+    replace(detailSlot, el('div', { class: 'detail-error', 'data-testid': 'detail-error', 'data-code': error.code },
+      el('p', {}, 'Gatehouse could not show ', el('strong', {}, name), ':'),
+      el('p', {}, el('code', {}, error.code), ' ', error.message)));
+  }
+}
+
+async function connect(name) {
+  if (selected !== name) openTool = null;
+  selected = name;
+  markSelected();
+  await loadDetail(name, { quiet: false, connectNow: true });
+}
+
+async function resume(name) {
+  try {
+    await api.serverResume(name);
+  } catch (error) {
+    notify(error);
+  }
+  refresh();
+}
+
+function toolItem(tool, status, extra = []) {
+  return el('li', { class: `tool tool-${status}`, 'data-tool': tool.name, 'data-tool-status': status },
+    el('div', { class: 'tool-head' },
+      el('code', { class: 'tool-name' }, tool.name),
+      tool.title && tool.title !== tool.name ? el('span', { class: 'muted' }, tool.title) : null,
+      status === 'allowed'
+        ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'open-tool', 'aria-expanded': 'false' }, 'Open')
+        : null),
+    typeof tool.description === 'string' && tool.description !== ''
+      ? el('p', { class: 'tool-desc' }, tool.description)
+      : null,
+    extra);
+}
+
+function blockedItem({ tool, reason, expected, actual }) {
+  return toolItem(tool ?? { name: '?' }, 'blocked', [
+    el('p', { class: 'reason' }, reasonText(reason)),
+    el('details', { class: 'raw' }, el('summary', {}, 'Pinned definition and what the server sends now'),
+      el('div', { class: 'compare' },
+        el('div', {}, el('p', { class: 'muted' }, 'Pinned'), el('pre', { class: 'mono' }, asText(expected))),
+        el('div', {}, el('p', { class: 'muted' }, 'Now'), el('pre', { class: 'mono' }, asText(actual))))),
+  ]);
+}
+
+function toolGroup(title, note, items, empty) {
+  if (items.length === 0 && !empty) return null;
+  return el('div', { class: 'tool-group' },
+    el('h4', {}, title, ' ', el('span', { class: 'count-inline' }, String(items.length))),
+    note ? el('p', { class: 'muted' }, note) : null,
+    items.length > 0 ? el('ul', { class: 'tools' }, items) : el('p', { class: 'empty' }, empty));
+}
+
+function renderDetail(next) {
+  detail = next;
+  const { row } = next;
+  const tools = next.tools ?? { allowed: [], hidden: [], blocked: [] };
+  const allowed = tools.allowed ?? [];
+  if (openTool) {
+    const still = allowed.find((t) => t.name === openTool.name);
+    if (!still || JSON.stringify(still.inputSchema ?? null) !== openTool.schema) openTool = null;
+  }
+  const reconnect = el('button', { type: 'button', class: 'secondary small', 'data-action': 'connect' },
+    CONNECTED.has(row.status) ? 'Reconnect' : 'Connect');
+  reconnect.addEventListener('click', () => connect(row.name));
+  const resumeButton = row.status === 'suspended'
+    ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'resume' }, 'Resume')
+    : null;
+  resumeButton?.addEventListener('click', () => resume(row.name));
+
+  const section = el('section', { class: 'server-detail', 'data-testid': 'server-detail', 'data-server': row.name, 'aria-label': `Server ${row.name}` },
+    el('header', { class: 'detail-head' },
+      el('h2', {}, row.name),
+      statusBadge(row.status, { 'data-status': row.status }),
+      row.demo ? demoTag() : null,
+      el('div', { class: 'spacer' }),
+      resumeButton, reconnect),
+    el('p', { class: 'muted mono' }, `${row.transport} · ${row.target ?? ''}`, next.era ? ` · protocol ${next.era}` : ''),
+    row.headline ? el('p', { class: 'headline' }, row.headline) : null,
+    row.reason ? el('p', { class: 'reason' }, el('code', {}, row.reason.code), ' ', row.reason.detail ?? '') : null,
+    el('h3', {}, 'Identity'),
+    renderBanner(next.banner, 'identity'),
+    el('h3', {}, 'Tools'),
+    toolGroup('Allowed', 'Listed for this server by its attestation; you can call them.',
+      allowed.map((t) => toolItem(t, 'allowed')), 'No tools to call.'),
+    toolGroup('Hidden by the allow-list', 'The server offers these, but its attestation does not list them: Gatehouse hides them and refuses calls.',
+      (tools.hidden ?? []).map((t) => toolItem(t, 'hidden')), null),
+    toolGroup('Blocked by a pin change', 'Their definitions changed since they were pinned, so they are blocked until the server is attested again.',
+      (tools.blocked ?? []).map(blockedItem), null));
+
+  section.addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-action=open-tool]');
+    if (!button) return;
+    const name = button.closest('[data-tool]').dataset.tool;
+    toggleTool(section, allowed.find((t) => t.name === name));
+  });
+  if (openTool) placeToolForm(section);
+  replace(detailSlot, section);
+}
+
+function placeToolForm(section) {
+  for (const item of section.querySelectorAll('[data-tool-status=allowed]')) {
+    const mine = item.dataset.tool === openTool?.name;
+    const button = item.querySelector('[data-action=open-tool]');
+    button?.setAttribute('aria-expanded', String(mine));
+    if (button) button.textContent = mine ? 'Hide' : 'Open';
+    if (mine) item.append(openTool.form);
+  }
+}
+
+function toggleTool(section, tool) {
+  if (!tool) return;
+  if (openTool?.name === tool.name) {
+    openTool.form.remove();
+    openTool = null;
+    placeToolForm(section);
+    return;
+  }
+  openTool?.form.remove();
+  const server = detail.row.name;
+  openTool = {
+    name: tool.name,
+    schema: JSON.stringify(tool.inputSchema ?? null),
+    form: buildToolForm(server, tool, {
+      onClose: () => {
+        openTool?.form.remove();
+        openTool = null;
+        placeToolForm(section);
+      },
+    }),
+  };
+  placeToolForm(section);
+  openTool.form.querySelector('input, select, textarea, button')?.focus();
+}
+
+function setUpAddDialog() {
+  const dialog = document.getElementById('add-server-dialog');
+  const form = document.getElementById('add-server-form');
+  const kind = form.elements.namedItem('kind');
+  const error = dialog.querySelector('.dialog-error');
+  const showKind = () => {
+    for (const group of form.querySelectorAll('[data-kind]')) flag(group, 'hidden', group.dataset.kind !== kind.value);
+  };
+  document.querySelector('[data-action=add-server]').addEventListener('click', () => {
+    form.reset();
+    showKind();
+    replace(error);
+    dialog.showModal();
+    form.elements.namedItem('name').focus();
+  });
+  kind.addEventListener('change', showKind);
+  dialog.querySelector('[data-action=close]').addEventListener('click', () => dialog.close());
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const value = (key) => form.elements.namedItem(key).value.trim();
+    const entry = { name: value('name'), kind: kind.value };
+    if (entry.kind === 'stdio') {
+      entry.command = value('command');
+      entry.args = splitArgs(form.elements.namedItem('args').value);
+    } else {
+      entry.url = value('url');
+      if (value('bearerToken') !== '') entry.bearerToken = form.elements.namedItem('bearerToken').value;
+    }
+    const save = form.querySelector('[data-action=save]');
+    save.disabled = true;
+    try {
+      const row = await api.serverAdd(entry);
+      dialog.close();
+      notify(`Added ${row?.name ?? entry.name}.`, { tone: 'good' });
+      refresh();
+    } catch (failure) {
+      replace(error, el('code', {}, failure.code), ' ', failure.message);
+    } finally {
+      save.disabled = false;
+    }
+  });
+}
+
+function setUpImport() {
+  const input = document.querySelector('[data-testid=import-file]');
+  input.addEventListener('change', () => {
+    const file = input.files?.[0];
+    if (!file) return;
+    const reader = new FileReader();
+    reader.addEventListener('load', async () => {
+      input.value = '';
+      try {
+        renderImport(file.name, await api.serversImport(String(reader.result)));
+      } catch (error) {
+        replace(reportSlot, el('div', { class: 'import-report tone-bad', 'data-testid': 'import-report', 'data-ok': 'false' },
+          el('p', {}, 'Could not import ', el('strong', {}, file.name), ': ', el('code', {}, error.code), ' ', error.message)));
+      }
+      refresh();
+    });
+    reader.addEventListener('error', () => {
+      input.value = '';
+      notify({ code: 'file_unreadable', message: `Could not read ${file.name}.` });
+    });
+    reader.readAsText(file);
+  });
+}
+
+function renderImport(fileName, report) {
+  const imported = report?.imported ?? [];
+  const skipped = report?.skipped ?? [];
+  const moved = report?.secrets_moved ?? [];
+  const warnings = report?.warnings ?? [];
+  const close = el('button', { type: 'button', class: 'ghost small', 'aria-label': 'Close the import report' }, '×');
+  close.addEventListener('click', () => reportSlot.replaceChildren());
+  replace(reportSlot, el('div', { class: 'import-report', 'data-testid': 'import-report', 'data-ok': 'true' },
+    el('div', { class: 'report-head' },
+      el('p', {}, 'Imported ', String(imported.length), ' of ', String(imported.length + skipped.length), ' from ', el('strong', {}, fileName), '.'),
+      close),
+    imported.length > 0
+      ? el('ul', { class: 'imported' }, imported.map((name) => el('li', { 'data-imported': name }, name)))
+      : null,
+    skipped.length > 0
+      ? [el('p', { class: 'muted' }, 'Skipped:'),
+        // The desk reports a skipped entry as a sentence; the docs as {name, reason}.
+        el('ul', { class: 'skipped' }, skipped.map((s) => (typeof s === 'string'
+          ? el('li', {}, s)
+          : el('li', { 'data-skipped': s.name }, el('strong', {}, s.name), ': ', reasonText(s.reason)))))]
+      : null,
+    moved.length > 0
+      ? [el('p', { class: 'muted' }, 'Moved to the system keychain:'), el('ul', {}, moved.map((m) => el('li', {}, m)))]
+      : null,
+    warnings.length > 0
+      ? [el('p', { class: 'muted' }, 'Warnings:'), el('ul', { class: 'warnings' }, warnings.map((w) => el('li', {}, w)))]
+      : null));
+}

@@ -1,0 +1,92 @@
+// What this Gatehouse trusts and where it keeps things: trust-root bundles, the posture, the
+// elicitation policy file and the paths. Read-only: changing trust is an admin's job.
+import * as api from './api.js';
+import { el, replace } from './dom.js';
+import { demoTag } from './identity.js';
+import { notify } from './notice.js';
+import { coalesce, formatTime } from './util.js';
+
+const POSTURE = {
+  'deny-by-default': { label: 'Deny by default', tone: 'good', note: 'Servers that are not admitted are refused.' },
+  warn: { label: 'Warn', tone: 'warn', note: 'Servers that are not admitted are shown with a warning, never as admitted.' },
+};
+
+let root;
+
+export function init() {
+  root = document.getElementById('settings-body');
+}
+
+function pathRow(label, value, testid) {
+  return el('div', { class: 'field-row' }, el('dt', {}, label), el('dd', { class: 'mono', 'data-testid': testid }, value ?? ''));
+}
+
+function bundleCard(b) {
+  const id = b.bundle_id ?? b.bundleId ?? b.bundle;
+  const expires = b.expires ? new Date(b.expires) : null;
+  const expired = expires && !Number.isNaN(expires.getTime()) && expires.getTime() < Date.now();
+  return el('li', { class: 'bundle', 'data-testid': 'bundle', 'data-bundle': id, 'data-source': b.source },
+    el('div', { class: 'bundle-head' },
+      el('strong', { class: 'mono' }, id),
+      el('span', { class: 'muted' }, `version ${b.version}`),
+      b.locked ? el('span', { class: 'tag tag-locked', 'data-testid': 'locked' }, 'locked') : null,
+      b.source === 'demo' ? demoTag() : el('span', { class: 'tag' }, b.source ?? '')),
+    el('dl', { class: 'fields' },
+      el('div', { class: 'field-row' }, el('dt', {}, 'Expires'),
+        el('dd', { class: expired ? 'tone-bad' : null }, formatTime(b.expires), expired ? ' (expired)' : '')),
+      b.posture ? el('div', { class: 'field-row' }, el('dt', {}, 'Posture'), el('dd', {}, b.posture)) : null,
+      b.path ? pathRow('File', b.path) : null,
+      el('div', { class: 'field-row' }, el('dt', {}, 'Signers'), el('dd', { class: 'mono' }, (b.signers ?? []).join(', '))),
+      el('div', { class: 'field-row' }, el('dt', {}, 'Servers'), el('dd', { class: 'mono' }, (b.servers ?? []).join(', ')))));
+}
+
+export const refresh = coalesce(async () => {
+  let s;
+  try {
+    s = await api.settingsGet();
+  } catch (error) {
+    notify(error);
+    return;
+  }
+  const posture = POSTURE[s.posture] ?? { label: String(s.posture), tone: 'idle', note: '' };
+  const bundles = s.bundles ?? [];
+  const problems = s.problems ?? [];
+  replace(root,
+    s.demo
+      ? el('p', { class: 'state-note tone-warn', 'data-testid': 'demo-mode' },
+        demoTag(), ' Demo mode: the DEMO-ONLY trust root is loaded. Its keys are public; anything it admits proves nothing.')
+      : null,
+    el('section', { class: 'panel' },
+      el('h2', {}, 'Posture'),
+      el('p', { class: 'posture' },
+        el('span', { class: `badge tone-${posture.tone}`, 'data-testid': 'posture', 'data-posture': s.posture }, posture.label),
+        ' ', posture.note),
+      s.postureReason ? el('p', { class: 'muted' }, s.postureReason) : null,
+      s.lockedBy ? el('p', {}, 'Locked by the admin bundle ', el('code', {}, s.lockedBy), ': your own trust roots and posture are ignored.') : null),
+    el('section', { class: 'panel' },
+      el('h2', {}, 'Trust roots'),
+      bundles.length > 0
+        ? el('ul', { class: 'bundles' }, bundles.map(bundleCard))
+        : el('p', { class: 'empty' }, 'No trust-root bundle is installed: no server can be admitted.'),
+      problems.length > 0
+        ? el('div', { class: 'problems' },
+          el('h3', {}, 'Bundles that were not loaded'),
+          el('ul', {}, problems.map((p) => el('li', { 'data-testid': 'bundle-problem', 'data-code': p.code },
+            el('code', {}, p.code), ' ', p.message))))
+        : null),
+    el('section', { class: 'panel' },
+      el('h2', {}, 'Elicitation policy'),
+      el('dl', { class: 'fields' },
+        el('div', { class: 'field-row' }, el('dt', {}, 'File'),
+          el('dd', { class: 'mono', 'data-testid': 'policy-path' }, s.policy?.path ?? 'built-in default policy')),
+        s.policy?.source ? el('div', { class: 'field-row' }, el('dt', {}, 'Source'), el('dd', {}, s.policy.source)) : null)),
+    el('section', { class: 'panel' },
+      el('h2', {}, 'Where Gatehouse keeps things'),
+      el('dl', { class: 'fields' },
+        pathRow('Configuration', s.paths?.config, 'path-config'),
+        pathRow('Data', s.paths?.data, 'path-data'),
+        pathRow('Logs', s.paths?.logs, 'path-logs'),
+        pathRow('Audit log', s.paths?.audit, 'path-audit'),
+        s.paths?.userTrustRoots ? pathRow('Your trust roots', s.paths.userTrustRoots, 'path-user-trust-roots') : null,
+        s.paths?.systemTrustRoots ? pathRow('Admin trust roots', s.paths.systemTrustRoots, 'path-system-trust-roots') : null)));
+});
