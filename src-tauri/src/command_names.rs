@@ -16,4 +16,5 @@ pub const ALL: &[&str] = &[
     "audit_verify",
     "traffic_list",
     "settings_get",
+    "ui_ready",
 ];

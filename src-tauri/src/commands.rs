@@ -120,6 +120,25 @@ fn settings_get(desk: DeskState<'_>) -> Settings {
     desk.settings()
 }
 
+/// The window painted its first frame. With `GATEHOUSE_READY_FILE` set, the time since the
+/// process started is appended to that file (the start-up benchmark reads it); otherwise it
+/// is only logged.
+#[tauri::command]
+fn ui_ready(started: State<'_, crate::Started>) {
+    let elapsed = started.0.elapsed();
+    tracing::info!(ms = elapsed.as_secs_f64() * 1e3, "first paint");
+    if let Some(path) = std::env::var_os("GATEHOUSE_READY_FILE") {
+        use std::io::Write;
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "{:.1}", elapsed.as_secs_f64() * 1e3);
+        }
+    }
+}
+
 /// Every command, registered once for the real and the mock runtime. The list must match
 /// `command_names::ALL` (a test checks it), which grants them to the window.
 pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
@@ -140,6 +159,7 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         audit_verify,
         traffic_list,
         settings_get,
+        ui_ready,
     ]
 }
 

@@ -25,6 +25,9 @@ pub mod events {
     pub const TRAFFIC: &str = "gatehouse://traffic";
 }
 
+/// When the process started (as near as the app can tell): start-up is measured from here.
+pub struct Started(pub std::time::Instant);
+
 /// The label of the one window.
 pub const MAIN_WINDOW: &str = "main";
 
@@ -35,6 +38,8 @@ pub struct Launch {
     pub demo: bool,
     /// An elicitation policy file instead of the shipped default.
     pub policy: Option<PathBuf>,
+    /// The demo server's executable, instead of the one found next to the app (tests).
+    pub demo_server: Option<PathBuf>,
     /// Paths to use instead of the path resolver's (tests).
     pub paths: Option<DeskPaths>,
     /// Where consented URLs go instead of the system browser (tests).
@@ -43,6 +48,8 @@ pub struct Launch {
     pub secrets: Option<Arc<dyn SecretStore>>,
     /// Connect every server at start, so the Servers view shows verdicts at once.
     pub connect_at_start: bool,
+    /// When `main` began.
+    pub started: Option<std::time::Instant>,
 }
 
 impl Launch {
@@ -132,7 +139,9 @@ fn notifier<R: Runtime>(app: tauri::AppHandle<R>) -> Notifier {
 /// The app, for the real runtime and for `tauri::test`'s mock runtime alike: commands and
 /// the desk, opened in `setup` with the resolver's paths (or the launch's).
 pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
+    let started = Started(launch.started.unwrap_or_else(std::time::Instant::now));
     builder
+        .manage(started)
         .invoke_handler(commands::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
@@ -143,6 +152,7 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
             let mut options = DeskOptions::new(paths, system_clock());
             options.demo = launch.demo;
             options.policy = launch.policy.clone();
+            options.demo_server = launch.demo_server.clone();
             if let Some(opener) = &launch.opener {
                 options.opener = opener.clone();
             }

@@ -2,6 +2,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() -> std::process::ExitCode {
+    let started = std::time::Instant::now();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
@@ -10,7 +11,10 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let launch = match gatehouse_desktop::Launch::from_args(std::env::args()) {
-        Ok(launch) => launch,
+        Ok(launch) => gatehouse_desktop::Launch {
+            started: Some(started),
+            ..launch
+        },
         Err(message) => {
             eprintln!("gatehouse-desktop: {message}");
             return std::process::ExitCode::from(2);

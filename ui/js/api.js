@@ -71,6 +71,9 @@ export const auditVerify = () => invoke('audit_verify');
 export const trafficList = (server) => invoke('traffic_list', present({ server }));
 export const settingsGet = () => invoke('settings_get');
 
+/** Tells Rust the first frame is painted (start-up is measured up to here). */
+export const uiReady = () => invoke('ui_ready');
+
 /** Subscribes to a Rust event; `cb` gets the payload. Resolves to the unlisten function. */
 export async function onEvent(name, cb) {
   try {

@@ -32,7 +32,11 @@ pub const DEMO_SERVER_NAME: &str = "demo";
 /// The demo server's executable name.
 pub const DEMO_SERVER_BINARY: &str = "gatehouse-demo-server";
 
-/// Finds the demo server: `$GATEHOUSE_DEMO_SERVER`, else next to the running executable.
+/// Where the desktop .deb installs the demo server.
+pub const PACKAGED_DEMO_SERVER: &str = "/usr/lib/gatehouse/gatehouse-demo-server";
+
+/// Finds the demo server: `$GATEHOUSE_DEMO_SERVER`, else next to the running executable, else
+/// where the .deb installs it.
 pub fn locate_demo_server() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
         return Ok(PathBuf::from(path));
@@ -42,8 +46,12 @@ pub fn locate_demo_server() -> Result<PathBuf, String> {
         .parent()
         .map(|dir| dir.join(DEMO_SERVER_BINARY))
         .ok_or("this executable has no directory")?;
+    // Where the .deb installs it.
+    let packaged = Path::new(PACKAGED_DEMO_SERVER);
     if candidate.is_file() {
         Ok(candidate)
+    } else if packaged.is_file() {
+        Ok(packaged.to_path_buf())
     } else {
         Err(format!(
             "demo mode needs {DEMO_SERVER_BINARY} next to this program ({} is missing); build it with `cargo build --workspace` or set GATEHOUSE_DEMO_SERVER",

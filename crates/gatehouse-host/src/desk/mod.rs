@@ -118,6 +118,8 @@ pub struct DeskOptions {
     pub paths: DeskPaths,
     /// The embedded demo: the DEMO-ONLY trust root and the demo server in both eras.
     pub demo: bool,
+    /// The demo server's executable, instead of [`demo::locate_demo_server`]'s.
+    pub demo_server: Option<PathBuf>,
     pub posture_override: Option<Posture>,
     /// The elicitation policy file; `None` is the shipped default.
     pub policy: Option<PathBuf>,
@@ -129,10 +131,18 @@ pub struct DeskOptions {
 }
 
 impl DeskOptions {
+    fn demo_server(&self) -> Result<PathBuf, DeskError> {
+        match &self.demo_server {
+            Some(path) => Ok(path.clone()),
+            None => demo::locate_demo_server().map_err(|e| DeskError::new("demo_unavailable", e)),
+        }
+    }
+
     pub fn new(paths: DeskPaths, clock: Clock) -> DeskOptions {
         DeskOptions {
             paths,
             demo: false,
+            demo_server: None,
             posture_override: None,
             policy: None,
             prompt_timeout: crate::broker::DEFAULT_HUMAN_TIMEOUT,
@@ -299,8 +309,10 @@ impl Desk {
         };
         let now = time::OffsetDateTime::now_utc();
         if options.demo {
+            let server = options.demo_server()?;
             trust.demo_bundle = Some(
-                demo::local_demo_bundle(now).map_err(|e| DeskError::new("demo_unavailable", e))?,
+                demo::demo_bundle(&server, now)
+                    .map_err(|e| DeskError::new("demo_unavailable", e))?,
             );
         }
         let loaded = Trust::load(&trust, now);
@@ -353,8 +365,12 @@ impl Desk {
         let mut specs = Vec::new();
         let config = self.config()?;
         if self.options.demo {
-            let spec =
-                demo::demo_server_spec().map_err(|e| DeskError::new("demo_unavailable", e))?;
+            let spec = ServerSpec::Stdio(crate::config::StdioSpec {
+                command: self.options.demo_server()?.display().to_string(),
+                args: Vec::new(),
+                env: Vec::new(),
+                cwd: None,
+            });
             for name in [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME] {
                 if !config.servers.contains_key(name) {
                     specs.push((name.to_string(), spec.clone(), true));
