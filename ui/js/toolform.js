@@ -78,7 +78,7 @@ function renderToolResult(outcome) {
   const count = outcome.elicitations?.length ?? 0;
   return el('div', { class: 'result', 'data-testid': 'tool-result', 'data-is-error': String(isError) },
     el('p', { class: 'result-head' }, isError ? 'The tool reported an error' : 'Result'),
-    el('pre', { class: 'result-text' }, outcome.text ?? ''),
+    el('pre', { class: 'result-text', 'data-testid': 'tool-result-text' }, outcome.text ?? ''),
     count > 0 ? el('p', { class: 'muted' }, `${count} elicitation${count === 1 ? '' : 's'} during this call (see Prompts).`) : null,
     outcome.result !== undefined
       ? el('details', { class: 'raw' }, el('summary', {}, 'Raw result'), el('pre', { class: 'mono' }, asText(outcome.result)))

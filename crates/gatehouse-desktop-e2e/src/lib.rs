@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
@@ -252,8 +253,23 @@ impl App {
             .unwrap_or_default()
     }
 
+    /// Brings the element into view first, as a person scrolls to it: WebKitWebDriver does not
+    /// scroll inside a modal dialog's own scroll area.
+    pub async fn reveal(&self, css: &str) -> Element {
+        let element = self.wait(css).await;
+        let _ = self
+            .client
+            .execute(
+                "const e = document.querySelector(arguments[0]);\
+                 if (e) e.scrollIntoView({block: 'center'}); return null;",
+                vec![css.into()],
+            )
+            .await;
+        element
+    }
+
     pub async fn click(&self, css: &str) {
-        self.wait(css)
+        self.reveal(css)
             .await
             .click()
             .await
@@ -286,17 +302,27 @@ impl App {
             .unwrap_or_default()
     }
 
-    /// Replaces an input's text as a person would: select everything, type.
+    /// Replaces an input's text as a person would: focus it, select everything, type.
+    /// Keys go through the actions API to the focused field: WebKitWebDriver calls fields in
+    /// a modal dialog not interactable for element-level typing.
     pub async fn fill(&self, css: &str, text: &str) {
-        let input = self.wait(css).await;
-        input
-            .clear()
+        self.click(css).await;
+        let mut keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: '\u{E009}' })
+            .then(KeyAction::Down { value: 'a' })
+            .then(KeyAction::Up { value: 'a' })
+            .then(KeyAction::Up { value: '\u{E009}' })
+            .then(KeyAction::Down { value: '\u{E003}' })
+            .then(KeyAction::Up { value: '\u{E003}' });
+        for c in text.chars() {
+            keys = keys
+                .then(KeyAction::Down { value: c })
+                .then(KeyAction::Up { value: c });
+        }
+        self.client
+            .perform_actions(keys)
             .await
-            .unwrap_or_else(|e| panic!("clear {css}: {e}"));
-        input
-            .send_keys(text)
-            .await
-            .unwrap_or_else(|e| panic!("type into {css}: {e}"));
+            .unwrap_or_else(|e| panic!("type into {css}: {e:?}"));
     }
 
     /// Shows a view through the navigation.

@@ -32,3 +32,308 @@ async fn the_demo_server_shows_admitted_with_its_identity() {
     app.screenshot("server-detail").await;
     app.close().await;
 }
+
+/// Opens `tool` of `server` in the Servers view, fills its arguments and runs it.
+async fn run_tool(app: &App, server: &str, tool: &str, args: &[(&str, &str)]) {
+    app.view("servers").await;
+    app.click(&format!(".server-row[data-server=\"{server}\"]"))
+        .await;
+    let detail = format!("[data-testid=server-detail][data-server=\"{server}\"]");
+    app.wait(&detail).await;
+    // A form left open from an earlier call goes first, with its result.
+    if let Some(close) = app.all("#tool-form [data-action=close-tool]").await.pop() {
+        close.click().await.expect("close the previous tool form");
+        app.wait_gone("#tool-form").await;
+    }
+    app.click(&format!(
+        "{detail} [data-tool=\"{tool}\"][data-tool-status=allowed] [data-action=open-tool]"
+    ))
+    .await;
+    for (name, value) in args {
+        app.fill(&format!("#tool-form [name=\"{name}\"]"), value)
+            .await;
+    }
+    app.click("#tool-form [data-action=run-tool]").await;
+}
+
+/// The tool result shown in the Servers view once the call ended.
+async fn tool_result(app: &App) -> (String, String) {
+    app.view("servers").await;
+    let css = "#tool-form [data-testid=tool-result]";
+    let is_error = app.attr(css, "data-is-error").await.unwrap_or_default();
+    let text = match app
+        .all(&format!("{css} [data-testid=tool-result-text]"))
+        .await
+        .pop()
+    {
+        Some(text) => text.text().await.expect("result text"),
+        None => app.text(css).await,
+    };
+    (text, is_error)
+}
+
+const ASKING: &str = "dialog#prompt-dialog[open] .prompt-card[data-state=asking]";
+
+/// Sets a date input's value as its picker would (WebKitGTK's date widget takes no typed
+/// ISO text), then lets the page see the change.
+async fn set_date(app: &App, css: &str, value: &str) {
+    app.wait(css).await;
+    app.client
+        .execute(
+            "const i = document.querySelector(arguments[0]); i.value = arguments[1];\
+             i.dispatchEvent(new Event('input', {bubbles: true}));\
+             i.dispatchEvent(new Event('change', {bubbles: true})); return null;",
+            vec![css.into(), value.into()],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("set {css}: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
+    let _one = SERIAL.lock().await;
+    let app = App::launch(Options::default()).await;
+    app.wait(".server-row[data-server=\"demo\"] [data-status=admitted]")
+        .await;
+    run_tool(&app, "demo", "book_table", &[]).await;
+
+    // The banner is the host's, from the admission record.
+    let card = format!("{ASKING}[data-mode=form]");
+    app.wait(&card).await;
+    let verified = app
+        .text(&format!(
+            "{card} [data-testid=banner] [data-field=verified_id]"
+        ))
+        .await;
+    assert_eq!(verified.trim(), "urn:gatehouse:demo-server");
+    assert_eq!(
+        app.text(&format!("{card} [data-testid=message]")).await,
+        "Book a table at the demo restaurant"
+    );
+    // Every field type, defaults pre-filled.
+    let field = |name: &str| format!("{card} [name=\"{name}\"]");
+    for (name, kind) in [
+        ("name", "text"),
+        ("email", "email"),
+        ("website", "url"),
+        ("party_size", "number"),
+        ("budget", "number"),
+        ("vegetarian", "checkbox"),
+    ] {
+        assert_eq!(
+            app.attr(&field(name), "type").await.as_deref(),
+            Some(kind),
+            "{name}"
+        );
+    }
+    app.wait(&field("date")).await;
+    app.wait(&field("arrival")).await;
+    assert_eq!(app.value(&field("party_size")).await, "2");
+    assert_eq!(app.value(&field("budget")).await, "50.5");
+    assert_eq!(app.value(&field("seating")).await, "indoor");
+    assert_eq!(app.value(&field("occasion")).await, "none");
+    assert_eq!(app.value(&field("cuisine")).await, "italian");
+    let cuisine = app
+        .text(&format!("{} option[value=\"japanese\"]", field("cuisine")))
+        .await;
+    assert_eq!(cuisine, "Japanese", "legacy enumNames are the labels");
+    let bread = app
+        .wait(&format!("{card} [name=\"extras\"][value=\"bread\"]"))
+        .await;
+    assert!(bread.is_selected().await.unwrap(), "default extras checked");
+    app.wait(&format!("{card} [name=\"allergies\"][value=\"nuts\"]"))
+        .await;
+    app.screenshot("prompt-form").await;
+
+    // Invalid input is refused inline, and Submit stays off.
+    app.fill(&field("party_size"), "40").await;
+    app.wait(&format!("{card} [data-error-for=\"party_size\"]"))
+        .await;
+    app.fill(&field("email"), "not-an-email").await;
+    app.wait(&format!("{card} [data-error-for=\"email\"]"))
+        .await;
+    let submit = app.wait(&format!("{card} [data-action=submit]")).await;
+    assert!(
+        !submit.is_enabled().await.unwrap(),
+        "submit disabled while invalid"
+    );
+    app.screenshot("prompt-form-invalid").await;
+
+    // Fixed, then submitted.
+    app.fill(&field("party_size"), "4").await;
+    app.fill(&field("email"), "ada@example.com").await;
+    app.fill(&field("name"), "Ada Lovelace").await;
+    set_date(&app, &field("date"), "2026-12-24").await;
+    app.click(&format!("{card} [name=\"extras\"][value=\"wine\"]"))
+        .await;
+    app.wait_gone(&format!("{card} [data-error-for]")).await;
+    app.click(&format!("{card} [data-action=submit]")).await;
+    let (text, is_error) = tool_result(&app).await;
+    assert_eq!(is_error, "false", "{text}");
+    let received: serde_json::Value = serde_json::from_str(&text).expect("the demo echoes JSON");
+    assert_eq!(received["action"], "accept", "{received}");
+    let content = &received["content"];
+    assert_eq!(content["name"], "Ada Lovelace");
+    assert_eq!(content["email"], "ada@example.com");
+    assert_eq!(content["date"], "2026-12-24");
+    assert_eq!(content["party_size"], 4);
+    assert_eq!(content["budget"], 50.5);
+    assert_eq!(content["seating"], "indoor");
+    assert_eq!(content["extras"], serde_json::json!(["bread", "wine"]));
+    app.screenshot("tool-result").await;
+
+    // A sensitive form is refused: nothing is asked, the server gets a decline.
+    run_tool(&app, "demo", "ask_password", &[]).await;
+    let (text, _) = tool_result(&app).await;
+    assert!(text.contains("decline"), "{text}");
+    app.view("prompts").await;
+    let refused = ".prompt-card[data-state=refused][data-mode=form]";
+    app.wait(&format!(
+        "{refused} [data-testid=reason][data-code=sensitive_field]"
+    ))
+    .await;
+    app.screenshot("prompt-refused-sensitive").await;
+
+    // Server text is text: markup in a message is shown, never run or rendered.
+    let markup = "<img src=x onerror=\"document.title='pwned'\"> connect";
+    run_tool(
+        &app,
+        "demo",
+        "open_link",
+        &[("url", "http://127.0.0.1:9/markup"), ("message", markup)],
+    )
+    .await;
+    let card = format!("{ASKING}[data-mode=url]");
+    assert_eq!(
+        app.text(&format!("{card} [data-testid=message]")).await,
+        markup
+    );
+    assert!(app.all(".prompt-card img, dialog img").await.is_empty());
+    assert_ne!(app.client.title().await.unwrap(), "pwned");
+    app.screenshot("prompt-markup-as-text").await;
+    app.click(&format!("{card} [data-action=decline]")).await;
+    let (text, _) = tool_result(&app).await;
+    assert!(text.contains("decline"), "{text}");
+    assert!(
+        app.opened().is_empty(),
+        "nothing opened: {:?}",
+        app.opened()
+    );
+
+    // The audit view lists the receipts, and the chain verifies.
+    app.view("audit").await;
+    app.wait("[data-testid=audit-row][data-event=elicitation_receipt]")
+        .await;
+    assert!(
+        app.all("[data-testid=audit-row][data-event=elicitation_receipt]")
+            .await
+            .len()
+            >= 3
+    );
+    app.click("[data-action=verify-audit]").await;
+    app.wait("[data-testid=audit-verify][data-ok=true]").await;
+    app.screenshot("audit").await;
+    let receipts: Vec<_> = app
+        .audit()
+        .into_iter()
+        .filter(|r| r["event"] == "elicitation_receipt")
+        .collect();
+    assert!(
+        receipts
+            .iter()
+            .any(|r| r["data"]["decision"] == "deny_sensitive_form_elicitation"),
+        "{receipts:?}"
+    );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on_their_card() {
+    let _one = SERIAL.lock().await;
+    let app = App::launch(Options {
+        browser_visit: Some("submit"),
+        ..Options::default()
+    })
+    .await;
+    app.wait(".server-row[data-server=\"demo-2025\"] [data-status=admitted]")
+        .await;
+
+    // A punycode look-alike is refused with the warning; nothing opens.
+    run_tool(
+        &app,
+        "demo",
+        "open_link",
+        &[
+            ("url", "https://xn--80ak6aa92e.com/login"),
+            ("message", "Sign in"),
+        ],
+    )
+    .await;
+    let _ = tool_result(&app).await;
+    app.view("prompts").await;
+    let refused = ".prompt-card[data-state=refused][data-mode=url]";
+    app.wait(&format!(
+        "{refused} [data-testid=url-warning][data-code=url_punycode_host]"
+    ))
+    .await;
+    app.screenshot("prompt-refused-punycode").await;
+    assert!(app.opened().is_empty());
+
+    // 2025-11-25: consent, the system browser, the completion notification.
+    run_tool(
+        &app,
+        "demo-2025",
+        "connect_account",
+        &[("service", "calendar")],
+    )
+    .await;
+    let card = format!("{ASKING}[data-mode=url]");
+    let full = app.text(&format!("{card} [data-testid=url-full]")).await;
+    assert!(full.starts_with("http://127.0.0.1:"), "{full}");
+    assert_eq!(
+        app.text(&format!("{card} [data-testid=url-host]")).await,
+        "127.0.0.1"
+    );
+    assert!(app.page_hits().is_empty(), "no prefetch before consent");
+    app.screenshot("prompt-url").await;
+    app.click(&format!("{card} [data-action=open]")).await;
+    let done = ".prompt-card[data-state=completed][data-mode=url]";
+    let result = app
+        .text(&format!("{done} [data-testid=prompt-result]"))
+        .await;
+    assert!(result.contains("connected calendar"), "{result}");
+    assert_eq!(app.opened(), vec![full.clone()], "exactly the URL shown");
+    app.screenshot("prompt-url-completed").await;
+    let (text, _) = tool_result(&app).await;
+    assert!(text.starts_with("connected calendar"), "{text}");
+
+    // -32042: the URL is consented and completed, then the call is retried.
+    run_tool(
+        &app,
+        "demo-2025",
+        "connect_account_required",
+        &[("service", "mail")],
+    )
+    .await;
+    let full = app.text(&format!("{card} [data-testid=url-full]")).await;
+    app.click(&format!("{card} [data-action=open]")).await;
+    app.wait_gone(ASKING).await;
+    let (text, is_error) = tool_result(&app).await;
+    assert_eq!(is_error, "false", "{text}");
+    assert!(text.contains("mail"), "the retried call's result: {text}");
+    assert_eq!(app.opened().last(), Some(&full));
+    app.view("prompts").await;
+    app.wait(".prompt-card[data-state=completed] [data-testid=prompt-result]")
+        .await;
+
+    // 2026-07-28: nothing announces completion; the user retries.
+    run_tool(&app, "demo", "connect_account", &[("service", "files")]).await;
+    app.click(&format!("{card} [data-action=open]")).await;
+    let waiting = ".prompt-card[data-state=waiting][data-mode=url]";
+    app.wait(waiting).await;
+    app.screenshot("prompt-url-waiting").await;
+    app.click(&format!("{waiting} [data-action=retry]")).await;
+    let (text, _) = tool_result(&app).await;
+    assert!(text.starts_with("connected files"), "{text}");
+    app.close().await;
+}
