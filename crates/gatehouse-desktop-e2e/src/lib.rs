@@ -273,7 +273,7 @@ impl App {
             .await
             .click()
             .await
-            .unwrap_or_else(|e| panic!("click {css}: {e}"));
+            .unwrap_or_else(|e| panic!("click {css}: {e:?}"));
     }
 
     pub async fn text(&self, css: &str) -> String {

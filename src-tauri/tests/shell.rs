@@ -1,0 +1,711 @@
+//! The desktop shell end to end under tauri's mock runtime (no display): the real
+//! `tauri.conf.json` and capabilities (so the real ACL), the real command handler and desk,
+//! and the demo server in both eras. Everything goes through IPC the way the window sends
+//! it; the only stand-ins are the browser (a recorder), the keychain (memory) and the paths
+//! (a temp dir).
+//!
+//! Needs the demo server next to the test's target directory:
+//! `cargo build -p gatehouse-demo-server` (or `cargo build --workspace`) first.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use gatehouse_desktop::commands::names::ALL;
+use gatehouse_desktop::{Launch, MAIN_WINDOW, events};
+use gatehouse_host::desk::{Desk, DeskPaths};
+use gatehouse_host::{MemoryStore, UrlOpener};
+use serde_json::{Value, json};
+use tauri::ipc::{CallbackFn, InvokeBody};
+use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder};
+use tauri::webview::InvokeRequest;
+use tauri::{App, Listener, Manager, WebviewWindow};
+
+/// How long anything may take: a connect hashes and spawns the demo server.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The demo server's verified id (trust-roots/demo/DEMO-ONLY-bundle.template.json).
+const DEMO_ID: &str = "urn:gatehouse:demo-server";
+
+type Reply = Result<Value, Value>;
+
+/// The browser: records what it was handed, opens nothing.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl UrlOpener for Recorder {
+    fn open(&self, url: &str) -> Result<(), String> {
+        self.0.lock().unwrap().push(url.to_string());
+        Ok(())
+    }
+}
+
+impl Recorder {
+    fn opened(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// `target/debug/gatehouse-demo-server`, found from this test's own path
+/// (`target/debug/deps/shell-…`).
+fn demo_server() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test runs from target/<profile>/deps");
+    let server = dir.join("gatehouse-demo-server");
+    assert!(
+        server.is_file(),
+        "the demo server {} is missing: build it first with `cargo build -p gatehouse-demo-server` \
+         (or `cargo build --workspace`)",
+        server.display()
+    );
+    server
+}
+
+fn context() -> tauri::Context<MockRuntime> {
+    tauri::generate_context!()
+}
+
+/// One IPC call as the window makes it, from the app's own origin.
+fn invoke(window: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Reply {
+    let request = InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(args),
+        headers: Default::default(),
+        invoke_key: INVOKE_KEY.to_string(),
+    };
+    get_ipc_response(window, request).map(|body| {
+        body.deserialize::<Value>()
+            .unwrap_or_else(|e| panic!("{cmd}: the response is not JSON: {e}"))
+    })
+}
+
+/// A command running on its own thread (`get_ipc_response` blocks until it resolves).
+struct Running {
+    what: String,
+    reply: mpsc::Receiver<Reply>,
+}
+
+impl Running {
+    /// Its reply, within [`WAIT`].
+    fn reply(self) -> Reply {
+        self.reply
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|e| panic!("{} did not end within {WAIT:?}: {e}", self.what))
+    }
+
+    fn assert_still_running(&self) {
+        if let Ok(reply) = self.reply.try_recv() {
+            panic!("{} ended before it was answered: {reply:?}", self.what);
+        }
+    }
+}
+
+/// The app with its one window and the desk opened by `setup`.
+struct Shell {
+    app: App<MockRuntime>,
+    window: WebviewWindow<MockRuntime>,
+    browser: Arc<Recorder>,
+    dir: tempfile::TempDir,
+}
+
+impl Shell {
+    fn start() -> Shell {
+        let demo_server = demo_server();
+        let dir = tempfile::tempdir().unwrap();
+        // Empty, so the machine's /etc/gatehouse is never read.
+        let system_trust_roots = dir.path().join("system-trust-roots");
+        std::fs::create_dir(&system_trust_roots).unwrap();
+        let paths = DeskPaths {
+            config: dir.path().join("config").join("servers.json"),
+            data: dir.path().join("data"),
+            logs: dir.path().join("data").join("logs"),
+            user_trust_roots: Some(dir.path().join("config").join("trust-roots")),
+            system_trust_roots,
+        };
+        let browser = Arc::new(Recorder::default());
+        let launch = Launch {
+            demo: true,
+            demo_server: Some(demo_server),
+            paths: Some(paths),
+            opener: Some(browser.clone()),
+            secrets: Some(Arc::new(MemoryStore::default())),
+            connect_at_start: false,
+            ..Launch::default()
+        };
+        let mut app = gatehouse_desktop::builder(mock_builder(), launch)
+            .build(context())
+            .expect("the app builds");
+        // Tauri runs `setup` (which opens the desk and creates the window from
+        // tauri.conf.json) when the event loop starts; the mock runtime's run_iteration
+        // starts nothing else.
+        #[allow(deprecated)]
+        app.run_iteration(|_, _| {});
+        assert!(
+            app.try_state::<Arc<Desk>>().is_some(),
+            "setup did not open the desk"
+        );
+        let window = app
+            .get_webview_window(MAIN_WINDOW)
+            .expect("tauri.conf.json creates the main window");
+        Shell {
+            app,
+            window,
+            browser,
+            dir,
+        }
+    }
+
+    fn invoke(&self, cmd: &str, args: Value) -> Reply {
+        invoke(&self.window, cmd, args)
+    }
+
+    /// A command that must resolve.
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        self.invoke(cmd, args.clone())
+            .unwrap_or_else(|e| panic!("{cmd} {args} was rejected: {e}"))
+    }
+
+    /// A command that must reject with `{code, message}`; returns the code.
+    fn refused(&self, cmd: &str, args: Value) -> String {
+        match self.invoke(cmd, args.clone()) {
+            Ok(value) => panic!("{cmd} {args} resolved with {value}; it should be refused"),
+            Err(error) => error["code"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{cmd}: the error has no code: {error}"))
+                .to_string(),
+        }
+    }
+
+    fn spawn(&self, cmd: &str, args: Value) -> Running {
+        let window = self.window.clone();
+        let (tx, rx) = mpsc::channel();
+        let command = cmd.to_string();
+        let what = format!("{cmd} {args}");
+        std::thread::spawn(move || {
+            let _ = tx.send(invoke(&window, &command, args));
+        });
+        Running { what, reply: rx }
+    }
+
+    /// Polls `prompts_list` (as a reloaded window would) until a card matches.
+    fn card(&self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let cards = self.ok("prompts_list", json!({}));
+            let cards = cards.as_array().expect("prompts_list is a list");
+            if let Some(card) = cards.iter().find(|c| matches(c)) {
+                return card.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no card {what} within {WAIT:?}; the cards: {cards:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The card of this id as `prompts_list` shows it now.
+    fn card_now(&self, id: &Value) -> Value {
+        let cards = self.ok("prompts_list", json!({}));
+        cards
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["prompt"]["id"] == *id)
+            .unwrap_or_else(|| panic!("card {id} is gone: {cards:#}"))
+            .clone()
+    }
+
+    /// The payloads of `event` sent to the main window, from now on.
+    fn record_events(&self, event: &str) -> Arc<Mutex<Vec<Value>>> {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        self.window.listen(event, move |event| {
+            let payload = serde_json::from_str(event.payload()).unwrap_or(Value::Null);
+            sink.lock().unwrap().push(payload);
+        });
+        seen
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        if let Some(desk) = self.app.try_state::<Arc<Desk>>() {
+            let desk = desk.inner().clone();
+            tauri::async_runtime::block_on(desk.shutdown());
+        }
+    }
+}
+
+/// The ElicitResult the demo server says it received (its tools echo it as JSON text).
+fn received(outcome: &Value) -> Value {
+    let text = outcome["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {outcome}"));
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn tool_names(tools: &Value) -> Vec<String> {
+    tools
+        .as_array()
+        .expect("a list of tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a tool has a name").to_string())
+        .collect()
+}
+
+fn booking() -> Value {
+    json!({
+        "name": "Ada Lovelace",
+        "email": "ada@example.com",
+        "date": "2026-12-24",
+        "party_size": 4,
+        "seating": "outdoor",
+        "extras": ["bread", "wine"],
+    })
+}
+
+#[test]
+fn every_listed_command_is_registered_and_granted_and_nothing_else_is() {
+    // Every command the API contract documents is in the list.
+    let contract = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/desktop-api.md"),
+    )
+    .expect("docs/desktop-api.md");
+    let documented: Vec<&str> = contract
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('`').map(|(name, _)| name))
+        .filter(|name| !name.contains("://"))
+        .collect();
+    assert!(documented.len() >= 10, "{documented:?}");
+    for name in &documented {
+        assert!(ALL.contains(name), "{name} is documented but not listed");
+    }
+
+    let shell = Shell::start();
+    for &cmd in ALL {
+        // No arguments: either it runs (it needs none) or its arguments are refused as
+        // missing. Never "not allowed" (not granted) or "not found" (not registered).
+        match shell.invoke(cmd, json!({})) {
+            Ok(_) => {}
+            Err(Value::String(message)) => assert!(
+                message.contains("invalid args")
+                    && message.contains("missing required key")
+                    && !message.contains("not allowed")
+                    && !message.contains("not found"),
+                "{cmd}: {message}"
+            ),
+            // A desk error means the command ran.
+            Err(error) => assert!(error["code"].is_string(), "{cmd}: {error}"),
+        }
+    }
+    for cmd in ["shell_exec", "plugin:shell|execute", "Servers_list"] {
+        let error = shell.invoke(cmd, json!({})).unwrap_err();
+        let message = error.as_str().unwrap_or_default();
+        assert!(message.contains("not allowed"), "{cmd}: {error}");
+    }
+}
+
+#[test]
+fn the_window_may_listen_but_cannot_emit_events() {
+    let shell = Shell::start();
+    let seen = shell.record_events(events::PROMPTS);
+    let listened = shell.invoke(
+        "plugin:event|listen",
+        json!({"event": events::PROMPTS, "target": {"kind": "Any"}, "handler": 7}),
+    );
+    let id = listened.expect("the window may listen");
+    assert!(id.is_u64(), "listen returns an event id: {id}");
+    shell
+        .invoke(
+            "plugin:event|unlisten",
+            json!({"event": events::PROMPTS, "eventId": id}),
+        )
+        .expect("the window may unlisten");
+
+    let forged = json!({"event": events::PROMPTS, "payload": {"promptId": 1, "reply": "submit"}});
+    let error = shell
+        .invoke("plugin:event|emit", forged.clone())
+        .unwrap_err();
+    assert!(
+        error.as_str().is_some_and(|m| m.contains("not allowed")),
+        "emit: {error}"
+    );
+    let to_main = json!({"target": {"kind": "AnyLabel", "label": MAIN_WINDOW},
+                         "event": events::PROMPTS, "payload": {}});
+    let error = shell.invoke("plugin:event|emit_to", to_main).unwrap_err();
+    assert!(
+        error.as_str().is_some_and(|m| m.contains("not allowed")),
+        "emit_to: {error}"
+    );
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "a refused emit reached a listener: {:?}",
+        seen.lock().unwrap()
+    );
+}
+
+#[test]
+fn the_demo_servers_are_listed_and_admitted_on_connect() {
+    let shell = Shell::start();
+    let servers_events = shell.record_events(events::SERVERS);
+    let rows = shell.ok("servers_list", json!({}));
+    let rows = rows.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["demo", "demo-2025"], "{rows:#?}");
+    for row in rows {
+        assert_eq!(row["status"], "not_connected", "{row}");
+        assert_eq!(row["demo"], true, "{row}");
+        assert_eq!(row["transport"], "stdio", "{row}");
+    }
+
+    let detail = shell.ok("server_connect", json!({"name": "demo"}));
+    assert_eq!(detail["row"]["status"], "admitted", "{detail:#}");
+    assert_eq!(detail["row"]["reason"], Value::Null, "{detail:#}");
+    let banner = &detail["banner"];
+    assert_eq!(banner["verified_id"], DEMO_ID, "{banner:#}");
+    assert_eq!(banner["status"], "admitted", "{banner:#}");
+    assert_eq!(banner["demo"], true, "{banner:#}");
+    assert_eq!(detail["era"], "2026-07-28", "{detail:#}");
+    let allowed = tool_names(&detail["tools"]["allowed"]);
+    let hidden = tool_names(&detail["tools"]["hidden"]);
+    assert!(allowed.iter().any(|t| t == "book_table"), "{allowed:?}");
+    assert!(hidden.iter().any(|t| t == "fail"), "{hidden:?}");
+    assert!(!allowed.iter().any(|t| t == "fail"), "{allowed:?}");
+    assert_eq!(detail["tools"]["blocked"], json!([]), "{detail:#}");
+
+    let rows = shell.ok("servers_list", json!({}));
+    assert_eq!(rows[0]["status"], "admitted", "{rows:#}");
+    assert_eq!(rows[1]["status"], "not_connected", "{rows:#}");
+    assert!(
+        servers_events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "demo"),
+        "no servers event for the connect"
+    );
+
+    let legacy = shell.ok("server_detail", json!({"name": "demo-2025"}));
+    assert_eq!(legacy["row"]["status"], "admitted", "{legacy:#}");
+    assert_eq!(legacy["era"], "2025-11-25", "{legacy:#}");
+
+    assert_eq!(
+        shell.refused("server_connect", json!({"name": "nope"})),
+        "unknown_server"
+    );
+
+    let settings = shell.ok("settings_get", json!({}));
+    assert_eq!(settings["demo"], true, "{settings:#}");
+    let bundles = settings["bundles"].as_array().unwrap();
+    let demo = bundles
+        .iter()
+        .find(|b| b["bundle_id"] == "DEMO-ONLY-gatehouse-demo")
+        .unwrap_or_else(|| panic!("no demo bundle: {settings:#}"));
+    assert!(
+        demo["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == DEMO_ID),
+        "{demo:#}"
+    );
+    assert_eq!(
+        settings["paths"]["systemTrustRoots"],
+        json!(shell.dir.path().join("system-trust-roots")),
+        "{settings:#}"
+    );
+    assert_eq!(settings["problems"], json!([]), "{settings:#}");
+}
+
+#[test]
+fn a_form_prompt_is_answered_through_ipc_and_reaches_the_server() {
+    let shell = Shell::start();
+    let prompt_events = shell.record_events(events::PROMPTS);
+    let call = shell.spawn(
+        "tool_call",
+        json!({"server": "demo", "tool": "book_table", "arguments": {}}),
+    );
+    let card = shell.card("asking for book_table", |c| c["state"] == "asking");
+    call.assert_still_running();
+    let id = card["prompt"]["id"].clone();
+    let prompt = &card["prompt"];
+    assert_eq!(prompt["server"], "demo", "{card:#}");
+    assert_eq!(
+        prompt["message"], "Book a table at the demo restaurant",
+        "{card:#}"
+    );
+    assert_eq!(prompt["banner"]["verified_id"], DEMO_ID, "{card:#}");
+    assert_eq!(prompt["banner"]["demo"], true, "{card:#}");
+    assert_eq!(
+        prompt["assessment"]["decision"], "allow_elicitation_with_receipt",
+        "{card:#}"
+    );
+    let body = &prompt["body"];
+    assert_eq!(body["mode"], "form", "{card:#}");
+    let defaults = &body["defaults"];
+    assert_eq!(defaults["party_size"], 2, "{defaults:#}");
+    assert_eq!(defaults["seating"], "indoor", "{defaults:#}");
+    assert_eq!(defaults["extras"], json!(["bread"]), "{defaults:#}");
+    assert_eq!(card["problems"], json!([]), "{card:#}");
+
+    // The host's own validator, inline.
+    for (bad, field) in [
+        (
+            json!({"name": "Ada", "date": "2026-12-24", "party_size": "four"}),
+            "party_size",
+        ),
+        (
+            json!({"name": "Ada", "date": "2026-12-24", "party_size": 40}),
+            "party_size",
+        ),
+        (json!({"name": "Ada", "party_size": 2}), "date"),
+    ] {
+        let errors = shell.ok("prompt_validate", json!({"promptId": id, "content": bad}));
+        let errors = errors.as_array().unwrap();
+        assert!(
+            errors.iter().any(|e| e["field"] == field),
+            "{bad}: expected an error for {field}, got {errors:?}"
+        );
+    }
+    assert_eq!(
+        shell.ok(
+            "prompt_validate",
+            json!({"promptId": id, "content": booking()})
+        ),
+        json!([])
+    );
+    assert_eq!(
+        shell.refused(
+            "prompt_validate",
+            json!({"promptId": 999_999, "content": {}})
+        ),
+        "unknown_prompt"
+    );
+
+    // A reloaded window finds the same card, still asking.
+    let again = shell.card_now(&id);
+    assert_eq!(again["state"], "asking", "{again:#}");
+    assert_eq!(again["askedAt"], card["askedAt"]);
+    call.assert_still_running();
+
+    // Malformed answers are refused and leave the card asking.
+    assert_eq!(
+        shell.refused(
+            "prompt_answer",
+            json!({"promptId": id, "answer": {"reply": "open"}})
+        ),
+        "answer_invalid"
+    );
+    assert_eq!(
+        shell.refused(
+            "prompt_answer",
+            json!({"promptId": id, "answer": {"reply": "submit"}})
+        ),
+        "answer_invalid"
+    );
+    assert_eq!(shell.card_now(&id)["state"], "asking");
+    // Only finished cards can be dismissed.
+    assert_eq!(
+        shell.refused("prompt_dismiss", json!({"promptId": id})),
+        "prompt_not_finished"
+    );
+
+    let answered = shell.ok(
+        "prompt_answer",
+        json!({"promptId": id, "answer": {"reply": "submit", "content": booking()}}),
+    );
+    assert_eq!(answered, Value::Null);
+    let outcome = call.reply().expect("book_table resolves");
+    assert_eq!(outcome["isError"], false, "{outcome:#}");
+    assert_eq!(
+        received(&outcome),
+        json!({"action": "accept", "content": booking()}),
+        "{outcome:#}"
+    );
+    let records = outcome["elicitations"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{outcome:#}");
+    assert_eq!(records[0]["action"], "accept", "{outcome:#}");
+    assert_eq!(records[0]["prompt_id"], id, "{outcome:#}");
+
+    assert_eq!(
+        shell.refused(
+            "prompt_answer",
+            json!({"promptId": id, "answer": {"reply": "submit", "content": booking()}})
+        ),
+        "prompt_not_asking"
+    );
+    let done = shell.card_now(&id);
+    assert_eq!(done["state"], "answered", "{done:#}");
+    assert_eq!(done["result"]["isError"], false, "{done:#}");
+    assert_eq!(done["result"]["text"], outcome["text"], "{done:#}");
+
+    let seen = prompt_events.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|e| e["promptId"] == id),
+        "no prompts event for card {id}: {seen:?}"
+    );
+    // Events say what changed, nothing more.
+    for event in &seen {
+        let keys: Vec<&String> = event.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["promptId"], "{event}");
+    }
+
+    assert_eq!(
+        shell.ok("prompt_dismiss", json!({"promptId": id})),
+        Value::Null
+    );
+    assert_eq!(shell.ok("prompts_list", json!({})), json!([]));
+    let receipts = shell.ok("audit_list", json!({"event": "elicitation_receipt"}));
+    assert_eq!(receipts.as_array().unwrap().len(), 1, "{receipts:#}");
+    assert!(shell.browser.opened().is_empty());
+}
+
+#[test]
+fn url_prompts_the_host_waits_on_can_be_cancelled_while_waiting() {
+    // 2026-07-28 input_required (the user retries when done) and 2025-11-25 -32042 (the host
+    // waits for the completion notification): after the URL is opened, Cancel ends the call.
+    for (server, tool, era, phase) in [
+        ("demo", "connect_account", "2026-07-28", "retry"),
+        (
+            "demo-2025",
+            "connect_account_required",
+            "2025-11-25",
+            "completion",
+        ),
+    ] {
+        let shell = Shell::start();
+        let call = shell.spawn(
+            "tool_call",
+            json!({"server": server, "tool": tool, "arguments": {"service": "files"}}),
+        );
+        let card = shell.card("asking", |c| c["state"] == "asking");
+        let id = card["prompt"]["id"].clone();
+        assert_eq!(card["prompt"]["era"], era, "{tool}: {card:#}");
+        assert_eq!(card["prompt"]["body"]["mode"], "url", "{tool}: {card:#}");
+        let full = card["prompt"]["body"]["display"]["full"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(full.starts_with("http://127.0.0.1:"), "{tool}: {full}");
+        assert!(
+            shell.browser.opened().is_empty(),
+            "{tool}: opened before consent"
+        );
+        shell.ok(
+            "prompt_answer",
+            json!({"promptId": id, "answer": {"reply": "open"}}),
+        );
+        let waiting = shell.card("waiting after open", |c| {
+            c["prompt"]["id"] == id && c["state"] == "waiting"
+        });
+        assert_eq!(waiting["phase"], phase, "{tool}: {waiting:#}");
+        assert_eq!(shell.browser.opened(), vec![full], "{tool}");
+        call.assert_still_running();
+        shell.ok(
+            "prompt_wait_choice",
+            json!({"promptId": id, "choice": "cancel"}),
+        );
+        let error = call.reply().expect_err("a cancelled connect fails");
+        assert_eq!(error["code"], "cancelled", "{tool}: {error:#}");
+        let closed = shell.card_now(&id);
+        assert_eq!(closed["state"], "closed", "{tool}: {closed:#}");
+        assert_eq!(
+            shell.refused(
+                "prompt_wait_choice",
+                json!({"promptId": id, "choice": "retry"})
+            ),
+            "prompt_not_waiting",
+            "{tool}"
+        );
+    }
+}
+
+#[test]
+fn a_sensitive_form_is_refused_without_asking_and_the_server_gets_decline() {
+    let shell = Shell::start();
+    let call = shell.spawn(
+        "tool_call",
+        json!({"server": "demo", "tool": "ask_password", "arguments": {}}),
+    );
+    let outcome = call.reply().expect("ask_password resolves");
+    assert_eq!(
+        received(&outcome),
+        json!({"action": "decline"}),
+        "{outcome:#}"
+    );
+    let cards = shell.ok("prompts_list", json!({}));
+    let cards = cards.as_array().unwrap();
+    assert_eq!(cards.len(), 1, "{cards:#?}");
+    let card = &cards[0];
+    assert_eq!(card["state"], "refused", "{card:#}");
+    let assessment = &card["prompt"]["assessment"];
+    assert_eq!(
+        assessment["decision"], "deny_sensitive_form_elicitation",
+        "{card:#}"
+    );
+    assert!(
+        assessment["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "sensitive_field"),
+        "{card:#}"
+    );
+    let id = card["prompt"]["id"].clone();
+    assert_eq!(
+        shell.refused(
+            "prompt_answer",
+            json!({"promptId": id, "answer": {"reply": "submit", "content": {"password": "hunter2"}}})
+        ),
+        "prompt_not_asking"
+    );
+    assert_eq!(
+        outcome["elicitations"][0]["action"], "decline",
+        "{outcome:#}"
+    );
+    assert!(shell.browser.opened().is_empty());
+}
+
+#[test]
+fn launch_arguments_are_parsed_strictly() {
+    let args = |list: &[&str]| {
+        std::iter::once("gatehouse-desktop")
+            .chain(list.iter().copied())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let launch = Launch::from_args(args(&["--demo", "--policy", "strict.toml"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(launch.demo);
+    assert_eq!(launch.policy, Some(PathBuf::from("strict.toml")));
+    assert!(launch.connect_at_start);
+    assert!(launch.paths.is_none() && launch.opener.is_none() && launch.secrets.is_none());
+
+    let launch = Launch::from_args(args(&["--policy", "a.toml", "--demo"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(launch.demo);
+    assert_eq!(launch.policy, Some(PathBuf::from("a.toml")));
+
+    let refused = |list: &[&str]| match Launch::from_args(args(list)) {
+        Ok(_) => panic!("{list:?} was accepted"),
+        Err(message) => message,
+    };
+    let message = refused(&["--demo", "--evil"]);
+    assert!(message.contains("unknown argument \"--evil\""), "{message}");
+    assert!(message.contains("usage"), "{message}");
+    let message = refused(&["--policy"]);
+    assert!(message.contains("--policy needs a file"), "{message}");
+    let message = refused(&["--help"]);
+    assert!(message.contains("usage"), "{message}");
+    let message = refused(&["demo"]);
+    assert!(message.contains("unknown argument"), "{message}");
+}
