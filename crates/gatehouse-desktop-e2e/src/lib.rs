@@ -152,6 +152,11 @@ impl App {
             "{} is missing: build it with `cargo build --workspace`",
             app.display()
         );
+        // A copy of the demo server in the app's own directory: what the app shows as the
+        // demo's command names nothing of the machine that built it.
+        let demo_server = dirs.path().join("gatehouse-demo-server");
+        std::fs::copy(target_dir().join("gatehouse-demo-server"), &demo_server)
+            .expect("the demo server is missing: build it with `cargo build --workspace`");
         let driver_port = free_port();
         let native_port = free_port();
         let driver = Command::new(find_program("TAURI_DRIVER", "tauri-driver"))
@@ -167,10 +172,7 @@ impl App {
             .env("XDG_DATA_HOME", &data)
             .env("XDG_CACHE_HOME", dirs.path().join("cache"))
             .env("GATEHOUSE_DEMO", "1")
-            .env(
-                "GATEHOUSE_DEMO_SERVER",
-                target_dir().join("gatehouse-demo-server"),
-            )
+            .env("GATEHOUSE_DEMO_SERVER", &demo_server)
             .env(
                 "BROWSER",
                 workspace().join("tests/fixtures/browser_recorder.py"),
