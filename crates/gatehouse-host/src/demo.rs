@@ -99,12 +99,17 @@ pub fn demo_bundle(demo_server: &Path, now: OffsetDateTime) -> Result<Vec<u8>, S
 /// The demo server as a stdio server spec: exactly the command line the demo bundle binds
 /// (the located executable, no arguments).
 pub fn demo_server_spec() -> Result<ServerSpec, String> {
-    Ok(ServerSpec::Stdio(StdioSpec {
-        command: locate_demo_server()?.display().to_string(),
+    Ok(demo_server_spec_at(&locate_demo_server()?))
+}
+
+/// The demo server at `program` as a stdio server spec (what [`demo_bundle`] binds).
+pub fn demo_server_spec_at(program: &Path) -> ServerSpec {
+    ServerSpec::Stdio(StdioSpec {
+        command: program.display().to_string(),
         args: Vec::new(),
         env: Vec::new(),
         cwd: None,
-    }))
+    })
 }
 
 /// The demo bundle for the demo server found by [`locate_demo_server`], as of `now`.

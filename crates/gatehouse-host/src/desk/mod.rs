@@ -365,12 +365,7 @@ impl Desk {
         let mut specs = Vec::new();
         let config = self.config()?;
         if self.options.demo {
-            let spec = ServerSpec::Stdio(crate::config::StdioSpec {
-                command: self.options.demo_server()?.display().to_string(),
-                args: Vec::new(),
-                env: Vec::new(),
-                cwd: None,
-            });
+            let spec = demo::demo_server_spec_at(&self.options.demo_server()?);
             for name in [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME] {
                 if !config.servers.contains_key(name) {
                     specs.push((name.to_string(), spec.clone(), true));
