@@ -571,8 +571,9 @@ fn a_form_prompt_is_answered_through_ipc_and_reaches_the_server() {
 
 #[test]
 fn url_prompts_the_host_waits_on_can_be_cancelled_while_waiting() {
-    // 2026-07-28 input_required (the user retries when done) and 2025-11-25 -32042 (the host
-    // waits for the completion notification): after the URL is opened, Cancel ends the call.
+    // 2026-07-28 input_required (the user retries when done), 2025-11-25 -32042 (the host
+    // waits for the completion notification) and 2025-11-25 elicitation/create (the call is
+    // still running on the server): after the URL is opened, Cancel ends the call.
     for (server, tool, era, phase) in [
         ("demo", "connect_account", "2026-07-28", "retry"),
         (
@@ -581,6 +582,7 @@ fn url_prompts_the_host_waits_on_can_be_cancelled_while_waiting() {
             "2025-11-25",
             "completion",
         ),
+        ("demo-2025", "connect_account", "2025-11-25", "in_call"),
     ] {
         let shell = Shell::start();
         let call = shell.spawn(
@@ -610,12 +612,36 @@ fn url_prompts_the_host_waits_on_can_be_cancelled_while_waiting() {
         assert_eq!(waiting["phase"], phase, "{tool}: {waiting:#}");
         assert_eq!(shell.browser.opened(), vec![full], "{tool}");
         call.assert_still_running();
+        if phase == "in_call" {
+            // Nothing to retry while the server still holds the call.
+            assert_eq!(
+                shell.refused(
+                    "prompt_wait_choice",
+                    json!({"promptId": id, "choice": "retry"})
+                ),
+                "prompt_not_retryable",
+                "{tool}"
+            );
+            call.assert_still_running();
+        }
         shell.ok(
             "prompt_wait_choice",
             json!({"promptId": id, "choice": "cancel"}),
         );
         let error = call.reply().expect_err("a cancelled connect fails");
         assert_eq!(error["code"], "cancelled", "{tool}: {error:#}");
+        if phase == "in_call" {
+            // The server was told: the running request was cancelled on the wire.
+            let traffic = shell.ok("traffic_list", json!({"server": server}));
+            let cancelled = traffic.as_array().unwrap().iter().any(|entry| {
+                entry["direction"] == "out"
+                    && entry["message"]["method"] == "notifications/cancelled"
+            });
+            assert!(
+                cancelled,
+                "{tool}: no notifications/cancelled in {traffic:#}"
+            );
+        }
         let closed = shell.card_now(&id);
         assert_eq!(closed["state"], "closed", "{tool}: {closed:#}");
         assert_eq!(

@@ -249,9 +249,11 @@ function stateBlock(card) {
     case 'refused':
       return el('p', { class: 'state-note tone-bad' }, refusedNote);
     case 'waiting':
-      return card.phase === 'retry'
-        ? el('p', { class: 'state-note tone-busy' }, 'Finish in your browser, then Retry.')
-        : el('p', { class: 'state-note tone-busy' }, el('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Waiting for completion…');
+      if (card.phase === 'retry') return el('p', { class: 'state-note tone-busy' }, 'Finish in your browser, then Retry.');
+      return el('p', { class: 'state-note tone-busy' }, el('span', { class: 'spinner', 'aria-hidden': 'true' }),
+        card.phase === 'in_call'
+          ? 'Waiting for completion… The tool call goes on when the server hears back; Cancel stops it.'
+          : 'Waiting for completion…');
     case 'answered':
       return el('p', { class: 'state-note' }, 'Answered. The tool call that asked goes on.');
     case 'completed':
@@ -396,7 +398,8 @@ function renderCard(card, where) {
       button('decline', 'Decline'),
       button('cancel', 'Cancel'));
   } else if (card.state === 'waiting') {
-    append(actions, button('retry', 'Retry', 'primary'), button('wait-cancel', 'Cancel'));
+    // A call still running has nothing to retry: it goes on by itself, or is cancelled.
+    append(actions, card.phase === 'in_call' ? null : button('retry', 'Retry', 'primary'), button('wait-cancel', 'Cancel'));
   } else if (FINISHED.has(card.state)) {
     append(actions, button('dismiss', 'Dismiss'));
   }

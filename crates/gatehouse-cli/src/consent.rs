@@ -304,6 +304,10 @@ impl ConsentUi for TerminalConsent {
                 WaitPhase::Retry => format!(
                     "When you are done in the browser (elicitation #{prompt_id}), press Enter to retry, or type c to cancel:"
                 ),
+                // Enter answers Retry, which the host takes as "keep waiting" in this phase.
+                WaitPhase::InCall => format!(
+                    "Waiting for elicitation #{prompt_id} to complete in the browser; the tool call goes on when it does. Type c to cancel the call, or press Enter to keep waiting:"
+                ),
             };
             match self.read(&question).await {
                 Some(line)
@@ -312,6 +316,9 @@ impl ConsentUi for TerminalConsent {
                     WaitChoice::Cancel
                 }
                 Some(_) => WaitChoice::Retry,
+                // No more input while the call runs: it may still finish, so keep waiting
+                // (its result, the human timeout or the request timeout ends it).
+                None if phase == WaitPhase::InCall => std::future::pending().await,
                 None => WaitChoice::Cancel,
             }
         })

@@ -610,6 +610,20 @@ fn without_an_answers_file_the_terminal_asks() {
     assert!(text(&out).starts_with("connected"), "{out} {stderr}");
     assert_eq!(world.opened().len(), 1);
 
+    // Opened, but the page is never finished: while the call runs, "c" cancels it, and the
+    // server is told (notifications/cancelled); the flow stays not completed.
+    let (out, stderr) = ask("connect_account", json!({}), "o\nc\n", "none");
+    assert_eq!(out["error"]["code"], "cancelled", "{out} {stderr}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("notifications/cancelled")),
+        "{out}"
+    );
+    assert_eq!(out["elicitations"][0]["completed"], false, "{out}");
+    assert!(stderr.contains("Type c to cancel the call"), "{stderr}");
+    assert_eq!(world.opened_eventually(2).len(), 2);
+
     // A form: Enter keeps every default; "s" submits; the required name is missing, so the
     // form comes back with the problem named, and the end of input cancels it.
     let (out, stderr) = ask(

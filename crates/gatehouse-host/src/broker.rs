@@ -106,6 +106,14 @@ pub struct Correlation {
     pub requests: Vec<OutRequest>,
 }
 
+impl Correlation {
+    /// Sent as a request while our requests were in flight (`elicitation/create`), rather
+    /// than listed in a result or error: the call that asked is still running.
+    pub fn during_request(&self) -> bool {
+        matches!(self.basis, "sse_stream" | "in_flight")
+    }
+}
+
 /// One elicitation as handled: what the CLI prints with `--json` and the UI lists.
 #[derive(Debug, Clone, Serialize)]
 pub struct ElicitationRecord {
@@ -195,6 +203,8 @@ pub struct Session {
     /// Prompts being asked or URL flows being waited on; request timeouts pause meanwhile.
     busy: AtomicUsize,
     idle: Notify,
+    /// A record was added to a call ([`Session::next_url_in_call`] waits on it).
+    recorded: Notify,
     kill: CancellationToken,
     killed: Mutex<Option<String>>,
 }
@@ -300,11 +310,33 @@ impl Session {
     }
 
     fn record_for_calls(&self, calls: &[u64], record: &ElicitationRecord) {
-        let mut map = self.calls.lock().expect("session poisoned");
-        for call in calls {
-            if let Some(records) = map.get_mut(call) {
-                records.push(record.clone());
+        {
+            let mut map = self.calls.lock().expect("session poisoned");
+            for call in calls {
+                if let Some(records) = map.get_mut(call) {
+                    records.push(record.clone());
+                }
             }
+        }
+        self.recorded.notify_waiters();
+    }
+
+    /// Resolves once a URL flow that `call` opened with `elicitation/create` and that has not
+    /// completed has not been waited on yet (not in `seen`): its record.
+    pub async fn next_url_in_call(&self, call: u64, seen: &[u64]) -> ElicitationRecord {
+        loop {
+            let recorded = self.recorded.notified();
+            let open = self.call_records(call).into_iter().find(|r| {
+                r.mode == "url"
+                    && r.action == "accept"
+                    && r.completed == Some(false)
+                    && r.correlation.during_request()
+                    && !seen.contains(&r.prompt_id)
+            });
+            if let Some(record) = open {
+                return record;
+            }
+            recorded.await;
         }
     }
 
@@ -426,6 +458,7 @@ impl ElicitationBroker {
             calls: Mutex::new(HashMap::new()),
             busy: AtomicUsize::new(0),
             idle: Notify::new(),
+            recorded: Notify::new(),
             kill: CancellationToken::new(),
             killed: Mutex::new(None),
         })
@@ -780,6 +813,9 @@ impl ElicitationBroker {
                     match opened {
                         Ok(()) => {
                             let phase = match h.prompt.era {
+                                Era::V2025_11_25 if h.correlation.during_request() => {
+                                    WaitPhase::InCall
+                                }
                                 Era::V2025_11_25 if h.elicitation_id.is_some() => {
                                     WaitPhase::Completion
                                 }

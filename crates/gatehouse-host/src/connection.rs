@@ -639,17 +639,33 @@ impl Connection {
             Err(error) => return (Err(error), Vec::new()),
         };
         let call = self.session.as_ref().map(|s| (s.clone(), s.begin_call()));
-        let outcome = self
-            .drive_call(
-                &permit,
-                name,
-                arguments,
-                options,
-                call.as_ref().map(|(_, c)| *c),
-            )
-            .await;
         let Some((session, call)) = call else {
+            let outcome = self
+                .drive_call(&permit, name, arguments, options, None)
+                .await;
             return (outcome, Vec::new());
+        };
+        // The user may cancel the call from a URL flow it opened while it runs; that cancels
+        // the request like any other cancel (notifications/cancelled).
+        let cancel = options
+            .cancel
+            .as_ref()
+            .map(CancellationToken::child_token)
+            .unwrap_or_default();
+        let options = CallOptions {
+            cancel: Some(cancel.clone()),
+            ..options.clone()
+        };
+        let why = Mutex::new(None);
+        let outcome = tokio::select! {
+            biased;
+            outcome = self.drive_call(&permit, name, arguments, &options, Some(call)) => outcome,
+            never = self.watch_urls_in_call(&session, call, name, &cancel, &why) => match never {},
+        };
+        // Cancelled because a URL flow ended without completing: say which way it ended.
+        let outcome = match (outcome, why.into_inner().expect("why poisoned")) {
+            (Err(HostError::Cancelled { .. }), Some(error)) => Err(error),
+            (outcome, _) => outcome,
         };
         // A kill that fired on notifications received before the result wins over it.
         let outcome = match (outcome, session.killed()) {
@@ -784,6 +800,47 @@ impl Connection {
             &what,
             &format!("no final result after {MAX_INPUT_ROUNDS} rounds"),
         ))
+    }
+
+    /// While a call runs, waits on each URL flow it opened through `elicitation/create`
+    /// (2025-11-25): the card offers Cancel until the completion arrives, and Cancel cancels
+    /// the call. Never resolves; the call's own end drops it.
+    async fn watch_urls_in_call(
+        &self,
+        session: &Arc<Session>,
+        call: u64,
+        name: &str,
+        cancel: &CancellationToken,
+        why: &Mutex<Option<HostError>>,
+    ) -> std::convert::Infallible {
+        let what = format!("tools/call {name:?}");
+        let mut seen = Vec::new();
+        loop {
+            let record = session.next_url_in_call(call, &seen).await;
+            seen.push(record.prompt_id);
+            let ids: Vec<String> = record.elicitation_id.into_iter().collect();
+            loop {
+                match session
+                    .broker()
+                    .wait(session, record.prompt_id, &ids, WaitPhase::InCall)
+                    .await
+                {
+                    WaitOutcome::Completed => {}
+                    // Enter in a console: keep waiting.
+                    WaitOutcome::Retry => continue,
+                    // The kill ends the call by itself.
+                    WaitOutcome::Killed => return std::future::pending().await,
+                    // Cancelled, or no completion within the time a person has: the call
+                    // is cancelled (notifications/cancelled), the card closed with why.
+                    outcome @ (WaitOutcome::Cancelled | WaitOutcome::TimedOut) => {
+                        *why.lock().expect("why poisoned") = Some(self.wait_failed(&what, outcome));
+                        cancel.cancel();
+                        return std::future::pending().await;
+                    }
+                }
+                break;
+            }
+        }
     }
 
     fn wait_failed(&self, what: &str, outcome: WaitOutcome) -> HostError {

@@ -218,6 +218,9 @@ pub enum WaitPhase {
     Completion,
     /// 2026-07-28: nothing will arrive; the user retries when done.
     Retry,
+    /// 2025-11-25 `elicitation/create`: the tool call that asked is still running and ends
+    /// when the server hears back; the user can only cancel it (there is nothing to retry).
+    InCall,
 }
 
 /// The user's choice while a URL flow is pending.
@@ -491,6 +494,8 @@ impl ConsentUi for ScriptedConsent {
                     tokio::time::sleep(self.completion_patience).await;
                     WaitChoice::Retry
                 }
+                // Never chooses: the running call's own result ends the wait.
+                WaitPhase::InCall => std::future::pending().await,
                 WaitPhase::Retry => {
                     // Back off: the first retry comes quickly, later ones less often, so a
                     // slow page still completes within the round limit.

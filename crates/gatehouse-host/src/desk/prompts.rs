@@ -233,6 +233,17 @@ impl PromptDesk {
             let slot = slots
                 .get_mut(&prompt_id)
                 .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+            if slot.card.state == CardState::Waiting
+                && choice == WaitChoice::Retry
+                && slot.card.phase == Some(WaitPhase::InCall)
+            {
+                return Err(DeskError::new(
+                    "prompt_not_retryable",
+                    format!(
+                        "prompt {prompt_id} cannot be retried: the tool call that asked is still running and goes on when the server hears back; wait, or cancel it"
+                    ),
+                ));
+            }
             match (slot.card.state, slot.choice.take()) {
                 (CardState::Waiting, Some(sender)) => sender,
                 (state, _) => {
@@ -323,9 +334,15 @@ impl ConsentUi for PromptDesk {
     fn waiting(&self, prompt_id: u64, phase: WaitPhase) -> UiFuture<'_, WaitChoice> {
         let (tx, rx) = oneshot::channel();
         self.with_card(prompt_id, |slot| {
-            slot.card.state = CardState::Waiting;
-            slot.card.phase = Some(phase);
-            slot.choice = Some(tx);
+            // A completion can land just before the wait starts: a finished card stays so.
+            if !matches!(
+                slot.card.state,
+                CardState::Completed | CardState::Closed | CardState::Refused
+            ) {
+                slot.card.state = CardState::Waiting;
+                slot.card.phase = Some(phase);
+                slot.choice = Some(tx);
+            }
         });
         self.changed(prompt_id, false);
         Box::pin(async move {
