@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Desktop app start-up and memory against a hello-world Tauri app:
+#   scripts/bench-desktop.sh [RUNS]        (RUNS defaults to 10)
+#
+# Builds gatehouse-desktop, bench/hello-tauri and the demo server in release, starts one
+# private Xvfb, and launches each app RUNS times from a fresh process with fresh config, data
+# and cache directories, alternating the order (A B, B A, ...) so both share the machine's
+# noise; one unmeasured launch of each comes first so both start with a warm page cache.
+# Gatehouse runs with --demo, so it connects the demo servers at start.
+#
+# Per launch:
+#   start (app)   ms from the app's main() to its first painted frame: what the app appends
+#                 to GATEHOUSE_READY_FILE from its `ui_ready` command (called by the page after
+#                 two requestAnimationFrames);
+#   start (exec)  ms from just before the launch to the ready file's write (its mtime): adds
+#                 exec, dynamic linking and everything before main();
+#   memory        after the first paint (Gatehouse: after the audit log records the demo
+#                 server admitted) plus SETTLE seconds: the sum over the app's whole process
+#                 tree (its session: the app, WebKitWebProcess, WebKitNetworkProcess, the demo
+#                 servers) of VmRSS (/proc/PID/status; shared pages counted once per process)
+#                 of Pss (/proc/PID/smaps_rollup; shared pages split between sharers, so it
+#                 moves with whatever else maps the same libraries) and of USS (Private_Clean
+#                 + Private_Dirty: pages only that process maps; a lower bound).
+# Then median, min and max of each, the ratio of the start medians, and the targets: start
+# within 1.3x of hello-world; under 150 MB resident (checked on the PSS sum, in MiB).
+#
+# Environment: BENCH_SETTLE (seconds, default 2), BENCH_DROP_CACHES=1 (root: drop the page
+# cache before every launch, for a cold-cache start; slows everything else on the machine).
+# The apps inherit the rest, e.g. WEBKIT_DISABLE_COMPOSITING_MODE=1 (WebKit without
+# accelerated compositing: on Xvfb there is no GPU and that compositing runs on Mesa's software
+# rasterizer) or GATEHOUSE_DEMO_SERVER (another demo server executable than the one next to
+# the app, e.g. the stripped copy scripts/package-deb.sh puts in the .deb); such variables
+# are named in the report.
+# Per-launch rows and per-process memory go to <target>/bench-desktop/.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+runs=${1:-10}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/bench-desktop.sh [RUNS]" >&2; exit 2; }
+settle=${BENCH_SETTLE:-2}
+drop_caches=${BENCH_DROP_CACHES:-0}
+launch_timeout=60
+
+echo "== bench-desktop: cargo build --release -p gatehouse-desktop -p hello-tauri -p gatehouse-demo-server" >&2
+cargo build --release --locked -p gatehouse-desktop -p hello-tauri -p gatehouse-demo-server >&2
+target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+bin=$target_dir/release
+out=$target_dir/bench-desktop
+mkdir -p "$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-desktop.XXXXXX")
+xvfb=
+current=
+
+# Ends one app's session (the app and all it started), bounded; zombies do not count.
+alive_in_session() { ps -s "$1" -o stat=,pid= 2>/dev/null | awk '$1 !~ /^Z/ {print $2}'; }
+stop_session() {
+  local sid=$1 pids deadline
+  kill -TERM "$sid" 2>/dev/null || true
+  deadline=$((SECONDS + 10))
+  while [ -n "$(alive_in_session "$sid")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  pids=$(alive_in_session "$sid")
+  if [ -n "$pids" ]; then
+    echo "bench-desktop: still running 10 s after SIGTERM, killed: $pids" >&2
+    kill -KILL $pids 2>/dev/null || true
+  fi
+  wait "$sid" 2>/dev/null || true
+}
+cleanup() {
+  [ -z "$current" ] || stop_session "$current"
+  if [ -n "$xvfb" ]; then
+    kill -TERM "$xvfb" 2>/dev/null || true
+    wait "$xvfb" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# One private X server for every launch; it picks a free display and tells us which.
+Xvfb -displayfd 3 -screen 0 1280x900x24 -nolisten tcp 3>"$work/display" </dev/null >/dev/null 2>&1 &
+xvfb=$!
+for _ in $(seq 100); do [ -s "$work/display" ] && break; sleep 0.1; done
+[ -s "$work/display" ] || { echo "bench-desktop: Xvfb did not start" >&2; exit 1; }
+display=:$(head -n1 "$work/display")
+
+if [ "$drop_caches" = 1 ]; then
+  [ -w /proc/sys/vm/drop_caches ] || { echo "bench-desktop: BENCH_DROP_CACHES=1 needs root" >&2; exit 2; }
+  cache_note="page cache dropped before every launch"
+else
+  cache_note="warm page cache"
+fi
+# Rendering knobs the apps inherit (e.g. WEBKIT_DISABLE_COMPOSITING_MODE=1) belong in the report.
+knobs=$(env | grep -E '^(WEBKIT_|GDK_|LIBGL_|GALLIUM_|MESA_|GATEHOUSE_DEMO_SERVER=)' | sort | tr '\n' ' ' || true)
+[ -z "$knobs" ] || cache_note="$cache_note; ${knobs% }"
+
+# The demo's admission in an audit log: prints how many servers were admitted (0 if none).
+admissions() {
+  [ -s "$1" ] || { echo 0; return; }
+  python3 - "$1" <<'EOF'
+import json, sys
+count = 0
+for line in open(sys.argv[1], encoding="utf-8"):
+    try:
+        record = json.loads(line)
+    except ValueError:
+        continue
+    if record.get("event") == "admission" and (record.get("data") or {}).get("status") == "admitted":
+        count += 1
+print(count)
+EOF
+}
+
+# Memory of one session: "rss_kib pss_kib uss_kib processes", and per process lines to a file.
+session_memory() { # sid breakdown-file
+  local sid=$1 rss=0 pss=0 uss=0 n=0 pid r p u comm
+  for pid in $(alive_in_session "$sid"); do
+    r=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    read -r p u < <(awk '/^Pss:/ {p = $2} /^Private_(Clean|Dirty):/ {u += $2}
+      END {if (p != "") print p, u}' "/proc/$pid/smaps_rollup" 2>/dev/null || true)
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+    [ -n "$r" ] && [ -n "$p" ] || continue
+    rss=$((rss + r)); pss=$((pss + p)); uss=$((uss + u)); n=$((n + 1))
+    printf '%s\t%s\t%s\t%s\n' "$comm" "$r" "$p" "$u" >>"$2"
+  done
+  echo "$rss $pss $uss $n"
+}
+
+# One measured launch: app-name run-number -> a row in $out/runs.tsv.
+launch() {
+  local name=$1 run=$2 program args=() dir ready audit t0 sid paint mtime exec_ms deadline admitted
+  local mem rss pss uss procs servers
+  case $name in
+    gatehouse) program=$bin/gatehouse-desktop; args=(--demo) ;;
+    hello) program=$bin/hello-tauri ;;
+  esac
+  dir=$work/$name-$run
+  mkdir -p "$dir"/{config,data,cache}
+  ready=$dir/ready
+  audit=$dir/data/gatehouse/audit.jsonl
+  if [ "$drop_caches" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi
+  t0=$(date +%s%N)
+  # setsid without a fork (a background job of a non-interactive shell leads no group), so
+  # $! is the app and the session it leads holds everything it starts.
+  env -u DBUS_SESSION_BUS_ADDRESS -u GATEHOUSE_DEMO -u GATEHOUSE_POLICY \
+    DISPLAY="$display" XDG_CONFIG_HOME="$dir/config" XDG_DATA_HOME="$dir/data" \
+    XDG_CACHE_HOME="$dir/cache" GATEHOUSE_READY_FILE="$ready" \
+    setsid "$program" "${args[@]}" </dev/null >"$dir/log" 2>&1 &
+  sid=$!
+  current=$sid
+  deadline=$((SECONDS + launch_timeout))
+  until [ -s "$ready" ]; do
+    if ! kill -0 "$sid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+      echo "bench-desktop: $name run $run: no first paint (log: $(tail -n 5 "$dir/log" | tr '\n' ' '))" >&2
+      exit 1
+    fi
+    sleep 0.02
+  done
+  [ "$(ps -o sid= -p "$sid" | tr -d ' ')" = "$sid" ] ||
+    { echo "bench-desktop: $name does not lead its own session" >&2; exit 1; }
+  sleep 0.05 # the line is written whole by then
+  paint=$(head -n1 "$ready")
+  mtime=$(stat -c %.9Y "$ready")
+  exec_ms=$(awk -v m="$mtime" -v t="$t0" 'BEGIN {printf "%.1f", (m - t / 1e9) * 1000}')
+  admitted=-
+  if [ "$name" = gatehouse ]; then
+    until [ "$(admissions "$audit")" -gt 0 ]; do
+      if ! kill -0 "$sid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+        echo "bench-desktop: gatehouse run $run: the demo server was not admitted" >&2
+        exit 1
+      fi
+      sleep 0.05
+    done
+    admitted=$(python3 - "$audit" "$t0" <<'EOF'
+import datetime, json, sys
+t0 = int(sys.argv[2]) / 1e9
+for line in open(sys.argv[1], encoding="utf-8"):
+    record = json.loads(line)
+    if record.get("event") == "admission" and record["data"].get("status") == "admitted":
+        when = record["time"].replace("Z", "+00:00")
+        # Python before 3.11 takes at most 6 fractional digits.
+        head, _, frac = when.partition(".")
+        digits, _, zone = frac.partition("+")
+        when = datetime.datetime.fromisoformat(f"{head}.{digits[:6]}+{zone}").timestamp()
+        print(f"{(when - t0) * 1000:.0f}")
+        break
+EOF
+)
+  fi
+  sleep "$settle"
+  mem=$(session_memory "$sid" "$dir/processes.tsv")
+  read -r rss pss uss procs <<<"$mem"
+  servers=-
+  [ "$name" != gatehouse ] || servers=$(admissions "$audit")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$run" "$paint" "$exec_ms" "$admitted" \
+    "$servers" "$rss" "$pss" "$uss" "$procs" >>"$out/runs.tsv"
+  sed "s/^/$name\t$run\t/" "$dir/processes.tsv" >>"$out/processes.tsv"
+  printf 'bench-desktop: %-9s run %2s: paint %7s ms (exec %7s ms), admitted at %5s ms (%s), RSS %6.1f, PSS %6.1f, USS %6.1f MiB, %s processes\n' \
+    "$name" "$run" "$paint" "$exec_ms" "$admitted" "$servers" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')" \
+    "$(awk -v k="$pss" 'BEGIN {print k / 1024}')" "$(awk -v k="$uss" 'BEGIN {print k / 1024}')" \
+    "$procs" >&2
+  stop_session "$sid"
+  current=
+  rm -rf "$dir"
+  sleep 1
+}
+
+printf 'app\trun\tstart_app_ms\tstart_exec_ms\tadmitted_ms\tservers_admitted\trss_kib\tpss_kib\tuss_kib\tprocesses\n' >"$out/runs.tsv"
+printf 'app\trun\tprocess\trss_kib\tpss_kib\tuss_kib\n' >"$out/processes.tsv"
+echo "== bench-desktop: $runs launches of each on Xvfb $display ($cache_note)" >&2
+launch gatehouse 0
+launch hello 0
+for run in $(seq "$runs"); do
+  if [ $((run % 2)) -eq 1 ]; then
+    launch gatehouse "$run"; launch hello "$run"
+  else
+    launch hello "$run"; launch gatehouse "$run"
+  fi
+done
+
+# Summary (the warm-up launches, run 0, left out).
+python3 - "$out/runs.tsv" "$out/processes.tsv" "$runs" "$cache_note" <<'EOF'
+import csv, statistics, sys
+runs_file, procs_file, n, cache = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [r for r in csv.DictReader(open(runs_file), delimiter="\t") if r["run"] != "0"]
+procs = [r for r in csv.DictReader(open(procs_file), delimiter="\t") if r["run"] != "0"]
+def col(app, key, scale=1.0):
+    return [float(r[key]) * scale for r in rows if r["app"] == app and r[key] != "-"]
+def cell(values, fmt):
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+mib = 1 / 1024
+metrics = [
+    ("start: main() → first paint (ms)", "start_app_ms", 1.0, "{:.0f}"),
+    ("start: exec → first paint (ms)", "start_exec_ms", 1.0, "{:.0f}"),
+    ("demo server admitted, from exec (ms)", "admitted_ms", 1.0, "{:.0f}"),
+    ("resident, sum of PSS (MiB)", "pss_kib", mib, "{:.1f}"),
+    ("resident, sum of VmRSS (MiB)", "rss_kib", mib, "{:.1f}"),
+    ("private, sum of USS (MiB)", "uss_kib", mib, "{:.1f}"),
+]
+print(f"\n{n} launches of each, {cache}; median (min–max):\n")
+print("| measure | Gatehouse (--demo) | hello-tauri | ratio of medians |")
+print("|---|---:|---:|---:|")
+for label, key, scale, fmt in metrics:
+    g, h = col("gatehouse", key, scale), col("hello", key, scale)
+    gc = cell(g, fmt) if g else "–"
+    hc = cell(h, fmt) if h else "–"
+    ratio = f"{statistics.median(g) / statistics.median(h):.2f}×" if g and h else "–"
+    print(f"| {label} | {gc} | {hc} | {ratio} |")
+print("\nMedian memory per process (MiB):\n")
+print("| app | process | PSS | VmRSS | USS |")
+print("|---|---|---:|---:|---:|")
+for app in ("gatehouse", "hello"):
+    names = sorted({p["process"] for p in procs if p["app"] == app})
+    for name in names:
+        # A process name can occur more than once per launch (two demo servers): sum per launch.
+        per_run = {}
+        for p in procs:
+            if p["app"] == app and p["process"] == name:
+                pss, rss, uss = per_run.get(p["run"], (0, 0, 0))
+                per_run[p["run"]] = (pss + int(p["pss_kib"]), rss + int(p["rss_kib"]),
+                                     uss + int(p["uss_kib"]))
+        pss = statistics.median(v[0] for v in per_run.values()) * mib
+        rss = statistics.median(v[1] for v in per_run.values()) * mib
+        uss = statistics.median(v[2] for v in per_run.values()) * mib
+        count = max(sum(1 for p in procs if p["app"] == app and p["process"] == name and p["run"] == r)
+                    for r in per_run)
+        label = f"{name} ×{count}" if count > 1 else name
+        print(f"| {app} | {label} | {pss:.1f} | {rss:.1f} | {uss:.1f} |")
+g_start, h_start = statistics.median(col("gatehouse", "start_app_ms")), statistics.median(col("hello", "start_app_ms"))
+g_pss = statistics.median(col("gatehouse", "pss_kib", mib))
+ratio = g_start / h_start
+print()
+print(f"target start within 1.3× of hello-world: {ratio:.2f}× — {'met' if ratio <= 1.3 else 'MISSED'}")
+print(f"target under 150 MB resident (PSS sum): {g_pss:.1f} MiB — {'met' if g_pss < 150 else 'MISSED'}")
+EOF
+echo "bench-desktop: per-launch rows in $out/runs.tsv, per-process memory in $out/processes.tsv" >&2
