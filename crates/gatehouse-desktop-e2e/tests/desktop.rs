@@ -337,3 +337,112 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
     assert!(text.starts_with("connected files"), "{text}");
     app.close().await;
 }
+
+/// Presses keys (WebDriver key values) on whatever has the focus, one after another; a
+/// `(SHIFT, key)` pair is pressed as a chord.
+async fn press(app: &App, keys: &[(Option<char>, char)]) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let mut actions = KeyActions::new("keys".into());
+    for (modifier, key) in keys {
+        if let Some(m) = modifier {
+            actions = actions.then(KeyAction::Down { value: *m });
+        }
+        actions = actions
+            .then(KeyAction::Down { value: *key })
+            .then(KeyAction::Up { value: *key });
+        if let Some(m) = modifier {
+            actions = actions.then(KeyAction::Up { value: *m });
+        }
+    }
+    app.client
+        .perform_actions(actions)
+        .await
+        .unwrap_or_else(|e| panic!("press {keys:?}: {e:?}"));
+}
+
+const ENTER: char = '\u{E007}';
+const ESCAPE: char = '\u{E00C}';
+const TAB: char = '\u{E004}';
+const SHIFT: char = '\u{E008}';
+
+/// Where the focus is: `"dialog"` inside the open prompt dialog, else the focused tag.
+async fn focus_at(app: &App) -> String {
+    app.client
+        .execute(
+            "const a = document.activeElement;\
+             if (a && a.closest('dialog#prompt-dialog[open]')) return 'dialog';\
+             return a ? a.tagName.toLowerCase() : 'none';",
+            vec![],
+        )
+        .await
+        .expect("read the focus")
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_prompt_dialog_keyboard_enter_submits_only_a_valid_form_esc_cancels_focus_stays_inside()
+{
+    let _one = SERIAL.lock().await;
+    let app = App::launch(Options::default()).await;
+    app.wait(".server-row[data-server=\"demo\"] [data-status=admitted]")
+        .await;
+    run_tool(&app, "demo", "book_table", &[]).await;
+    let card = format!("{ASKING}[data-mode=form]");
+    app.wait(&card).await;
+    assert_eq!(focus_at(&app).await, "dialog", "the dialog takes the focus");
+
+    // Enter on a form missing its required name: nothing is sent, the problem is shown.
+    press(&app, &[(None, ENTER)]).await;
+    app.wait(&format!("{card} [data-error-for=\"name\"]")).await;
+    app.wait(&card).await;
+    assert!(
+        app.all("#tool-form [data-testid=tool-result]")
+            .await
+            .is_empty(),
+        "the call still waits for the form"
+    );
+    app.screenshot("prompt-keyboard-invalid-enter").await;
+
+    // Tab and Shift+Tab go round the dialog's controls and never leave it.
+    for step in 0..30 {
+        press(&app, &[(None, TAB)]).await;
+        assert_eq!(focus_at(&app).await, "dialog", "after {} Tab", step + 1);
+    }
+    for step in 0..30 {
+        press(&app, &[(Some(SHIFT), TAB)]).await;
+        assert_eq!(
+            focus_at(&app).await,
+            "dialog",
+            "after {} Shift+Tab",
+            step + 1
+        );
+    }
+
+    // Valid now: Enter in a field submits exactly what the form holds.
+    app.wait(&format!("{card} [data-error-for=\"date\"]")).await;
+    set_date(&app, &format!("{card} [name=\"date\"]"), "2026-12-31").await;
+    app.fill(&format!("{card} [name=\"name\"]"), "Grace Hopper")
+        .await;
+    app.wait_gone(&format!("{card} [data-error-for]")).await;
+    press(&app, &[(None, ENTER)]).await;
+    app.wait_gone("dialog#prompt-dialog[open]").await;
+    let (text, is_error) = tool_result(&app).await;
+    assert_eq!(is_error, "false", "{text}");
+    let received: serde_json::Value = serde_json::from_str(&text).expect("the demo echoes JSON");
+    assert_eq!(received["action"], "accept", "{received}");
+    assert_eq!(received["content"]["name"], "Grace Hopper", "{received}");
+    assert_eq!(received["content"]["date"], "2026-12-31", "{received}");
+    assert_eq!(received["content"]["party_size"], 2, "defaults kept");
+
+    // Esc cancels: the dialog closes and the server is told cancel, with no content.
+    run_tool(&app, "demo", "book_table", &[]).await;
+    app.wait(&card).await;
+    press(&app, &[(None, ESCAPE)]).await;
+    app.wait_gone("dialog#prompt-dialog[open]").await;
+    let (text, _) = tool_result(&app).await;
+    let received: serde_json::Value = serde_json::from_str(&text).expect("the demo echoes JSON");
+    assert_eq!(received, serde_json::json!({"action": "cancel"}));
+    app.close().await;
+}
