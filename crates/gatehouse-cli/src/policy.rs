@@ -19,19 +19,7 @@ use crate::output;
 /// The policy for this command: `--policy FILE` (or GATEHOUSE_POLICY), else the shipped
 /// default. A file that cannot be read or is invalid is a usage error (exit 2).
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, Failure> {
-    match path {
-        None => Ok(Policy::default_policy()),
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Failure::usage(format!(
-                    "cannot read the policy file {}: {e}",
-                    path.display()
-                ))
-            })?;
-            Policy::from_toml(&text)
-                .map_err(|e| Failure::usage(format!("the policy file {}: {e}", path.display())))
-        }
-    }
+    gatehouse_host::config::load_policy(path).map_err(Failure::usage)
 }
 
 pub fn run(context: &Context, command: PolicyCommand) -> Result<u8, Failure> {

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::ToolStatus;
-use gatehouse_policy::Policy;
 use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -283,23 +282,8 @@ impl Desk {
         secrets: Arc<dyn SecretStore>,
         notify: Notifier,
     ) -> Result<Arc<Desk>, DeskError> {
-        let policy = match &options.policy {
-            None => Policy::default_policy(),
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    DeskError::new(
-                        "policy_invalid",
-                        format!("cannot read the policy file {}: {e}", path.display()),
-                    )
-                })?;
-                Policy::from_toml(&text).map_err(|e| {
-                    DeskError::new(
-                        "policy_invalid",
-                        format!("the policy file {}: {e}", path.display()),
-                    )
-                })?
-            }
-        };
+        let policy = crate::config::load_policy(options.policy.as_deref())
+            .map_err(|e| DeskError::new("policy_invalid", e))?;
         let paths = &options.paths;
         let mut trust = TrustSettings {
             system_dir: paths.system_trust_roots.clone(),
@@ -307,7 +291,7 @@ impl Desk {
             posture_override: options.posture_override,
             demo_bundle: None,
         };
-        let now = time::OffsetDateTime::now_utc();
+        let now = (options.clock)();
         if options.demo {
             let server = options.demo_server()?;
             trust.demo_bundle = Some(
@@ -770,5 +754,54 @@ fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> S
             detail: error.to_string(),
         }),
         headline,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secrets::MemoryStore;
+
+    fn open_with_policy(dir: &std::path::Path, policy: Option<PathBuf>) -> Result<(), DeskError> {
+        let paths = DeskPaths {
+            config: dir.join("servers.json"),
+            data: dir.join("data"),
+            logs: dir.join("logs"),
+            user_trust_roots: None,
+            system_trust_roots: dir.join("no-system-roots"),
+        };
+        let clock: Clock = Arc::new(|| time::macros::datetime!(2026-11-21 12:00 UTC));
+        let mut options = DeskOptions::new(paths, clock);
+        options.policy = policy;
+        Desk::open(options, Arc::new(MemoryStore::default()), Arc::new(|_| {})).map(|_| ())
+    }
+
+    #[test]
+    fn a_policy_file_that_cannot_be_used_stops_the_desk_with_policy_invalid_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            open_with_policy(dir.path(), None).is_ok(),
+            "shipped default"
+        );
+
+        let missing = dir.path().join("missing.toml");
+        let error = open_with_policy(dir.path(), Some(missing.clone())).unwrap_err();
+        assert_eq!(error.code, "policy_invalid");
+        assert!(
+            error.message.contains(&missing.display().to_string()),
+            "{}",
+            error.message
+        );
+
+        let broken = dir.path().join("broken.toml");
+        std::fs::write(&broken, "this is = = not toml").unwrap();
+        let error = open_with_policy(dir.path(), Some(broken.clone())).unwrap_err();
+        assert_eq!(error.code, "policy_invalid");
+        assert!(error.message.contains("broken.toml"), "{}", error.message);
+
+        // The shipped default, as a file, is accepted.
+        let good = dir.path().join("default.toml");
+        std::fs::write(&good, gatehouse_policy::policy::DEFAULT_POLICY_TOML).unwrap();
+        open_with_policy(dir.path(), Some(good)).expect("the shipped policy as a file");
     }
 }
