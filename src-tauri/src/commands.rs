@@ -23,7 +23,7 @@ async fn servers_list(desk: DeskState<'_>) -> Answer<Vec<ServerRow>> {
 
 #[tauri::command]
 async fn server_connect(desk: DeskState<'_>, name: String) -> Answer<ServerDetail> {
-    desk.server_detail(&name).await
+    desk.connect(&name).await
 }
 
 #[tauri::command]

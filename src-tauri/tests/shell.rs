@@ -427,6 +427,84 @@ fn the_demo_servers_are_listed_and_admitted_on_connect() {
 }
 
 #[test]
+fn looking_at_a_refused_server_never_readmits_it_only_connect_does() {
+    let shell = Shell::start();
+    // A copy of the demo server at a path no bundle binds: unattested under deny-by-default.
+    let copy = shell.dir.path().join("unbound-server");
+    std::fs::copy(demo_server(), &copy).unwrap();
+    let row = shell.ok(
+        "server_add",
+        json!({"entry": {"name": "unbound", "kind": "stdio", "command": copy.display().to_string()}}),
+    );
+    assert_eq!(row["status"], "not_connected", "{row:#}");
+    assert_eq!(row["connected"], false, "{row:#}");
+    let admissions = || {
+        shell
+            .ok("audit_list", json!({"event": "admission"}))
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["data"]["name"] == "unbound")
+            .count()
+    };
+
+    // First sight connects once; looking again (what every refresh does) does not.
+    let detail = shell.ok("server_detail", json!({"name": "unbound"}));
+    assert_eq!(detail["row"]["status"], "unattested", "{detail:#}");
+    assert_eq!(detail["row"]["connected"], false, "{detail:#}");
+    assert_eq!(detail["banner"], Value::Null, "{detail:#}");
+    assert_eq!(admissions(), 1);
+    for _ in 0..3 {
+        let again = shell.ok("server_detail", json!({"name": "unbound"}));
+        assert_eq!(again["row"]["status"], "unattested", "{again:#}");
+    }
+    assert_eq!(admissions(), 1, "server_detail re-ran admission");
+
+    // Connect is the explicit retry: admission runs again, once.
+    let retried = shell.ok("server_connect", json!({"name": "unbound"}));
+    assert_eq!(retried["row"]["status"], "unattested", "{retried:#}");
+    assert_eq!(admissions(), 2);
+
+    // A live connection says so, and Reconnect replaces it.
+    let demo = shell.ok("server_detail", json!({"name": "demo"}));
+    assert_eq!(demo["row"]["connected"], true, "{demo:#}");
+    let again = shell.ok("server_connect", json!({"name": "demo"}));
+    assert_eq!(again["row"]["status"], "admitted", "{again:#}");
+}
+
+#[test]
+fn an_import_cannot_take_the_demo_servers_names_in_demo_mode() {
+    let shell = Shell::start();
+    let config = shell.dir.path().join("config").join("servers.json");
+    let before = std::fs::read(&config).ok();
+    for name in ["demo", "demo-2025"] {
+        let text = json!({"mcpServers": {
+            "fine": {"command": "/bin/true"},
+            name: {"command": "/bin/true"},
+        }})
+        .to_string();
+        assert_eq!(
+            shell.refused("servers_import", json!({"text": text})),
+            "server_exists",
+            "{name}"
+        );
+        assert_eq!(std::fs::read(&config).ok(), before, "nothing imported");
+    }
+    let rows = shell.ok("servers_list", json!({}));
+    let names: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["demo", "demo-2025"], "{rows:#}");
+    // The same file without the demo's names imports.
+    let text = json!({"mcpServers": {"fine": {"command": "/bin/true"}}}).to_string();
+    let outcome = shell.ok("servers_import", json!({"text": text}));
+    assert_eq!(outcome["imported"], json!(["fine"]), "{outcome:#}");
+}
+
+#[test]
 fn a_form_prompt_is_answered_through_ipc_and_reaches_the_server() {
     let shell = Shell::start();
     let prompt_events = shell.record_events(events::PROMPTS);

@@ -46,15 +46,22 @@ function fieldRow(name, label, value, claimed) {
     el('dd', { 'data-field': name, 'data-claimed': claimed, class: name === 'command' || name === 'signer' ? 'mono' : null }, value ?? ''));
 }
 
+/** Row statuses after which admission ran and did not admit. */
+const NOT_ADMITTED = new Set(['refused', 'unattested', 'suspended']);
+
 /**
  * The identity banner (`gatehouse_host::consent::IdentityBanner`). `testid` is `banner` on prompt
  * cards and `identity` in the server detail.
  */
-export function renderBanner(banner, testid = 'banner') {
+export function renderBanner(banner, testid = 'banner', status = null) {
   if (!banner) {
+    const why = NOT_ADMITTED.has(status)
+      ? 'No verified identity: admission did not admit this server (the reason is above).'
+      : status === 'error'
+        ? 'No identity: Gatehouse could not reach this server (the reason is above).'
+        : 'No identity: this server has not been through admission yet.';
     return el('div', { class: 'banner unverified', 'data-testid': testid },
-      el('p', { class: 'banner-head' }, el('span', { class: 'banner-mark', 'aria-hidden': 'true' }, '!'),
-        'No identity: this server has not been through admission yet.'));
+      el('p', { class: 'banner-head' }, el('span', { class: 'banner-mark', 'aria-hidden': 'true' }, '!'), why));
   }
   const verified = Boolean(banner.verified_id);
   const head = verified

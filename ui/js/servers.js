@@ -8,7 +8,6 @@ import { notify } from './notice.js';
 import { coalesce, asText, splitArgs } from './util.js';
 
 // With these statuses the server is connected, so fetching its detail does not reconnect it.
-const CONNECTED = new Set(['admitted', 'unattested']);
 
 let rows = [];
 let selected = null;
@@ -54,7 +53,7 @@ export const refresh = coalesce(async () => {
     detail = null;
     openTool = null;
     detailSlot.replaceChildren();
-  } else if (CONNECTED.has(row.status)) {
+  } else if (row.connected) {
     await loadDetail(selected, { quiet: true });
   } else if (detail && detail.row.name === row.name) {
     renderDetail({ ...detail, row });
@@ -157,11 +156,11 @@ function toolItem(tool, status, extra = []) {
 
 function blockedItem({ tool, reason, expected, actual }) {
   return toolItem(tool ?? { name: '?' }, 'blocked', [
-    el('p', { class: 'reason' }, reasonText(reason)),
+    el('p', { class: 'reason', 'data-testid': 'reason', 'data-code': typeof reason === 'string' ? reason : reason?.code }, reasonText(reason)),
     el('details', { class: 'raw' }, el('summary', {}, 'Pinned definition and what the server sends now'),
       el('div', { class: 'compare' },
-        el('div', {}, el('p', { class: 'muted' }, 'Pinned'), el('pre', { class: 'mono' }, asText(expected))),
-        el('div', {}, el('p', { class: 'muted' }, 'Now'), el('pre', { class: 'mono' }, asText(actual))))),
+        el('div', {}, el('p', { class: 'muted' }, 'Pinned'), el('pre', { class: 'mono', 'data-testid': 'pin-expected' }, asText(expected))),
+        el('div', {}, el('p', { class: 'muted' }, 'Now'), el('pre', { class: 'mono', 'data-testid': 'pin-actual' }, asText(actual))))),
   ]);
 }
 
@@ -183,7 +182,7 @@ function renderDetail(next) {
     if (!still || JSON.stringify(still.inputSchema ?? null) !== openTool.schema) openTool = null;
   }
   const reconnect = el('button', { type: 'button', class: 'secondary small', 'data-action': 'connect' },
-    CONNECTED.has(row.status) ? 'Reconnect' : 'Connect');
+    row.connected ? 'Reconnect' : 'Connect');
   reconnect.addEventListener('click', () => connect(row.name));
   const resumeButton = row.status === 'suspended'
     ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'resume' }, 'Resume')
@@ -201,7 +200,7 @@ function renderDetail(next) {
     row.headline ? el('p', { class: 'headline' }, row.headline) : null,
     row.reason ? el('p', { class: 'reason' }, el('code', {}, row.reason.code), ' ', row.reason.detail ?? '') : null,
     el('h3', {}, 'Identity'),
-    renderBanner(next.banner, 'identity'),
+    renderBanner(next.banner, 'identity', row.status),
     el('h3', {}, 'Tools'),
     toolGroup('Allowed', 'Listed for this server by its attestation; you can call them.',
       allowed.map((t) => toolItem(t, 'allowed')), 'No tools to call.'),
@@ -291,7 +290,8 @@ function setUpAddDialog() {
       notify(`Added ${row?.name ?? entry.name}.`, { tone: 'good' });
       refresh();
     } catch (failure) {
-      replace(error, el('code', {}, failure.code), ' ', failure.message);
+      replace(error, el('span', { 'data-testid': 'add-server-error', 'data-code': failure.code },
+        el('code', {}, failure.code), ' ', failure.message));
     } finally {
       save.disabled = false;
     }
@@ -309,7 +309,7 @@ function setUpImport() {
       try {
         renderImport(file.name, await api.serversImport(String(reader.result)));
       } catch (error) {
-        replace(reportSlot, el('div', { class: 'import-report tone-bad', 'data-testid': 'import-report', 'data-ok': 'false' },
+        replace(reportSlot, el('div', { class: 'import-report tone-bad', 'data-testid': 'import-report', 'data-ok': 'false', 'data-code': error.code },
           el('p', {}, 'Could not import ', el('strong', {}, file.name), ': ', el('code', {}, error.code), ' ', error.message)));
       }
       refresh();
@@ -340,7 +340,7 @@ function renderImport(fileName, report) {
       ? [el('p', { class: 'muted' }, 'Skipped:'),
         // The desk reports a skipped entry as a sentence; the docs as {name, reason}.
         el('ul', { class: 'skipped' }, skipped.map((s) => (typeof s === 'string'
-          ? el('li', {}, s)
+          ? el('li', { 'data-skipped': s }, s)
           : el('li', { 'data-skipped': s.name }, el('strong', {}, s.name), ': ', reasonText(s.reason)))))]
       : null,
     moved.length > 0

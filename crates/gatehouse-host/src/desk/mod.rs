@@ -167,6 +167,8 @@ pub struct ServerRow {
     pub status: &'static str,
     pub reason: Option<RowReason>,
     pub headline: String,
+    /// A live connection exists (admitted, or unattested under the warn posture).
+    pub connected: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -376,6 +378,7 @@ impl Desk {
     }
 
     fn row_for(&self, name: &str, spec: &ServerSpec, demo: bool, slot: Option<&Slot>) -> ServerRow {
+        let connected = matches!(slot, Some(Slot::Connected(_)));
         let base = |status, reason: Option<RowReason>, headline: String| ServerRow {
             name: name.to_string(),
             transport: spec.transport_name(),
@@ -384,6 +387,7 @@ impl Desk {
             status,
             reason,
             headline,
+            connected,
         };
         match slot {
             None => base("not_connected", None, "not connected yet".into()),
@@ -483,9 +487,45 @@ impl Desk {
         outcome
     }
 
-    /// Connects (if needed) and describes the server: identity and tools by gate status.
+    /// Connects anew (the Connect / Reconnect button): a refused server is admitted afresh,
+    /// a live connection is closed and replaced; then describes it.
+    pub async fn connect(&self, name: &str) -> Result<ServerDetail, DeskError> {
+        self.spec(name)?;
+        let stale = {
+            let mut slots = self.slots.lock().await;
+            if let Some(Slot::Connecting) = slots.get(name) {
+                return Err(DeskError::new(
+                    "connecting",
+                    format!("{name:?} is still connecting; try again in a moment"),
+                ));
+            }
+            slots.remove(name)
+        };
+        // A call still running keeps the old connection until it ends.
+        if let Some(Slot::Connected(old)) = stale
+            && let Ok(old) = Arc::try_unwrap(old)
+        {
+            old.close().await;
+        }
+        self.server_detail(name).await
+    }
+
+    /// Describes the server: identity and tools by gate status. Connects on first sight only;
+    /// a server that failed admission is described as it failed, never re-admitted here (that
+    /// is [`Desk::connect`]), so looking at it cannot loop through admissions.
     pub async fn server_detail(&self, name: &str) -> Result<ServerDetail, DeskError> {
         let (spec, demo) = self.spec(name)?;
+        {
+            let slots = self.slots.lock().await;
+            if let Some(slot @ Slot::Failed(_)) = slots.get(name) {
+                return Ok(ServerDetail {
+                    row: self.row_for(name, &spec, demo, Some(slot)),
+                    banner: None,
+                    era: None,
+                    tools: ToolGroups::default(),
+                });
+            }
+        }
         let connection = match self.connection(name).await {
             Ok(connection) => connection,
             Err(error) => {
@@ -621,6 +661,22 @@ impl Desk {
 
     /// Imports an `mcpServers` file's content; literal credentials move to the keychain.
     pub async fn import_servers(&self, text: &str) -> Result<ImportOutcome, DeskError> {
+        // In demo mode the demo's names are taken, as for Add: an imported "demo" would stand
+        // in the list where the built-in one was. Checked before anything (a secret) moves.
+        if self.options.demo
+            && let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text)
+            && let Some(Value::Object(servers)) = root.get("mcpServers")
+            && let Some(taken) = [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME]
+                .into_iter()
+                .find(|name| servers.contains_key(*name))
+        {
+            return Err(DeskError::new(
+                "server_exists",
+                format!(
+                    "the file names a server {taken:?}, which is the built-in demo server's name in demo mode; rename it in the file and import again (nothing was imported)"
+                ),
+            ));
+        }
         let mut config = self.config()?;
         let report = import(
             text,
@@ -754,6 +810,7 @@ fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> S
             detail: error.to_string(),
         }),
         headline,
+        connected: false,
     }
 }
 
