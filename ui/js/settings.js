@@ -25,15 +25,16 @@ function bundleCard(b) {
   const id = b.bundle_id ?? b.bundleId ?? b.bundle;
   const expires = b.expires ? new Date(b.expires) : null;
   const expired = expires && !Number.isNaN(expires.getTime()) && expires.getTime() < Date.now();
-  return el('li', { class: 'bundle', 'data-testid': 'bundle', 'data-bundle': id, 'data-source': b.source },
+  return el('li', { class: 'bundle', 'data-testid': 'bundle', 'data-bundle': id, 'data-source': b.source, 'data-locked': String(Boolean(b.locked)) },
     el('div', { class: 'bundle-head' },
       el('strong', { class: 'mono' }, id),
-      el('span', { class: 'muted' }, `version ${b.version}`),
+      el('span', { class: 'muted', 'data-field': 'version', 'data-version': b.version }, `version ${b.version}`),
       b.locked ? el('span', { class: 'tag tag-locked', 'data-testid': 'locked' }, 'locked') : null,
       b.source === 'demo' ? demoTag() : el('span', { class: 'tag' }, b.source ?? '')),
     el('dl', { class: 'fields' },
       el('div', { class: 'field-row' }, el('dt', {}, 'Expires'),
-        el('dd', { class: expired ? 'tone-bad' : null }, formatTime(b.expires), expired ? ' (expired)' : '')),
+        el('dd', { class: expired ? 'tone-bad' : null, 'data-field': 'expires', 'data-expires': b.expires, 'data-expired': String(Boolean(expired)) },
+          formatTime(b.expires), expired ? ' (expired)' : '')),
       b.posture ? el('div', { class: 'field-row' }, el('dt', {}, 'Posture'), el('dd', {}, b.posture)) : null,
       b.path ? pathRow('File', b.path) : null,
       el('div', { class: 'field-row' }, el('dt', {}, 'Signers'), el('dd', { class: 'mono' }, (b.signers ?? []).join(', '))),
@@ -79,7 +80,7 @@ export const refresh = coalesce(async () => {
       el('dl', { class: 'fields' },
         el('div', { class: 'field-row' }, el('dt', {}, 'File'),
           el('dd', { class: 'mono', 'data-testid': 'policy-path' }, s.policy?.path ?? 'built-in default policy')),
-        s.policy?.source ? el('div', { class: 'field-row' }, el('dt', {}, 'Source'), el('dd', {}, s.policy.source)) : null)),
+        s.policy?.source ? el('div', { class: 'field-row' }, el('dt', {}, 'Source'), el('dd', { 'data-testid': 'policy-source', 'data-source': s.policy.source }, s.policy.source)) : null)),
     el('section', { class: 'panel' },
       el('h2', {}, 'Where Gatehouse keeps things'),
       el('dl', { class: 'fields' },

@@ -85,6 +85,7 @@ async function copy(button, pre) {
   try {
     await navigator.clipboard.writeText(pre.textContent);
     button.textContent = 'Copied';
+    button.dataset.copied = 'clipboard';
   } catch {
     // No clipboard permission: select the text so Ctrl+C copies it.
     pre.focus();
@@ -94,6 +95,10 @@ async function copy(button, pre) {
     selection.removeAllRanges();
     selection.addRange(range);
     button.textContent = 'Selected: press Ctrl+C';
+    button.dataset.copied = 'selected';
   }
-  setTimeout(() => { button.textContent = 'Copy'; }, 2000);
+  setTimeout(() => {
+    button.textContent = 'Copy';
+    delete button.dataset.copied;
+  }, 2000);
 }

@@ -21,6 +21,18 @@ pub fn workspace() -> PathBuf {
         .to_path_buf()
 }
 
+/// A workspace binary built next to this test (`cargo build --workspace`), e.g. the
+/// `gatehouse` CLI an admin signs bundles with.
+pub fn built(name: &str) -> PathBuf {
+    let path = target_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo build --workspace`",
+        path.display()
+    );
+    path
+}
+
 /// The directory with the workspace's debug binaries (next to this test executable).
 fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable");
@@ -120,6 +132,9 @@ pub struct Options {
     pub servers: Option<Value>,
     /// GATEHOUSE_BROWSER_VISIT for the recorder: `submit`, `view` or nothing.
     pub browser_visit: Option<&'static str>,
+    /// Files to put in the app's config directory (`$XDG_CONFIG_HOME/gatehouse`) before it
+    /// starts, by path relative to it: e.g. `trust-roots/NAME.json` for a user trust root.
+    pub config_files: Vec<(PathBuf, Vec<u8>)>,
 }
 
 /// One running app and the WebDriver session driving it.
@@ -145,6 +160,16 @@ impl App {
                 serde_json::to_vec_pretty(servers).expect("json"),
             )
             .expect("servers.json");
+        }
+        for (relative, bytes) in &options.config_files {
+            assert!(
+                relative.is_relative(),
+                "{} is not relative",
+                relative.display()
+            );
+            let path = config.join("gatehouse").join(relative);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("config subdir");
+            std::fs::write(&path, bytes).expect("config file");
         }
         let app = target_dir().join("gatehouse-desktop");
         assert!(
@@ -327,6 +352,46 @@ impl App {
             .unwrap_or_else(|e| panic!("type into {css}: {e:?}"));
     }
 
+    /// Hands a file to a file input, as picking it in the file chooser would (WebDriver's
+    /// "send keys" to an `<input type=file>` sets its files and fires `change`).
+    pub async fn upload(&self, css: &str, file: &Path) {
+        let path = file.to_str().expect("a UTF-8 path");
+        self.wait(css)
+            .await
+            .send_keys(path)
+            .await
+            .unwrap_or_else(|e| panic!("upload {} to {css}: {e:?}", file.display()));
+    }
+
+    /// Presses Ctrl+`key` in the focused element (Ctrl+C, Ctrl+V, …).
+    pub async fn ctrl(&self, key: char) {
+        let keys = KeyActions::new("keyboard".into())
+            .then(KeyAction::Down { value: '\u{E009}' })
+            .then(KeyAction::Down { value: key })
+            .then(KeyAction::Up { value: key })
+            .then(KeyAction::Up { value: '\u{E009}' });
+        self.client
+            .perform_actions(keys)
+            .await
+            .unwrap_or_else(|e| panic!("Ctrl+{key}: {e:?}"));
+    }
+
+    /// The app's configuration directory (`$XDG_CONFIG_HOME/gatehouse`): `servers.json`,
+    /// `trust-roots/`.
+    pub fn config_dir(&self) -> PathBuf {
+        self.dirs.path().join("config").join("gatehouse")
+    }
+
+    /// The app's data directory (`$XDG_DATA_HOME/gatehouse`): the audit log, approvals.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dirs.path().join("data").join("gatehouse")
+    }
+
+    /// The copy of the demo server the app runs (what the demo bundle binds).
+    pub fn demo_server(&self) -> PathBuf {
+        self.dirs.path().join("gatehouse-demo-server")
+    }
+
     /// Shows a view through the navigation.
     pub async fn view(&self, name: &str) {
         self.click(&format!("nav [data-view=\"{name}\"]")).await;
@@ -343,6 +408,21 @@ impl App {
             .unwrap_or_else(|e| panic!("screenshot {name}: {e}"));
         std::fs::write(self.screenshots.join(format!("{name}.png")), png)
             .expect("screenshot written");
+    }
+
+    /// Saves a screenshot as target/e2e-screenshots/NAME.png once the page has painted what
+    /// its DOM holds now: WebKitGTK under Xvfb can hand out its last composited frame, which
+    /// may predate changes no input event preceded (an import, a change notice).
+    pub async fn screenshot_painted(&self, name: &str) {
+        self.client
+            .execute_async(
+                "const done = arguments[arguments.length - 1];\
+                 requestAnimationFrame(() => requestAnimationFrame(() => done(null)));",
+                vec![],
+            )
+            .await
+            .unwrap_or_else(|e| panic!("a frame before screenshot {name}: {e}"));
+        self.screenshot(name).await;
     }
 
     /// URLs the recorder browser was handed, in order.
