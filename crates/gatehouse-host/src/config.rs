@@ -560,6 +560,18 @@ pub fn import(
     Ok(report)
 }
 
+/// The elicitation policy: the shipped default, or the TOML file at `path`. The error names
+/// the file and what is wrong with it; the desktop and the CLI report it under their own code.
+pub fn load_policy(path: Option<&Path>) -> Result<gatehouse_policy::Policy, String> {
+    let Some(path) = path else {
+        return Ok(gatehouse_policy::Policy::default_policy());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the policy file {}: {e}", path.display()))?;
+    gatehouse_policy::Policy::from_toml(&text)
+        .map_err(|e| format!("the policy file {}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -749,16 +761,4 @@ mod tests {
         assert!(fresh.servers.is_empty());
         assert_eq!(store.get("ok.API_KEY").unwrap(), None);
     }
-}
-
-/// The elicitation policy: the shipped default, or the TOML file at `path`. The error names
-/// the file and what is wrong with it; the desktop and the CLI report it under their own code.
-pub fn load_policy(path: Option<&Path>) -> Result<gatehouse_policy::Policy, String> {
-    let Some(path) = path else {
-        return Ok(gatehouse_policy::Policy::default_policy());
-    };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the policy file {}: {e}", path.display()))?;
-    gatehouse_policy::Policy::from_toml(&text)
-        .map_err(|e| format!("the policy file {}: {e}", path.display()))
 }
