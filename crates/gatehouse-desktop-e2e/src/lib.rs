@@ -392,6 +392,45 @@ impl App {
         self.dirs.path().join("gatehouse-demo-server")
     }
 
+    /// Opens `tool` of `server` in the Servers view, fills its arguments and runs it, as a
+    /// person would: a tool form left open from an earlier call is closed first, and the row
+    /// is clicked again if the list re-rendered under the click.
+    pub async fn run_tool(&self, server: &str, tool: &str, args: &[(&str, &str)]) {
+        self.view("servers").await;
+        let row = format!(".server-row[data-server=\"{server}\"] .row-open");
+        self.wait(&row).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let clicked = match self.all(&row).await.into_iter().next() {
+                Some(element) => element.click().await.is_ok(),
+                None => false,
+            };
+            if clicked {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "could not click {row} within 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let detail = format!("[data-testid=server-detail][data-server=\"{server}\"]");
+        self.wait(&detail).await;
+        if let Some(close) = self.all("#tool-form [data-action=close-tool]").await.pop() {
+            close.click().await.expect("close the previous tool form");
+            self.wait_gone("#tool-form").await;
+        }
+        self.click(&format!(
+            "{detail} [data-tool=\"{tool}\"][data-tool-status=allowed] [data-action=open-tool]"
+        ))
+        .await;
+        for (name, value) in args {
+            self.fill(&format!("#tool-form [name=\"{name}\"]"), value)
+                .await;
+        }
+        self.click("#tool-form [data-action=run-tool]").await;
+    }
+
     /// Shows a view through the navigation.
     pub async fn view(&self, name: &str) {
         self.click(&format!("nav [data-view=\"{name}\"]")).await;

@@ -35,25 +35,7 @@ async fn the_demo_server_shows_admitted_with_its_identity() {
 
 /// Opens `tool` of `server` in the Servers view, fills its arguments and runs it.
 async fn run_tool(app: &App, server: &str, tool: &str, args: &[(&str, &str)]) {
-    app.view("servers").await;
-    app.click(&format!(".server-row[data-server=\"{server}\"]"))
-        .await;
-    let detail = format!("[data-testid=server-detail][data-server=\"{server}\"]");
-    app.wait(&detail).await;
-    // A form left open from an earlier call goes first, with its result.
-    if let Some(close) = app.all("#tool-form [data-action=close-tool]").await.pop() {
-        close.click().await.expect("close the previous tool form");
-        app.wait_gone("#tool-form").await;
-    }
-    app.click(&format!(
-        "{detail} [data-tool=\"{tool}\"][data-tool-status=allowed] [data-action=open-tool]"
-    ))
-    .await;
-    for (name, value) in args {
-        app.fill(&format!("#tool-form [name=\"{name}\"]"), value)
-            .await;
-    }
-    app.click("#tool-form [data-action=run-tool]").await;
+    app.run_tool(server, tool, args).await;
 }
 
 /// The tool result shown in the Servers view once the call ended.

@@ -61,22 +61,7 @@ async fn demo_admitted(app: &App) {
 /// Opens `tool` of `server` in the Servers view, fills its arguments, runs it and returns
 /// the result text once the call ended.
 async fn run_tool(app: &App, server: &str, tool: &str, args: &[(&str, &str)]) -> String {
-    app.view("servers").await;
-    settled_click(
-        app,
-        &format!(".server-row[data-server=\"{server}\"] .row-open"),
-    )
-    .await;
-    let detail = format!("[data-testid=server-detail][data-server=\"{server}\"]");
-    app.click(&format!(
-        "{detail} [data-tool=\"{tool}\"][data-tool-status=allowed] [data-action=open-tool]"
-    ))
-    .await;
-    for (name, value) in args {
-        app.fill(&format!("#tool-form [name=\"{name}\"]"), value)
-            .await;
-    }
-    app.click("#tool-form [data-action=run-tool]").await;
+    app.run_tool(server, tool, args).await;
     let result = "#tool-form [data-testid=tool-result]";
     assert_eq!(
         app.attr(result, "data-is-error").await.as_deref(),
