@@ -7,8 +7,6 @@ import { buildToolForm } from './toolform.js';
 import { notify } from './notice.js';
 import { coalesce, asText, splitArgs } from './util.js';
 
-// With these statuses the server is connected, so fetching its detail does not reconnect it.
-
 let rows = [];
 let selected = null;
 let detail = null;
@@ -338,7 +336,7 @@ function renderImport(fileName, report) {
       : null,
     skipped.length > 0
       ? [el('p', { class: 'muted' }, 'Skipped:'),
-        // The desk reports a skipped entry as a sentence; the docs as {name, reason}.
+        // The desk reports a skipped entry by its name; {name, reason} is shown with the reason.
         el('ul', { class: 'skipped' }, skipped.map((s) => (typeof s === 'string'
           ? el('li', { 'data-skipped': s }, s)
           : el('li', { 'data-skipped': s.name }, el('strong', {}, s.name), ': ', reasonText(s.reason)))))]
