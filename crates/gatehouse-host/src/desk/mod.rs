@@ -487,6 +487,25 @@ impl Desk {
         outcome
     }
 
+    /// The detail of a server whose connection failed (admission or transport), if it did.
+    async fn failed_detail(
+        &self,
+        name: &str,
+        spec: &ServerSpec,
+        demo: bool,
+    ) -> Option<ServerDetail> {
+        let slots = self.slots.lock().await;
+        let slot @ Slot::Failed(_) = slots.get(name)? else {
+            return None;
+        };
+        Some(ServerDetail {
+            row: self.row_for(name, spec, demo, Some(slot)),
+            banner: None,
+            era: None,
+            tools: ToolGroups::default(),
+        })
+    }
+
     /// Connects anew (the Connect / Reconnect button): a refused server is admitted afresh,
     /// a live connection is closed and replaced; then describes it.
     pub async fn connect(&self, name: &str) -> Result<ServerDetail, DeskError> {
@@ -501,12 +520,7 @@ impl Desk {
             }
             slots.remove(name)
         };
-        // A call still running keeps the old connection until it ends.
-        if let Some(Slot::Connected(old)) = stale
-            && let Ok(old) = Arc::try_unwrap(old)
-        {
-            old.close().await;
-        }
+        close_slot(stale).await;
         self.server_detail(name).await
     }
 
@@ -515,31 +529,12 @@ impl Desk {
     /// is [`Desk::connect`]), so looking at it cannot loop through admissions.
     pub async fn server_detail(&self, name: &str) -> Result<ServerDetail, DeskError> {
         let (spec, demo) = self.spec(name)?;
-        {
-            let slots = self.slots.lock().await;
-            if let Some(slot @ Slot::Failed(_)) = slots.get(name) {
-                return Ok(ServerDetail {
-                    row: self.row_for(name, &spec, demo, Some(slot)),
-                    banner: None,
-                    era: None,
-                    tools: ToolGroups::default(),
-                });
-            }
+        if let Some(failed) = self.failed_detail(name, &spec, demo).await {
+            return Ok(failed);
         }
         let connection = match self.connection(name).await {
             Ok(connection) => connection,
-            Err(error) => {
-                let slots = self.slots.lock().await;
-                return match slots.get(name) {
-                    Some(slot @ Slot::Failed(_)) => Ok(ServerDetail {
-                        row: self.row_for(name, &spec, demo, Some(slot)),
-                        banner: None,
-                        era: None,
-                        tools: ToolGroups::default(),
-                    }),
-                    _ => Err(error),
-                };
-            }
+            Err(error) => return self.failed_detail(name, &spec, demo).await.ok_or(error),
         };
         let gated = connection.gated_tools().await?;
         let mut tools = ToolGroups::default();
@@ -703,11 +698,7 @@ impl Desk {
         let verdict = self.gatekeeper.admit(name, &spec).await?;
         self.gatekeeper.resume(&verdict)?;
         let stale = self.slots.lock().await.remove(name);
-        if let Some(Slot::Connected(connection)) = stale
-            && let Ok(connection) = Arc::try_unwrap(connection)
-        {
-            connection.close().await;
-        }
+        close_slot(stale).await;
         (self.notify)(DeskEvent::Servers { name: name.into() });
         (self.notify)(DeskEvent::Audit);
         Ok(self.row_for(name, &spec, demo, None))
@@ -782,12 +773,18 @@ impl Desk {
     pub async fn shutdown(&self) {
         let slots = std::mem::take(&mut *self.slots.lock().await);
         for (_, slot) in slots {
-            if let Slot::Connected(connection) = slot
-                && let Ok(connection) = Arc::try_unwrap(connection)
-            {
-                connection.close().await;
-            }
+            close_slot(Some(slot)).await;
         }
+    }
+}
+
+/// Closes a connection taken out of the slots in order. One a call still uses goes when that
+/// call drops it (a stdio child is killed on drop).
+async fn close_slot(slot: Option<Slot>) {
+    if let Some(Slot::Connected(connection)) = slot
+        && let Ok(connection) = Arc::try_unwrap(connection)
+    {
+        connection.close().await;
     }
 }
 
