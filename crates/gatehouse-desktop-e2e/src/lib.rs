@@ -61,6 +61,12 @@ fn find_program(env: &str, name: &str) -> PathBuf {
         })
 }
 
+/// Where a test app's copy of the demo server lives in its directory `dir`: the path the .deb
+/// installs it at, under `dir`.
+fn demo_server_in(dir: &Path) -> PathBuf {
+    dir.join("usr/lib/gatehouse/gatehouse-demo-server")
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -177,9 +183,11 @@ impl App {
             "{} is missing: build it with `cargo build --workspace`",
             app.display()
         );
-        // A copy of the demo server in the app's own directory: what the app shows as the
-        // demo's command names nothing of the machine that built it.
-        let demo_server = dirs.path().join("gatehouse-demo-server");
+        // A real copy of the demo server (the demo bundle binds its path and hash) where the
+        // .deb installs it, under the app's own directory: the command the app shows names
+        // nothing of the machine that built it.
+        let demo_server = demo_server_in(dirs.path());
+        std::fs::create_dir_all(demo_server.parent().expect("a parent")).expect("demo server dir");
         std::fs::copy(target_dir().join("gatehouse-demo-server"), &demo_server)
             .expect("the demo server is missing: build it with `cargo build --workspace`");
         let driver_port = free_port();
@@ -389,7 +397,7 @@ impl App {
 
     /// The copy of the demo server the app runs (what the demo bundle binds).
     pub fn demo_server(&self) -> PathBuf {
-        self.dirs.path().join("gatehouse-demo-server")
+        demo_server_in(self.dirs.path())
     }
 
     /// Opens `tool` of `server` in the Servers view, fills its arguments and runs it, as a
@@ -438,21 +446,10 @@ impl App {
             .await;
     }
 
-    /// Saves a screenshot as target/e2e-screenshots/NAME.png.
-    pub async fn screenshot(&self, name: &str) {
-        let png = self
-            .client
-            .screenshot()
-            .await
-            .unwrap_or_else(|e| panic!("screenshot {name}: {e}"));
-        std::fs::write(self.screenshots.join(format!("{name}.png")), png)
-            .expect("screenshot written");
-    }
-
     /// Saves a screenshot as target/e2e-screenshots/NAME.png once the page has painted what
     /// its DOM holds now: WebKitGTK under Xvfb can hand out its last composited frame, which
     /// may predate changes no input event preceded (an import, a change notice).
-    pub async fn screenshot_painted(&self, name: &str) {
+    pub async fn screenshot(&self, name: &str) {
         self.client
             .execute_async(
                 "const done = arguments[arguments.length - 1];\
@@ -461,7 +458,13 @@ impl App {
             )
             .await
             .unwrap_or_else(|e| panic!("a frame before screenshot {name}: {e}"));
-        self.screenshot(name).await;
+        let png = self
+            .client
+            .screenshot()
+            .await
+            .unwrap_or_else(|e| panic!("screenshot {name}: {e}"));
+        std::fs::write(self.screenshots.join(format!("{name}.png")), png)
+            .expect("screenshot written");
     }
 
     /// URLs the recorder browser was handed, in order.

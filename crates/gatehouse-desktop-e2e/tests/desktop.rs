@@ -162,6 +162,8 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
     assert_eq!(content["budget"], 50.5);
     assert_eq!(content["seating"], "indoor");
     assert_eq!(content["extras"], serde_json::json!(["bread", "wine"]));
+    // The result sits under the tool form, below the identity card: scroll to it.
+    app.reveal("#tool-form [data-testid=tool-result]").await;
     app.screenshot("tool-result").await;
 
     // A sensitive form is refused: nothing is asked, the server gets a decline.
@@ -170,7 +172,9 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
     assert!(text.contains("decline"), "{text}");
     app.view("prompts").await;
     let refused = ".prompt-card[data-state=refused][data-mode=form]";
-    app.wait(&format!(
+    // Views share the window's scroll, left where the Servers view had it: bring the reason
+    // into view.
+    app.reveal(&format!(
         "{refused} [data-testid=reason][data-code=sensitive_field]"
     ))
     .await;
@@ -254,7 +258,7 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
     let _ = tool_result(&app).await;
     app.view("prompts").await;
     let refused = ".prompt-card[data-state=refused][data-mode=url]";
-    app.wait(&format!(
+    app.reveal(&format!(
         "{refused} [data-testid=url-warning][data-code=url_punycode_host]"
     ))
     .await;
@@ -285,6 +289,8 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
         .await;
     assert!(result.contains("connected calendar"), "{result}");
     assert_eq!(app.opened(), vec![full.clone()], "exactly the URL shown");
+    app.reveal(&format!("{done} [data-testid=prompt-result]"))
+        .await;
     app.screenshot("prompt-url-completed").await;
     let (text, _) = tool_result(&app).await;
     assert!(text.starts_with("connected calendar"), "{text}");
@@ -312,7 +318,8 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
     run_tool(&app, "demo", "connect_account", &[("service", "files")]).await;
     app.click(&format!("{card} [data-action=open]")).await;
     let waiting = ".prompt-card[data-state=waiting][data-mode=url]";
-    app.wait(waiting).await;
+    // Newest first: the waiting card is above the completed ones, out of view.
+    app.reveal(&format!("{waiting} [data-action=retry]")).await;
     app.screenshot("prompt-url-waiting").await;
     app.click(&format!("{waiting} [data-action=retry]")).await;
     let (text, _) = tool_result(&app).await;

@@ -185,7 +185,7 @@ async fn traffic_lists_the_raw_messages_of_a_call_filters_by_server_and_copies_o
             "no {handshake} to {server}: {rows:?}"
         );
     }
-    app.screenshot_painted("traffic").await;
+    app.screenshot("traffic").await;
 
     // The server filter narrows the list to one server's messages.
     let select = "select[name=traffic-server]";
@@ -215,7 +215,7 @@ async fn traffic_lists_the_raw_messages_of_a_call_filters_by_server_and_copies_o
         rows.iter().filter(|r| r.server == "demo").count(),
         "every message to and from demo, and only those"
     );
-    app.screenshot_painted("traffic-server-demo").await;
+    app.screenshot("traffic-server-demo").await;
 
     // The text filter: the probe is in exactly the request and its result.
     let filter = "input[name=traffic-filter]";
@@ -242,7 +242,7 @@ async fn traffic_lists_the_raw_messages_of_a_call_filters_by_server_and_copies_o
     } else {
         assert_eq!(how, "clipboard", "the copy reports how it copied");
     }
-    app.screenshot_painted("traffic-copied").await;
+    app.screenshot("traffic-copied").await;
     app.fill(filter, "").await;
     app.wait("[data-testid=traffic-row][data-direction=in]")
         .await;
@@ -342,7 +342,7 @@ async fn settings_show_the_demo_bundle_the_posture_and_the_shipped_policy() {
             "{testid}"
         );
     }
-    app.screenshot_painted("settings").await;
+    app.screenshot("settings").await;
     app.close().await;
 }
 
@@ -391,7 +391,7 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
     add_server(&app, "", unbound, "").await;
     let error = add_error(&app, "config_invalid").await;
     assert!(error.contains("server name \"\" is not allowed"), "{error}");
-    app.screenshot_painted("add-server-invalid-name").await;
+    app.screenshot("add-server-invalid-name").await;
     add_server(&app, "demo", unbound, "").await;
     let error = add_error(&app, "server_exists").await;
     assert!(error.contains("\"demo\""), "{error}");
@@ -424,7 +424,7 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
         saved["mcpServers"]["demo-copy"]["command"], unbound,
         "{saved}"
     );
-    app.screenshot_painted("add-server-added").await;
+    app.screenshot("add-server-added").await;
     settled_click(&app, &format!("{row} [data-action=connect]")).await;
     app.wait(&format!(
         "{row} [data-testid=status][data-status=unattested]"
@@ -448,7 +448,7 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
         app.data_dir().join("logs/demo.stderr.log").exists(),
         "the admitted demo server logs there"
     );
-    app.screenshot_painted("add-server-unattested").await;
+    app.screenshot("add-server-unattested").await;
 
     // The demo's own executable under a new name, but not the command line the demo bundle
     // binds (it binds no arguments): refused.
@@ -473,7 +473,7 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
         saved["mcpServers"]["demo-args"]["args"],
         json!(["--era", "both"])
     );
-    app.screenshot_painted("add-server-refused").await;
+    app.screenshot("add-server-refused").await;
     let admissions: Vec<Value> = app
         .audit()
         .into_iter()
@@ -553,7 +553,7 @@ async fn importing_an_mcp_servers_file_adds_its_servers_and_a_bad_file_changes_n
         saved["mcpServers"]["imported-http"]["url"],
         "http://127.0.0.1:9/mcp"
     );
-    app.screenshot_painted("import-report").await;
+    app.screenshot("import-report").await;
 
     // The same file again: nothing replaced, both reported as skipped.
     let again = write(
@@ -578,7 +578,7 @@ async fn importing_an_mcp_servers_file_adds_its_servers_and_a_bad_file_changes_n
     app.wait(failed).await;
     assert!(text.contains("Could not import broken.json"), "{text}");
     assert!(text.contains("line 1 column"), "{text}");
-    app.screenshot_painted("import-malformed").await;
+    app.screenshot("import-malformed").await;
 
     // One bad entry refuses the whole file: the good entry before it is not imported either.
     let partly = write(
@@ -787,7 +787,7 @@ async fn a_tool_whose_definition_differs_from_its_pin_is_shown_blocked_with_both
         .is_empty()
     );
     app.reveal(&echo).await;
-    app.screenshot_painted("tool-blocked-by-pin").await;
+    app.screenshot("tool-blocked-by-pin").await;
 
     // The mismatch is in the audit log with the same pins.
     let mismatch = eventually("a tool_pin_mismatch record", || async {
