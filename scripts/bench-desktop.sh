@@ -26,9 +26,10 @@
 #
 # Environment: BENCH_SETTLE (seconds, default 2), BENCH_DROP_CACHES=1 (root: drop the page
 # cache before every launch, for a cold-cache start; slows everything else on the machine).
-# The apps inherit the rest, e.g. WEBKIT_DISABLE_COMPOSITING_MODE=1 (WebKit without
-# accelerated compositing: on Xvfb there is no GPU and that compositing runs on Mesa's software
-# rasterizer) or GATEHOUSE_DEMO_SERVER (another demo server executable than the one next to
+# The apps inherit the rest, e.g. WEBKIT_SKIA_ENABLE_CPU_RENDERING=1 (WebKit paints on the
+# CPU: gatehouse-desktop sets it for itself unless it is set, so this gives hello-tauri the same
+# for a like-for-like run; =0 gives both GPU painting), WEBKIT_DISABLE_COMPOSITING_MODE=1, or
+# GATEHOUSE_DEMO_SERVER (another demo server executable than the one next to
 # the app, e.g. the stripped copy scripts/package-deb.sh puts in the .deb); such variables
 # are named in the report.
 # Per-launch rows and per-process memory go to <target>/bench-desktop/.

@@ -4,6 +4,8 @@
 //! that carry no decision; decisions come back only as typed commands (`prompt_answer`,
 //! `prompt_wait_choice`). Prompts live in Rust, so a reloaded window loses nothing.
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -84,6 +86,25 @@ impl Launch {
             }
         }
         Ok(launch)
+    }
+}
+
+/// WebKitGTK's switch for painting web content with Skia on the CPU instead of on the GPU
+/// (read by the web process, which inherits it from the app; compositing stays on the GPU).
+pub const WEBKIT_CPU_PAINTING_SWITCH: &str = "WEBKIT_SKIA_ENABLE_CPU_RENDERING";
+
+/// The value to give [`WEBKIT_CPU_PAINTING_SWITCH`] before WebKit starts, given what the
+/// environment holds now: `Some("1")` when unset, else `None` (a user's own setting, "0" for
+/// GPU painting, wins).
+///
+/// Why CPU painting: the window is a document of forms, which Skia paints on the CPU with no
+/// visible difference, while GPU painting compiles GL shaders for each new kind of control
+/// before the first frame can show: on software GL (no GPU, virtual machines, Xvfb) that
+/// almost doubled the time to the first paint (docs/benchmarks.md).
+pub fn cpu_painting_default(current: Option<&std::ffi::OsStr>) -> Option<&'static str> {
+    match current {
+        None => Some("1"),
+        Some(_) => None,
     }
 }
 
@@ -194,4 +215,19 @@ pub fn run(launch: Launch) -> Result<(), String> {
             }
         });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_painting_default;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn cpu_painting_is_chosen_only_when_the_user_has_not_chosen() {
+        assert_eq!(cpu_painting_default(None), Some("1"));
+        // "0" is how a user asks for GPU painting: it must survive.
+        assert_eq!(cpu_painting_default(Some(OsStr::new("0"))), None);
+        assert_eq!(cpu_painting_default(Some(OsStr::new("1"))), None);
+        assert_eq!(cpu_painting_default(Some(OsStr::new(""))), None);
+    }
 }

@@ -3,6 +3,16 @@
 
 fn main() -> std::process::ExitCode {
     let started = std::time::Instant::now();
+    if let Some(value) = gatehouse_desktop::cpu_painting_default(
+        std::env::var_os(gatehouse_desktop::WEBKIT_CPU_PAINTING_SWITCH).as_deref(),
+    ) {
+        // SAFETY: first thing in main, before any thread exists that could read the
+        // environment; WebKit (and its child processes) read it later.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var(gatehouse_desktop::WEBKIT_CPU_PAINTING_SWITCH, value)
+        };
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
