@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use gatehouse_attest::bundle::Posture;
 use gatehouse_host::KeyringStore;
 use gatehouse_host::SecretStore;
 use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
@@ -40,6 +41,8 @@ pub struct Launch {
     pub demo: bool,
     /// An elicitation policy file instead of the shipped default.
     pub policy: Option<PathBuf>,
+    /// The posture asked for on the command line; a locked admin bundle's wins over it.
+    pub posture: Option<Posture>,
     /// The demo server's executable, instead of the one found next to the app (tests).
     pub demo_server: Option<PathBuf>,
     /// Paths to use instead of the path resolver's (tests).
@@ -54,13 +57,31 @@ pub struct Launch {
     pub started: Option<std::time::Instant>,
 }
 
+const USAGE: &str =
+    "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn]";
+
+fn parse_posture(text: &str) -> Result<Posture, String> {
+    Posture::parse(text).ok_or_else(|| format!("{text:?} is not deny-by-default or warn"))
+}
+
 impl Launch {
-    /// From the command line: `--demo`, `--policy FILE` (or `GATEHOUSE_DEMO=1`,
-    /// `GATEHOUSE_POLICY`).
+    /// From the command line: `--demo`, `--policy FILE`, `--posture POSTURE` (or
+    /// `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI).
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Launch, String> {
+        let posture = match std::env::var_os("GATEHOUSE_POSTURE") {
+            None => None,
+            Some(value) => Some(
+                value
+                    .to_str()
+                    .ok_or_else(|| "GATEHOUSE_POSTURE is not UTF-8".to_string())
+                    .and_then(parse_posture)
+                    .map_err(|e| format!("GATEHOUSE_POSTURE: {e}"))?,
+            ),
+        };
         let mut launch = Launch {
             demo: std::env::var("GATEHOUSE_DEMO").is_ok_and(|v| v == "1"),
             policy: std::env::var_os("GATEHOUSE_POLICY").map(PathBuf::from),
+            posture,
             connect_at_start: true,
             ..Launch::default()
         };
@@ -75,14 +96,15 @@ impl Launch {
                             .into(),
                     )
                 }
-                "--help" | "-h" => {
-                    return Err("usage: gatehouse-desktop [--demo] [--policy FILE]".into());
+                "--posture" => {
+                    let text = args
+                        .next()
+                        .ok_or("--posture needs deny-by-default or warn: --posture warn")?;
+                    launch.posture =
+                        Some(parse_posture(&text).map_err(|e| format!("--posture: {e}"))?);
                 }
-                other => {
-                    return Err(format!(
-                        "unknown argument {other:?}; usage: gatehouse-desktop [--demo] [--policy FILE]"
-                    ));
-                }
+                "--help" | "-h" => return Err(USAGE.into()),
+                other => return Err(format!("unknown argument {other:?}; {USAGE}")),
             }
         }
         Ok(launch)
@@ -173,6 +195,7 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
             let mut options = DeskOptions::new(paths, system_clock());
             options.demo = launch.demo;
             options.policy = launch.policy.clone();
+            options.posture_override = launch.posture;
             options.demo_server = launch.demo_server.clone();
             if let Some(opener) = &launch.opener {
                 options.opener = opener.clone();

@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use gatehouse_attest::bundle::Posture;
 use gatehouse_desktop::commands::names::ALL;
 use gatehouse_desktop::{Launch, MAIN_WINDOW, events};
 use gatehouse_host::desk::{Desk, DeskPaths};
@@ -117,6 +118,11 @@ struct Shell {
 
 impl Shell {
     fn start() -> Shell {
+        Shell::start_with(|_| {})
+    }
+
+    /// As `start`, with the launch changed by `adjust` first.
+    fn start_with(adjust: impl FnOnce(&mut Launch)) -> Shell {
         let demo_server = demo_server();
         let dir = tempfile::tempdir().unwrap();
         // Empty, so the machine's /etc/gatehouse is never read.
@@ -130,7 +136,7 @@ impl Shell {
             system_trust_roots,
         };
         let browser = Arc::new(Recorder::default());
-        let launch = Launch {
+        let mut launch = Launch {
             demo: true,
             demo_server: Some(demo_server),
             paths: Some(paths),
@@ -139,6 +145,7 @@ impl Shell {
             connect_at_start: false,
             ..Launch::default()
         };
+        adjust(&mut launch);
         let mut app = gatehouse_desktop::builder(mock_builder(), launch)
             .build(context())
             .expect("the app builds");
@@ -424,6 +431,25 @@ fn the_demo_servers_are_listed_and_admitted_on_connect() {
         "{settings:#}"
     );
     assert_eq!(settings["problems"], json!([]), "{settings:#}");
+    assert_eq!(settings["posture"], "deny-by-default", "{settings:#}");
+    assert!(
+        !settings["postureReason"]
+            .as_str()
+            .unwrap()
+            .contains("--posture"),
+        "{settings:#}"
+    );
+}
+
+#[test]
+fn the_posture_asked_for_at_launch_reaches_admission_and_settings() {
+    let shell = Shell::start_with(|launch| launch.posture = Some(Posture::Warn));
+    let settings = shell.ok("settings_get", json!({}));
+    assert_eq!(settings["posture"], "warn", "{settings:#}");
+    assert_eq!(
+        settings["postureReason"], "set by --posture",
+        "{settings:#}"
+    );
 }
 
 #[test]
@@ -803,6 +829,19 @@ fn launch_arguments_are_parsed_strictly() {
         Ok(_) => panic!("{list:?} was accepted"),
         Err(message) => message,
     };
+    let launch = Launch::from_args(args(&["--posture", "warn"])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(launch.posture, Some(Posture::Warn));
+    let launch = Launch::from_args(args(&["--posture", "deny-by-default"]))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(launch.posture, Some(Posture::DenyByDefault));
+    // A look-alike of a posture is not one.
+    let message = refused(&["--posture", "Warn"]);
+    assert!(
+        message.contains("\"Warn\" is not deny-by-default or warn"),
+        "{message}"
+    );
+    let message = refused(&["--posture"]);
+    assert!(message.contains("--posture needs"), "{message}");
     let message = refused(&["--demo", "--evil"]);
     assert!(message.contains("unknown argument \"--evil\""), "{message}");
     assert!(message.contains("usage"), "{message}");
