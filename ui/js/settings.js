@@ -1,5 +1,6 @@
 // What this Gatehouse trusts and where it keeps things: trust-root bundles, the posture, the
-// elicitation policy file and the paths. Read-only: changing trust is an admin's job.
+// elicitation policy file and the paths, and what the audit log had to repair at start-up.
+// Read-only: changing trust is an admin's job.
 import * as api from './api.js';
 import { el, replace } from './dom.js';
 import { demoTag } from './identity.js';
@@ -52,10 +53,17 @@ export const refresh = coalesce(async () => {
   const posture = POSTURE[s.posture] ?? { label: String(s.posture), tone: 'idle', note: '' };
   const bundles = s.bundles ?? [];
   const problems = s.problems ?? [];
+  const auditWarnings = s.auditWarnings ?? [];
   replace(root,
     s.demo
       ? el('p', { class: 'state-note tone-warn', 'data-testid': 'demo-mode' },
         demoTag(), ' Demo mode: the DEMO-ONLY trust root is loaded. Its keys are public; anything it admits proves nothing.')
+      : null,
+    auditWarnings.length > 0
+      ? el('section', { class: 'panel' },
+        el('h2', {}, 'Audit log'),
+        auditWarnings.map((w) => el('p', { class: 'state-note tone-warn', 'data-testid': 'audit-warning', 'data-code': w.code },
+          el('code', {}, w.code), ' ', w.message)))
       : null,
     el('section', { class: 'panel' },
       el('h2', {}, 'Posture'),

@@ -5,17 +5,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use gatehouse_audit::OpenReport;
 use gatehouse_host::admission::{SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
 use gatehouse_host::config::{ServerEntry, import, validate_server_name};
 use gatehouse_host::demo;
-use gatehouse_host::gatekeeper::Suspensions;
 use gatehouse_host::secrets::{SecretValue, validate_name};
+use gatehouse_host::security::{
+    self, APPROVALS_FILE, AUDIT_FILE, Finding, SUSPENSIONS_FILE, SecurityPaths,
+};
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
-    Approvals, Auditor, CallOptions, ConnectOptions, Connection, ElicitationMode, Gatekeeper,
-    HostError, HostEvent, KeyringStore, SecretStore, ServerSpec, ServersFile, TrafficTap,
+    CallOptions, ConnectOptions, Connection, ElicitationMode, Gatekeeper, HostError, HostEvent,
+    KeyringStore, SecretStore, ServerSpec, ServersFile, TrafficTap,
 };
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -97,14 +101,16 @@ fn data_dir() -> PathBuf {
         .join("gatehouse")
 }
 
-/// Loads the trust roots (and, in demo mode, builds the demo bundle) as of now.
-pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
+/// The trust settings as of `now`: in demo mode, with the demo bundle built.
+fn trust_settings(context: &Context, now: OffsetDateTime) -> Result<TrustSettings, Failure> {
     let mut settings = context.trust.clone();
-    let now = time::OffsetDateTime::now_utc();
     if context.demo {
         settings.demo_bundle = Some(demo::local_demo_bundle(now).map_err(Failure::usage)?);
     }
-    let trust = Trust::load(&settings, now);
+    Ok(settings)
+}
+
+fn warn_trust_problems(context: &Context, trust: &Trust) {
     if !context.json {
         for problem in trust.problems() {
             eprintln!(
@@ -113,14 +119,9 @@ pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
             );
         }
     }
-    Ok(trust)
 }
 
-/// Admission, the tool gate and the audit log for this command. Fails (exit 1) when the
-/// audit log cannot be opened: nothing is decided that cannot be recorded.
-pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
-    let trust = load_trust(context)?;
-    let (auditor, report) = Auditor::open(&context.audit_path, system_clock())?;
+fn warn_audit_recovery(context: &Context, report: &OpenReport) {
     if !context.json {
         if let Some(torn) = &report.recovery.torn_tail {
             eprintln!(
@@ -136,11 +137,38 @@ pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
             );
         }
     }
-    let approvals = Approvals::load(&context.approvals_path)?;
-    let suspensions = Suspensions::load(&context.suspensions_path)?;
-    Ok(Arc::new(
-        Gatekeeper::new(trust, auditor, approvals, system_clock()).with_suspensions(suspensions),
-    ))
+}
+
+/// Loads the trust roots (and, in demo mode, builds the demo bundle) as of now.
+pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
+    let now = OffsetDateTime::now_utc();
+    let trust = Trust::load(&trust_settings(context, now)?, now);
+    warn_trust_problems(context, &trust);
+    Ok(trust)
+}
+
+/// Admission, the tool gate and the audit log for this command. Fails (exit 1) when the
+/// audit log cannot be opened: nothing is decided that cannot be recorded.
+pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
+    let now = OffsetDateTime::now_utc();
+    let settings = trust_settings(context, now)?;
+    let paths = SecurityPaths {
+        audit: context.audit_path.clone(),
+        approvals: context.approvals_path.clone(),
+        suspensions: context.suspensions_path.clone(),
+    };
+    // Warnings print as each step completes, so they are not lost when a later step fails.
+    let opened = security::open(
+        &settings,
+        &paths,
+        now,
+        system_clock(),
+        |finding| match finding {
+            Finding::Trust(trust) => warn_trust_problems(context, trust),
+            Finding::Audit(report) => warn_audit_recovery(context, report),
+        },
+    )?;
+    Ok(opened.gatekeeper)
 }
 
 fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
@@ -188,9 +216,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         audit_path: cli
             .audit
             .clone()
-            .unwrap_or_else(|| data_dir().join("audit.jsonl")),
-        approvals_path: data_dir().join("approvals.json"),
-        suspensions_path: data_dir().join("suspended.json"),
+            .unwrap_or_else(|| data_dir().join(AUDIT_FILE)),
+        approvals_path: data_dir().join(APPROVALS_FILE),
+        suspensions_path: data_dir().join(SUSPENSIONS_FILE),
         policy_path: cli.policy.clone(),
         prompt_timeout: seconds(cli.prompt_timeout, "--prompt-timeout")?,
     };

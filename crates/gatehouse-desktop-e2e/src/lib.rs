@@ -141,6 +141,23 @@ pub struct Options {
     /// Files to put in the app's config directory (`$XDG_CONFIG_HOME/gatehouse`) before it
     /// starts, by path relative to it: e.g. `trust-roots/NAME.json` for a user trust root.
     pub config_files: Vec<(PathBuf, Vec<u8>)>,
+    /// Files to put in the app's data directory (`$XDG_DATA_HOME/gatehouse`) before it starts,
+    /// by path relative to it: e.g. `audit.jsonl` as an earlier run left it.
+    pub data_files: Vec<(PathBuf, Vec<u8>)>,
+}
+
+/// Writes `files` under `dir`, each by its path relative to it.
+fn put_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) {
+    for (relative, bytes) in files {
+        assert!(
+            relative.is_relative(),
+            "{} is not relative",
+            relative.display()
+        );
+        let path = dir.join(relative);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("subdir");
+        std::fs::write(&path, bytes).expect("file");
+    }
 }
 
 /// One running app and the WebDriver session driving it.
@@ -167,16 +184,8 @@ impl App {
             )
             .expect("servers.json");
         }
-        for (relative, bytes) in &options.config_files {
-            assert!(
-                relative.is_relative(),
-                "{} is not relative",
-                relative.display()
-            );
-            let path = config.join("gatehouse").join(relative);
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("config subdir");
-            std::fs::write(&path, bytes).expect("config file");
-        }
+        put_files(&config.join("gatehouse"), &options.config_files);
+        put_files(&data.join("gatehouse"), &options.data_files);
         let app = target_dir().join("gatehouse-desktop");
         assert!(
             app.is_file(),

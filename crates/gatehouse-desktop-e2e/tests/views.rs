@@ -307,6 +307,10 @@ async fn settings_show_the_demo_bundle_the_posture_and_the_shipped_policy() {
     assert!((29.0..=30.0).contains(&days), "{at}: {days} days left");
     assert!(!app.text(&expires).await.trim().is_empty());
     assert!(app.all("[data-testid=bundle-problem]").await.is_empty());
+    assert!(
+        app.all("[data-testid=audit-warning]").await.is_empty(),
+        "a new audit log has nothing to report"
+    );
     app.wait("[data-testid=demo-mode]").await;
 
     let posture = "[data-testid=posture]";
@@ -343,6 +347,35 @@ async fn settings_show_the_demo_bundle_the_posture_and_the_shipped_policy() {
         );
     }
     app.screenshot("settings").await;
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn settings_warn_about_a_torn_audit_log_found_at_start() {
+    let _one = SERIAL.lock().await;
+    // An earlier run crashed mid-write: half a record, no newline, nothing before it.
+    let torn = br#"{"seq":1,"time":"2026-05-01T12:00:00Z","event":"admis"#.to_vec();
+    let app = App::launch(Options {
+        data_files: vec![("audit.jsonl".into(), torn.clone())],
+        ..Options::default()
+    })
+    .await;
+    app.view("settings").await;
+    let warning = "[data-testid=audit-warning][data-code=audit_torn_tail]";
+    app.wait(warning).await;
+    assert_eq!(app.all("[data-testid=audit-warning]").await.len(), 1);
+    let side = app.data_dir().join("audit.jsonl.torn-1");
+    let text = app.text(warning).await;
+    assert!(
+        text.contains(&side.display().to_string()),
+        "names the side file: {text}"
+    );
+    assert!(
+        text.contains("gatehouse audit verify"),
+        "says what to do: {text}"
+    );
+    assert_eq!(std::fs::read(&side).expect("the torn bytes are kept"), torn);
+    app.screenshot("settings-audit-warning").await;
     app.close().await;
 }
 

@@ -30,6 +30,7 @@ pub mod fetch;
 pub mod gatekeeper;
 pub mod http;
 pub mod secrets;
+pub mod security;
 pub mod stdio;
 pub mod tap;
 

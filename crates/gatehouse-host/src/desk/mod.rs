@@ -15,18 +15,20 @@ use std::time::Duration;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::ToolStatus;
+use gatehouse_audit::OpenReport;
 use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, broadcast};
 
-use crate::admission::{BundleProblem, BundleSummary, Trust, TrustSettings};
+use crate::admission::{BundleProblem, BundleSummary, TrustSettings};
 use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
 use crate::config::{ServerEntry, ServersFile, import, validate_server_name};
 use crate::consent::{IdentityBanner, SystemBrowser, UrlOpener};
 use crate::era::{Era, EraPreference};
-use crate::gatekeeper::{Approvals, Auditor, Gatekeeper, Suspensions};
+use crate::gatekeeper::Gatekeeper;
 use crate::secrets::{SecretStore, SecretValue};
+use crate::security::{self, AUDIT_FILE, SecurityPaths};
 use crate::tap::{Clock, TrafficEntry, TrafficTap};
 use crate::{
     CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, ServerSpec,
@@ -108,7 +110,7 @@ pub struct DeskPaths {
 
 impl DeskPaths {
     pub fn audit(&self) -> PathBuf {
-        self.data.join("audit.jsonl")
+        self.data.join(AUDIT_FILE)
     }
 }
 
@@ -241,6 +243,45 @@ pub struct AuditVerdict {
     pub problem: Option<DeskError>,
 }
 
+/// Something opening the audit log had to repair or record, for the user to act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditWarning {
+    /// The event of the record the log wrote about it: `audit_torn_tail` or
+    /// `audit_head_mismatch`, so the Audit view can filter for it.
+    pub code: String,
+    pub message: String,
+}
+
+impl AuditWarning {
+    /// One warning per finding in the report; none for a log that opened clean.
+    pub fn from_report(report: &OpenReport) -> Vec<AuditWarning> {
+        let mut warnings = Vec::new();
+        if let Some(torn) = &report.recovery.torn_tail {
+            warnings.push(AuditWarning {
+                code: gatehouse_audit::EVENT_TORN_TAIL.to_string(),
+                message: format!(
+                    "The audit log's last record was torn (a crash mid-write). Its {} bytes were moved to {} and the repair was recorded as record {}. Check the whole log with Verify chain in the Audit view, or run `gatehouse audit verify`.",
+                    torn.bytes,
+                    torn.side_file.display(),
+                    torn.seq
+                ),
+            });
+        }
+        if let Some(mismatch) = &report.recovery.head_mismatch {
+            warnings.push(AuditWarning {
+                code: gatehouse_audit::EVENT_HEAD_MISMATCH.to_string(),
+                message: format!(
+                    "The audit log's head does not match its end ({}): {}. This was recorded as record {}. Run `gatehouse audit verify` (or Verify chain in the Audit view) and compare the log with any copy of it kept elsewhere.",
+                    mismatch.problem.code(),
+                    mismatch.detail,
+                    mismatch.seq
+                ),
+            });
+        }
+        warnings
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Settings {
@@ -252,6 +293,9 @@ pub struct Settings {
     pub policy: Value,
     pub paths: Value,
     pub demo: bool,
+    /// What opening the audit log repaired or recorded when the app started; empty when it
+    /// opened clean.
+    pub audit_warnings: Vec<AuditWarning>,
 }
 
 enum Slot {
@@ -268,6 +312,7 @@ pub struct Desk {
     secrets: Arc<dyn SecretStore>,
     events: broadcast::Sender<HostEvent>,
     gatekeeper: Arc<Gatekeeper>,
+    audit_warnings: Vec<AuditWarning>,
     broker: Arc<ElicitationBroker>,
     prompts: Arc<PromptDesk>,
     slots: Mutex<BTreeMap<String, Slot>>,
@@ -301,17 +346,17 @@ impl Desk {
                     .map_err(|e| DeskError::new("demo_unavailable", e))?,
             );
         }
-        let loaded = Trust::load(&trust, now);
-        let (auditor, _report) = Auditor::open(&paths.audit(), options.clock.clone())?;
-        let gatekeeper = Arc::new(
-            Gatekeeper::new(
-                loaded,
-                auditor,
-                Approvals::load(&paths.data.join("approvals.json"))?,
-                options.clock.clone(),
-            )
-            .with_suspensions(Suspensions::load(&paths.data.join("suspended.json"))?),
-        );
+        // The window learns what opening found from the result: if a step fails the desk does
+        // not open, and that error is what the window shows.
+        let opened = security::open(
+            &trust,
+            &SecurityPaths::in_data_dir(&paths.data),
+            now,
+            options.clock.clone(),
+            |_| {},
+        )?;
+        let gatekeeper = opened.gatekeeper;
+        let audit_warnings = AuditWarning::from_report(&opened.audit_report);
         let prompts = PromptDesk::new(notify.clone());
         let broker = ElicitationBroker::new(
             Arc::new(policy),
@@ -331,6 +376,7 @@ impl Desk {
             secrets,
             events,
             gatekeeper,
+            audit_warnings,
             broker,
             prompts,
             slots: Mutex::new(BTreeMap::new()),
@@ -761,6 +807,7 @@ impl Desk {
                 "systemTrustRoots": paths.system_trust_roots,
             }),
             demo: self.options.demo,
+            audit_warnings: self.audit_warnings.clone(),
         }
     }
 
@@ -814,20 +861,124 @@ fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gatekeeper::Auditor;
     use crate::secrets::MemoryStore;
 
-    fn open_with_policy(dir: &std::path::Path, policy: Option<PathBuf>) -> Result<(), DeskError> {
-        let paths = DeskPaths {
+    fn paths(dir: &std::path::Path) -> DeskPaths {
+        DeskPaths {
             config: dir.join("servers.json"),
             data: dir.join("data"),
             logs: dir.join("logs"),
             user_trust_roots: None,
             system_trust_roots: dir.join("no-system-roots"),
-        };
-        let clock: Clock = Arc::new(|| time::macros::datetime!(2026-11-21 12:00 UTC));
-        let mut options = DeskOptions::new(paths, clock);
+        }
+    }
+
+    fn clock() -> Clock {
+        Arc::new(|| time::macros::datetime!(2026-11-21 12:00 UTC))
+    }
+
+    fn open_desk(dir: &std::path::Path) -> Arc<Desk> {
+        Desk::open(
+            DeskOptions::new(paths(dir), clock()),
+            Arc::new(MemoryStore::default()),
+            Arc::new(|_| {}),
+        )
+        .expect("the desk opens")
+    }
+
+    fn open_with_policy(dir: &std::path::Path, policy: Option<PathBuf>) -> Result<(), DeskError> {
+        let mut options = DeskOptions::new(paths(dir), clock());
         options.policy = policy;
         Desk::open(options, Arc::new(MemoryStore::default()), Arc::new(|_| {})).map(|_| ())
+    }
+
+    /// An audit log with three records, as an earlier run of the app left it.
+    fn audit_log_with_records(dir: &std::path::Path) -> PathBuf {
+        let audit = paths(dir).audit();
+        let (auditor, _) = Auditor::open(&audit, clock()).unwrap();
+        for n in 0..3 {
+            auditor
+                .record("tool_call", Some("demo"), json!({ "n": n }))
+                .unwrap();
+        }
+        audit
+    }
+
+    fn warning_codes(desk: &Desk) -> Vec<String> {
+        desk.settings()
+            .audit_warnings
+            .into_iter()
+            .map(|w| w.code)
+            .collect()
+    }
+
+    #[test]
+    fn settings_report_a_torn_audit_tail_found_at_open_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = audit_log_with_records(dir.path());
+        // A crash mid-write: half a record, no newline.
+        let mut bytes = std::fs::read(&audit).unwrap();
+        bytes.extend_from_slice(br#"{"seq":4,"time":"2026-"#);
+        std::fs::write(&audit, &bytes).unwrap();
+
+        let desk = open_desk(dir.path());
+        let settings = desk.settings();
+        assert_eq!(settings.audit_warnings.len(), 1, "{settings:?}");
+        let warning = &settings.audit_warnings[0];
+        assert_eq!(warning.code, gatehouse_audit::EVENT_TORN_TAIL);
+        assert!(
+            warning.message.contains("audit.jsonl.torn-4"),
+            "names the side file: {}",
+            warning.message
+        );
+        assert!(
+            warning.message.contains("gatehouse audit verify"),
+            "says what to do: {}",
+            warning.message
+        );
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(
+            json["auditWarnings"][0]["code"], "audit_torn_tail",
+            "{json}"
+        );
+        assert_eq!(
+            json["auditWarnings"][0]["message"],
+            warning.message.as_str()
+        );
+        drop(desk);
+
+        // The repair is done and recorded: the next start has nothing to report.
+        assert!(warning_codes(&open_desk(dir.path())).is_empty());
+    }
+
+    #[test]
+    fn settings_report_an_audit_head_that_does_not_match_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = audit_log_with_records(dir.path());
+        std::fs::remove_file(gatehouse_audit::head_path(&audit)).unwrap();
+
+        let desk = open_desk(dir.path());
+        let settings = desk.settings();
+        assert_eq!(
+            warning_codes(&desk),
+            [gatehouse_audit::EVENT_HEAD_MISMATCH],
+            "{settings:?}"
+        );
+        let message = &settings.audit_warnings[0].message;
+        assert!(message.contains("(missing)"), "{message}");
+        assert!(message.contains("gatehouse audit verify"), "{message}");
+    }
+
+    #[test]
+    fn settings_have_no_audit_warning_for_a_new_or_clean_log() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(warning_codes(&open_desk(dir.path())).is_empty(), "new log");
+        audit_log_with_records(dir.path());
+        let desk = open_desk(dir.path());
+        assert!(warning_codes(&desk).is_empty(), "clean log");
+        let json = serde_json::to_value(desk.settings()).unwrap();
+        assert_eq!(json["auditWarnings"], json!([]));
     }
 
     #[test]
