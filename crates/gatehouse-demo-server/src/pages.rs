@@ -156,7 +156,8 @@ impl Issued {
             service: self.service.clone(),
             connection: self.connection,
             legacy: self.notify.is_some(),
-            completed: *self.done.borrow(),
+            // Submitted, even while the notification to the client is still being sent.
+            completed: self.claimed,
             consumed: self.consumed,
         }
     }
@@ -282,7 +283,9 @@ impl ConnectPages {
     pub fn consume(&self, id: &str) -> bool {
         let mut issued = self.lock();
         match issued.get_mut(id) {
-            Some(entry) if *entry.done.borrow() && !entry.consumed => {
+            // `claimed`, not `done`: a 2025-11-25 client retries the call as soon as the
+            // completion notification arrives, which `complete` sends before it sets `done`.
+            Some(entry) if entry.claimed && !entry.consumed => {
                 entry.consumed = true;
                 true
             }
