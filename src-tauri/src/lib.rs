@@ -60,10 +60,6 @@ pub struct Launch {
 const USAGE: &str =
     "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn]";
 
-fn parse_posture(text: &str) -> Result<Posture, String> {
-    Posture::parse(text).ok_or_else(|| format!("{text:?} is not deny-by-default or warn"))
-}
-
 impl Launch {
     /// From the command line: `--demo`, `--policy FILE`, `--posture POSTURE` (or
     /// `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI).
@@ -74,7 +70,7 @@ impl Launch {
                 value
                     .to_str()
                     .ok_or_else(|| "GATEHOUSE_POSTURE is not UTF-8".to_string())
-                    .and_then(parse_posture)
+                    .and_then(str::parse::<Posture>)
                     .map_err(|e| format!("GATEHOUSE_POSTURE: {e}"))?,
             ),
         };
@@ -100,8 +96,10 @@ impl Launch {
                     let text = args
                         .next()
                         .ok_or("--posture needs deny-by-default or warn: --posture warn")?;
-                    launch.posture =
-                        Some(parse_posture(&text).map_err(|e| format!("--posture: {e}"))?);
+                    launch.posture = Some(
+                        text.parse::<Posture>()
+                            .map_err(|e| format!("--posture: {e}"))?,
+                    );
                 }
                 "--help" | "-h" => return Err(USAGE.into()),
                 other => return Err(format!("unknown argument {other:?}; {USAGE}")),

@@ -126,6 +126,16 @@ impl Posture {
     }
 }
 
+/// A posture named on a command line or in an environment variable (CLI and desktop app
+/// alike), with the one message that says what is accepted.
+impl std::str::FromStr for Posture {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Posture, String> {
+        Posture::parse(text).ok_or_else(|| format!("{text:?} is not deny-by-default or warn"))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RootKey {
     pub id: String,
@@ -727,5 +737,26 @@ impl TrustStore {
 impl fmt::Display for Posture {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Posture;
+
+    #[test]
+    fn a_posture_is_named_exactly_or_refused_with_what_is_accepted() {
+        assert_eq!("warn".parse::<Posture>(), Ok(Posture::Warn));
+        assert_eq!(
+            "deny-by-default".parse::<Posture>(),
+            Ok(Posture::DenyByDefault)
+        );
+        for look_alike in ["Warn", "warn ", "deny_by_default", "allow", ""] {
+            let error = look_alike.parse::<Posture>().unwrap_err();
+            assert_eq!(
+                error,
+                format!("{look_alike:?} is not deny-by-default or warn")
+            );
+        }
     }
 }

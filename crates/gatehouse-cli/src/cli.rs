@@ -6,10 +6,6 @@ use clap::{Args, Parser, Subcommand};
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::EraPreference;
 
-fn parse_posture(text: &str) -> Result<Posture, String> {
-    Posture::parse(text).ok_or_else(|| format!("{text:?} is not deny-by-default or warn"))
-}
-
 #[derive(Debug, Parser)]
 #[command(
     name = "gatehouse",
@@ -51,7 +47,7 @@ pub struct Cli {
 
     /// What to do with servers that are not admitted: deny-by-default (refuse them) or warn
     /// (show why, connect anyway, never treat them as admitted). Ignored under a locked bundle.
-    #[arg(long, global = true, env = "GATEHOUSE_POSTURE", value_name = "POSTURE", value_parser = parse_posture)]
+    #[arg(long, global = true, env = "GATEHOUSE_POSTURE", value_name = "POSTURE", value_parser = <Posture as std::str::FromStr>::from_str)]
     pub posture: Option<Posture>,
 
     /// The audit log. Default: $XDG_DATA_HOME/gatehouse/audit.jsonl.
