@@ -33,11 +33,6 @@ async fn the_demo_server_shows_admitted_with_its_identity() {
     app.close().await;
 }
 
-/// Opens `tool` of `server` in the Servers view, fills its arguments and runs it.
-async fn run_tool(app: &App, server: &str, tool: &str, args: &[(&str, &str)]) {
-    app.run_tool(server, tool, args).await;
-}
-
 /// The tool result shown in the Servers view once the call ended.
 async fn tool_result(app: &App) -> (String, String) {
     app.view("servers").await;
@@ -77,7 +72,7 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
     let app = App::launch(Options::default()).await;
     app.wait(".server-row[data-server=\"demo\"] [data-status=admitted]")
         .await;
-    run_tool(&app, "demo", "book_table", &[]).await;
+    app.run_tool("demo", "book_table", &[]).await;
 
     // The banner is the host's, from the admission record.
     let card = format!("{ASKING}[data-mode=form]");
@@ -167,7 +162,7 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
     app.screenshot("tool-result").await;
 
     // A sensitive form is refused: nothing is asked, the server gets a decline.
-    run_tool(&app, "demo", "ask_password", &[]).await;
+    app.run_tool("demo", "ask_password", &[]).await;
     let (text, _) = tool_result(&app).await;
     assert!(text.contains("decline"), "{text}");
     app.view("prompts").await;
@@ -182,8 +177,7 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
 
     // Server text is text: markup in a message is shown, never run or rendered.
     let markup = "<img src=x onerror=\"document.title='pwned'\"> connect";
-    run_tool(
-        &app,
+    app.run_tool(
         "demo",
         "open_link",
         &[("url", "http://127.0.0.1:9/markup"), ("message", markup)],
@@ -245,8 +239,7 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
         .await;
 
     // A punycode look-alike is refused with the warning; nothing opens.
-    run_tool(
-        &app,
+    app.run_tool(
         "demo",
         "open_link",
         &[
@@ -266,13 +259,8 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
     assert!(app.opened().is_empty());
 
     // 2025-11-25: consent, the system browser, the completion notification.
-    run_tool(
-        &app,
-        "demo-2025",
-        "connect_account",
-        &[("service", "calendar")],
-    )
-    .await;
+    app.run_tool("demo-2025", "connect_account", &[("service", "calendar")])
+        .await;
     let card = format!("{ASKING}[data-mode=url]");
     let full = app.text(&format!("{card} [data-testid=url-full]")).await;
     assert!(full.starts_with("http://127.0.0.1:"), "{full}");
@@ -296,8 +284,7 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
     assert!(text.starts_with("connected calendar"), "{text}");
 
     // -32042: the URL is consented and completed, then the call is retried.
-    run_tool(
-        &app,
+    app.run_tool(
         "demo-2025",
         "connect_account_required",
         &[("service", "mail")],
@@ -315,7 +302,8 @@ async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on
         .await;
 
     // 2026-07-28: nothing announces completion; the user retries.
-    run_tool(&app, "demo", "connect_account", &[("service", "files")]).await;
+    app.run_tool("demo", "connect_account", &[("service", "files")])
+        .await;
     app.click(&format!("{card} [data-action=open]")).await;
     let waiting = ".prompt-card[data-state=waiting][data-mode=url]";
     // Newest first: the waiting card is above the completed ones, out of view.
@@ -377,7 +365,7 @@ async fn the_prompt_dialog_keyboard_enter_submits_only_a_valid_form_esc_cancels_
     let app = App::launch(Options::default()).await;
     app.wait(".server-row[data-server=\"demo\"] [data-status=admitted]")
         .await;
-    run_tool(&app, "demo", "book_table", &[]).await;
+    app.run_tool("demo", "book_table", &[]).await;
     let card = format!("{ASKING}[data-mode=form]");
     app.wait(&card).await;
     assert_eq!(focus_at(&app).await, "dialog", "the dialog takes the focus");
@@ -426,7 +414,7 @@ async fn the_prompt_dialog_keyboard_enter_submits_only_a_valid_form_esc_cancels_
     assert_eq!(received["content"]["party_size"], 2, "defaults kept");
 
     // Esc cancels: the dialog closes and the server is told cancel, with no content.
-    run_tool(&app, "demo", "book_table", &[]).await;
+    app.run_tool("demo", "book_table", &[]).await;
     app.wait(&card).await;
     press(&app, &[(None, ESCAPE)]).await;
     app.wait_gone("dialog#prompt-dialog[open]").await;
