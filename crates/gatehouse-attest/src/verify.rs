@@ -144,6 +144,7 @@ pub struct Admitted {
     signer_key_id: String,
     body_sha256: [u8; 32],
     origin: Option<String>,
+    net_allowed_hosts: Vec<String>,
 }
 
 impl Admitted {
@@ -181,6 +182,10 @@ impl Admitted {
     }
     pub fn origin(&self) -> Option<&str> {
         self.origin.as_deref()
+    }
+    /// The signed `netAllowedHosts` (empty when the document names no origin).
+    pub fn net_allowed_hosts(&self) -> &[String] {
+        &self.net_allowed_hosts
     }
 }
 
@@ -421,6 +426,7 @@ pub fn verify(
         signer_key_id: signer_key_id.to_string(),
         body_sha256: Sha256::digest(&body).into(),
         origin: context.origin.map(str::to_string),
+        net_allowed_hosts: allowed_hosts.iter().map(|h| h.to_string()).collect(),
     })
 }
 

@@ -416,3 +416,97 @@ proptest! {
         prop_assert_eq!(refusal.reason, Reason::BadSignature, "{}", refusal.detail);
     }
 }
+
+/// The HTTP origin rule on top of rule 8: an origin must be named by the document's
+/// `netAllowedHosts` or the bundle entry's `origins` (and by each that is not empty).
+mod http_origin_binding {
+    use super::*;
+    use gatehouse_attest::origin::{OriginBinding, bind_http_origin};
+
+    const HERE: &str = "https://tools.example.com";
+    const ELSEWHERE: &str = "https://attacker.example.net";
+
+    fn bind(
+        doc: &Map<String, Value>,
+        origin: &str,
+        entry_origins: &[&str],
+    ) -> Result<OriginBinding, Reason> {
+        let admitted = check_at(doc, Some(origin), "internal").map_err(|r| r.reason)?;
+        let entry: Vec<String> = entry_origins.iter().map(|s| s.to_string()).collect();
+        bind_http_origin(&admitted, &entry).map_err(|r| r.reason)
+    }
+
+    #[test]
+    fn a_document_without_hosts_copied_to_any_origin_is_refused_without_entry_origins() {
+        // A stdio server's attestation, as a bundle carries it: no netAllowedHosts. ATSA rule 8
+        // alone admits it anywhere; served by an attacker over HTTP it must bind nothing.
+        let copied = signed(base());
+        assert!(check_at(&copied, Some(ELSEWHERE), "internal").is_ok());
+        assert_eq!(bind(&copied, ELSEWHERE, &[]), Err(Reason::HostNotBound));
+        assert_eq!(bind(&copied, HERE, &[]), Err(Reason::HostNotBound));
+    }
+
+    #[test]
+    fn entry_origins_alone_bind_a_document_without_hosts_only_at_those_origins() {
+        let doc = signed(base());
+        assert_eq!(bind(&doc, HERE, &[HERE]), Ok(OriginBinding::Bundle));
+        assert_eq!(
+            bind(&doc, "HTTPS://Tools.Example.com:443", &[HERE]),
+            Ok(OriginBinding::Bundle)
+        );
+        assert_eq!(bind(&doc, ELSEWHERE, &[HERE]), Err(Reason::HostNotBound));
+        assert_eq!(
+            bind(
+                &doc,
+                "https://tools.example.com.attacker.example.net",
+                &[HERE]
+            ),
+            Err(Reason::HostNotBound)
+        );
+    }
+
+    #[test]
+    fn document_hosts_alone_bind_only_at_those_origins() {
+        let doc = signed(with(base(), "netAllowedHosts", json!([HERE])));
+        assert_eq!(bind(&doc, HERE, &[]), Ok(OriginBinding::Document));
+        // Rule 8 already refuses another origin; the binding never sees an admitted one.
+        assert_eq!(bind(&doc, ELSEWHERE, &[]), Err(Reason::HostNotBound));
+    }
+
+    #[test]
+    fn both_lists_must_name_the_origin_when_both_are_given() {
+        let other = "https://other.example.com";
+        let doc = signed(with(base(), "netAllowedHosts", json!([HERE, other])));
+        assert_eq!(
+            bind(&doc, HERE, &[HERE]),
+            Ok(OriginBinding::DocumentAndBundle)
+        );
+        // The signer allows `other`, the admins do not: the narrower list wins.
+        assert_eq!(bind(&doc, other, &[HERE]), Err(Reason::HostNotBound));
+        // The admins allow `ELSEWHERE`, the signer does not.
+        assert_eq!(
+            bind(&doc, ELSEWHERE, &[ELSEWHERE]),
+            Err(Reason::HostNotBound)
+        );
+    }
+
+    #[test]
+    fn a_document_admitted_without_an_origin_binds_no_http_connection() {
+        let doc = signed(base());
+        let admitted = check_at(&doc, None, "internal").unwrap();
+        let refusal = bind_http_origin(&admitted, &[HERE.to_string()]).unwrap_err();
+        assert_eq!(refusal.reason, Reason::HostNotBound);
+    }
+
+    #[test]
+    fn codes_are_stable() {
+        for (binding, code) in [
+            (OriginBinding::Document, "document"),
+            (OriginBinding::Bundle, "bundle"),
+            (OriginBinding::DocumentAndBundle, "document_and_bundle"),
+        ] {
+            assert_eq!(binding.as_str(), code);
+            assert_eq!(serde_json::to_value(binding).unwrap(), code);
+        }
+    }
+}

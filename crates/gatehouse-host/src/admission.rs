@@ -18,6 +18,7 @@ use std::time::Duration;
 use gatehouse_attest::bundle::{
     Bundle, BundleError, MAX_BUNDLE_BYTES, Posture, ServerPolicy, TrustStore, VerifiedBundle,
 };
+use gatehouse_attest::origin::OriginBinding;
 use gatehouse_attest::{Admitted, Reason, Refusal, VerifyContext};
 use serde::Serialize;
 use serde_json::Value;
@@ -537,25 +538,20 @@ impl Trust {
         match gatehouse_attest::verify(Some(&bytes), &bundle.content().trust_root, &context) {
             Err(refusal) => verdict.refused_by(&refusal, Some(bundle)),
             Ok(admitted) => {
-                if let Some(policy) = policy
-                    && !policy.origins.is_empty()
-                    && !policy
-                        .origins
-                        .iter()
-                        .any(|o| gatehouse_attest::origin::same_origin(o, &source.origin))
-                {
-                    return verdict.refused(
-                        AdmissionReason::Atsa(Reason::HostNotBound),
-                        format!(
-                            "the bundle {} allows {} only at {:?}, not at {}",
-                            bundle.label(),
-                            policy.id,
-                            policy.origins,
-                            source.origin
-                        ),
-                    );
+                // The entry that governs the *verified* id, not the one the bytes claimed.
+                let policy = bundle
+                    .content()
+                    .servers
+                    .iter()
+                    .find(|s| s.id == admitted.id());
+                let origins = policy.map(|p| p.origins.as_slice()).unwrap_or_default();
+                match gatehouse_attest::origin::bind_http_origin(&admitted, origins) {
+                    Err(refusal) => verdict.refused_by(&refusal, Some(bundle)),
+                    Ok(binding) => {
+                        verdict.origin_binding = Some(binding);
+                        self.admitted(verdict, admitted, bundle, policy.cloned())
+                    }
                 }
-                self.admitted(verdict, admitted, bundle, policy.cloned())
             }
         }
     }
@@ -1019,6 +1015,10 @@ pub struct Verdict {
     pub claimed: Claimed,
     pub transport: &'static str,
     pub origin: Option<String>,
+    /// HTTP only: which signed list named the origin (the document's `netAllowedHosts`, the
+    /// bundle entry's `origins`, or both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_binding: Option<OriginBinding>,
     pub command: Option<String>,
     pub bundle: Option<String>,
     pub demo: bool,
@@ -1047,6 +1047,7 @@ impl Verdict {
             claimed: Claimed::default(),
             transport,
             origin: None,
+            origin_binding: None,
             command: None,
             bundle: None,
             demo: false,
