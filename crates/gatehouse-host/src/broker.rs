@@ -293,6 +293,16 @@ impl Session {
         &self.inflight
     }
 
+    /// A guard that forgets call `call`'s requests in flight when dropped, so a call whose
+    /// future is dropped before [`Session::end_call`] (an outer timeout, a closed window) leaves
+    /// nothing behind that a late elicitation could be tied to.
+    pub fn forget_on_drop(&self, call: u64) -> ForgetCall {
+        ForgetCall {
+            inflight: self.inflight.clone(),
+            call,
+        }
+    }
+
     /// Whether a person is being asked, or a URL flow is being waited on.
     pub fn is_busy(&self) -> bool {
         self.busy.load(Ordering::SeqCst) > 0
@@ -1259,5 +1269,18 @@ impl ElicitationBroker {
             detail: format!("{}: {}", reason.code, reason.detail),
         });
         session.kill.cancel();
+    }
+}
+
+/// See [`Session::forget_on_drop`].
+#[must_use = "the call's requests are forgotten when this is dropped"]
+pub struct ForgetCall {
+    inflight: Arc<InFlight>,
+    call: u64,
+}
+
+impl Drop for ForgetCall {
+    fn drop(&mut self) {
+        self.inflight.forget_call(self.call);
     }
 }

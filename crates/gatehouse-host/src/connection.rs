@@ -645,6 +645,7 @@ impl Connection {
                 .await;
             return (outcome, Vec::new());
         };
+        let _forget = session.forget_on_drop(call);
         // The user may cancel the call from a URL flow it opened while it runs; that cancels
         // the request like any other cancel (notifications/cancelled).
         let cancel = options

@@ -13,7 +13,10 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::RoleClient;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerJsonRpcMessage, ServerNotification};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ServerJsonRpcMessage,
+    ServerNotification,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde::Serialize;
@@ -275,6 +278,9 @@ pub struct OutRequest {
     pub call: Option<u64>,
 }
 
+/// At most this many unanswered requests are remembered per connection.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
 /// Requests in flight on one connection, as seen on the wire: what an `elicitation/create`
 /// can be tied to (SEP-2260). Host-side calls announce themselves before sending, so the
 /// next `tools/call` of that tool on the wire is attributed to them.
@@ -295,16 +301,34 @@ impl InFlight {
             .push_back((tool.to_string(), call));
     }
 
-    /// Forgets an announcement that was never sent (the call failed before sending).
+    /// Forgets everything of host call `call`: its announcements, its last request and every
+    /// request of it still unanswered. Called whenever the call ends, for any reason (answered,
+    /// timed out, cancelled, killed, dropped), so a later `elicitation/create` can never be tied
+    /// to a request the host gave up on.
     pub fn forget_call(&self, call: u64) {
         self.expected
             .lock()
             .expect("in-flight poisoned")
             .retain(|(_, c)| *c != call);
         self.last.lock().expect("in-flight poisoned").remove(&call);
+        self.requests
+            .lock()
+            .expect("in-flight poisoned")
+            .retain(|r| r.call != Some(call));
     }
 
     fn sent(&self, message: &Value) {
+        // The host gave up on a request (timeout, user cancel, dropped future): it is no longer
+        // in flight, whatever the server does with it.
+        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+            && let Some(id) = message.pointer("/params/requestId")
+        {
+            self.requests
+                .lock()
+                .expect("in-flight poisoned")
+                .retain(|r| &r.id != id);
+            return;
+        }
         let (Some(id), Some(method)) = (
             message.get("id"),
             message.get("method").and_then(Value::as_str),
@@ -336,10 +360,13 @@ impl InFlight {
                 .expect("in-flight poisoned")
                 .insert(call, request.clone());
         }
-        self.requests
-            .lock()
-            .expect("in-flight poisoned")
-            .push(request);
+        let mut requests = self.requests.lock().expect("in-flight poisoned");
+        // Bounded whatever the server does: requests it never answers and the host never
+        // cancelled (there should be none) are dropped oldest first.
+        if requests.len() >= MAX_IN_FLIGHT {
+            requests.remove(0);
+        }
+        requests.push(request);
     }
 
     /// The last request sent for host call `call`.
@@ -421,7 +448,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
             }
         }
         let text = serde_json::to_string(&item).unwrap_or_default();
-        if matches!(item, ClientJsonRpcMessage::Request(_))
+        let cancels = matches!(
+            &item,
+            ClientJsonRpcMessage::Notification(n)
+                if matches!(n.notification, ClientNotification::CancelledNotification(_))
+        );
+        if (cancels || matches!(item, ClientJsonRpcMessage::Request(_)))
             && let Ok(value) = serde_json::from_str::<Value>(&text)
         {
             self.wire.inflight.sent(&value);
@@ -545,5 +577,35 @@ mod tests {
         // A secret that JSON escapes is found in its escaped form too.
         assert_eq!(tap.entries(None)[1].message["echo"], "x [secret:quoted] y");
         assert!(!file.contains("ss\\\\word"), "{file}");
+    }
+
+    #[test]
+    fn a_request_the_host_gave_up_on_is_no_longer_in_flight() {
+        let inflight = InFlight::default();
+        inflight.expect_call("t", 7);
+        inflight.sent(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}}),
+        );
+        inflight.sent(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        assert_eq!(inflight.snapshot().len(), 2);
+        assert_eq!(inflight.get(&json!(1)).unwrap().call, Some(7));
+        // Cancelled on the wire: gone, whatever the server does next.
+        inflight.sent(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}));
+        assert!(inflight.get(&json!(2)).is_none());
+        // The call ended (timeout, kill, dropped future): its unanswered request is gone too.
+        inflight.forget_call(7);
+        assert!(inflight.snapshot().is_empty());
+        assert!(inflight.last_of_call(7).is_none());
+    }
+
+    #[test]
+    fn unanswered_requests_are_bounded() {
+        let inflight = InFlight::default();
+        for id in 0..(MAX_IN_FLIGHT + 10) {
+            inflight.sent(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        }
+        let all = inflight.snapshot();
+        assert_eq!(all.len(), MAX_IN_FLIGHT);
+        assert_eq!(all[0].id, json!(10), "the oldest are dropped first");
     }
 }

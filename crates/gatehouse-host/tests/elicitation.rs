@@ -803,6 +803,66 @@ async fn an_elicitation_tied_to_no_request_is_held_and_never_shown() {
     server.close().await;
 }
 
+#[tokio::test]
+async fn an_elicitation_after_the_host_gave_up_on_the_call_is_tied_to_no_request() {
+    // A hostile server keeps a timed-out call's request "open" and elicits once the host has
+    // cancelled it: the elicitation must not be tied to the dead call, and no later one either.
+    let host = Host::warn();
+    let ui = TestUi::new([Answer::Submit(json!({"name": "Ada"}))]);
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let name = "late";
+    let server = host
+        .connect(
+            name,
+            &fixture("elicit-after-cancel"),
+            &broker,
+            EraPreference::Auto,
+        )
+        .await
+        .unwrap();
+    server.approve_tools(&["t".into()]).await.unwrap();
+    let error = server
+        .call_tool(
+            "t",
+            None,
+            &CallOptions {
+                timeout: Some(Duration::from_millis(300)),
+                ..CallOptions::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "timeout", "{error}");
+
+    let receipt = eventually("the receipt", Duration::from_secs(5), || {
+        host.records_of(events::ELICITATION_RECEIPT).pop()
+    })
+    .await;
+    assert_eq!(
+        receipt.data["correlation"]["basis"], "none",
+        "{:?}",
+        receipt.data
+    );
+    assert_eq!(receipt.data["correlation"]["requests"], json!([]));
+    assert_eq!(
+        str_of(&receipt, "decision"),
+        "hold_for_elicitation_evidence"
+    );
+    assert_eq!(str_of(&receipt, "action"), "decline");
+    assert!(ui.asked().is_empty(), "asked: {:?}", ui.asked());
+    let refused = ui.refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].message, "Still there? Who are you?");
+    let log = eventually("the fixture's log", Duration::from_secs(5), || {
+        let log = std::fs::read_to_string(host.stderr_log(name)).unwrap_or_default();
+        log.contains("elicitation answered").then_some(log)
+    })
+    .await;
+    assert!(log.contains("elicitation answered decline"), "{log}");
+    server.close().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Completions: another server's, duplicates, never issued.
 
