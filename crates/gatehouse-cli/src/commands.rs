@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gatehouse_audit::OpenReport;
-use gatehouse_host::admission::{SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
+use gatehouse_host::admission::{self, SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
 use gatehouse_host::config::{ServerEntry, import, validate_server_name};
 use gatehouse_host::demo;
 use gatehouse_host::secrets::{SecretValue, validate_name};
@@ -75,6 +75,8 @@ pub struct Context {
     pub secrets: Arc<dyn SecretStore>,
     pub events: broadcast::Sender<HostEvent>,
     pub trust: TrustSettings,
+    /// `--trust-roots` as given: under a locked admin bundle, another directory is refused.
+    pub trust_roots_flag: Option<PathBuf>,
     pub demo: bool,
     pub audit_path: PathBuf,
     pub approvals_path: PathBuf,
@@ -103,6 +105,16 @@ fn data_dir() -> PathBuf {
 
 /// The trust settings as of `now`: in demo mode, with the demo bundle built.
 fn trust_settings(context: &Context, now: OffsetDateTime) -> Result<TrustSettings, Failure> {
+    // The lock is read from the system's own admin directory, whatever --trust-roots says.
+    admission::refuse_widening_under_lock(
+        Path::new(SYSTEM_TRUST_ROOTS),
+        &admission::Widening {
+            trust_roots: context.trust_roots_flag.as_deref(),
+            demo: context.demo,
+            policy: context.policy_path.as_deref(),
+        },
+        now,
+    )?;
     let mut settings = context.trust.clone();
     if context.demo {
         settings.demo_bundle = Some(demo::local_demo_bundle(now).map_err(Failure::usage)?);
@@ -212,6 +224,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             posture_override: cli.posture,
             demo_bundle: None,
         },
+        trust_roots_flag: cli.trust_roots.clone(),
         demo: cli.demo,
         audit_path: cli
             .audit

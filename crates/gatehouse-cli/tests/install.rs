@@ -548,6 +548,145 @@ fn a_locked_admin_bundle_overrides_posture_and_user_trust_roots() {
     assert_eq!(trust["posture"], "deny-by-default", "{trust}");
 }
 
+/// Runs `admin`'s gatehouse command with `args` in a private mount namespace whose `/etc` is an
+/// overlay holding `bundles` in /etc/gatehouse/trust-roots: the system's own admin directory,
+/// which no flag can move, without touching the real one. Needs root (as CI and the
+/// developers' machines have) and util-linux's `unshare`.
+fn in_system_admin_dir(admin: &Admin, bundles: &[PathBuf], args: &[&str]) -> (i32, Value) {
+    let scratch = tempfile::tempdir().unwrap();
+    let (up, work) = (scratch.path().join("up"), scratch.path().join("work"));
+    std::fs::create_dir_all(&up).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let copies: Vec<String> = bundles
+        .iter()
+        .map(|b| format!("cp '{}' /etc/gatehouse/trust-roots/ && ", b.display()))
+        .collect();
+    let script = format!(
+        "mount -t overlay overlay -o lowerdir=/etc,upperdir='{}',workdir='{}' /etc && mkdir -p /etc/gatehouse/trust-roots && {}exec \"$@\"",
+        up.display(),
+        work.display(),
+        copies.concat()
+    );
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let inner = admin.cmd(&all);
+    let mut cmd = Command::new("unshare");
+    cmd.args(["-m", "sh", "-c", &script, "sh"])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: {e}: stdout={stdout} stderr={}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), value)
+}
+
+#[test]
+fn a_locked_admin_bundle_cannot_be_widened_by_demo_mode_a_user_policy_or_other_trust_roots() {
+    let admin = Admin::new();
+    for id in ["admin-a", "signer"] {
+        admin.keygen(id);
+    }
+    admin.init("acme", "acme-v1.json", &["admin-a"], 1, &[]);
+    admin.sign("acme-v1.json", &["admin-a"]);
+    assert_eq!(admin.install("acme-v1.json", &[]).0, 0);
+    let policy = admin.home().join("loose.toml");
+    std::fs::copy(repo().join("policies/default.toml"), &policy).unwrap();
+    let policy = policy.display().to_string();
+
+    // Unlocked: demo mode and a user policy are the user's to choose.
+    let trust = admin.trust(&["--demo"]);
+    assert_eq!(
+        bundle_labels(&trust),
+        ["DEMO-ONLY-gatehouse-demo@1:demo", "acme@1:system"],
+        "{trust}"
+    );
+    let trust = admin.trust(&["--policy", &policy]);
+    assert_eq!(trust["locked_by"], Value::Null, "{trust}");
+
+    admin.derive("acme-v1.json", "acme-v2.json", |signed| {
+        signed["version"] = json!(2);
+        signed["locked"] = json!(true);
+    });
+    admin.sign("acme-v2.json", &["admin-a"]);
+    assert_eq!(admin.install("acme-v2.json", &[]).0, 0);
+
+    // Locked: each widening is refused, naming the lock; nothing is loaded or decided.
+    let refused = |args: &[&str], what: &str| {
+        let (code, out) = admin.json(args);
+        assert_eq!(code, 1, "{args:?}: {out}");
+        assert_eq!(out["error"]["code"], "locked_by_admin", "{args:?}: {out}");
+        let message = out["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("acme@2") && message.contains(what),
+            "{args:?}: {message}"
+        );
+    };
+    refused(&["--demo", "trust"], "--demo");
+    refused(&["--demo", "connect", "demo"], "--demo");
+    refused(&["--policy", &policy, "trust"], "GATEHOUSE_POLICY");
+    let out = admin
+        .cmd(&["--json", "trust"])
+        .env("GATEHOUSE_POLICY", &policy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["error"]["code"], "locked_by_admin", "{value}");
+    // Without them, the locked bundle decides as before.
+    let trust = admin.trust(&[]);
+    assert_eq!(trust["locked_by"], "acme@2", "{trust}");
+
+    // The system's own directory (an overlay /etc here): --trust-roots elsewhere, or
+    // GATEHOUSE_TRUST_ROOTS, would replace the locked bundle with the user's choice.
+    let locked = admin.installed("acme");
+    let elsewhere = admin.home().join("my-roots");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let elsewhere = elsewhere.display().to_string();
+    let (code, out) = in_system_admin_dir(
+        &admin,
+        std::slice::from_ref(&locked),
+        &["--trust-roots", &elsewhere, "trust"],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["error"]["code"], "locked_by_admin", "{out}");
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("acme@2")
+            && message.contains("/etc/gatehouse/trust-roots")
+            && message.contains(&elsewhere),
+        "{message}"
+    );
+    // Naming the system directory itself widens nothing.
+    let (code, out) = in_system_admin_dir(
+        &admin,
+        std::slice::from_ref(&locked),
+        &["--trust-roots", "/etc/gatehouse/trust-roots", "trust"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["locked_by"], "acme@2", "{out}");
+    // An unlocked system bundle: the user may point elsewhere (tests and labs do).
+    let unlocked = admin.home().join("acme-v1-installed.json");
+    std::fs::copy(admin.path("acme-v1.json"), &unlocked).unwrap();
+    let (code, out) = in_system_admin_dir(
+        &admin,
+        std::slice::from_ref(&unlocked),
+        &["--trust-roots", &elsewhere, "trust"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["locked_by"], Value::Null, "{out}");
+}
+
 #[test]
 fn a_corrupt_admin_bundle_forces_deny_by_default() {
     let admin = Admin::new();

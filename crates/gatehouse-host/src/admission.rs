@@ -19,6 +19,8 @@ use gatehouse_attest::bundle::{
     Bundle, BundleError, MAX_BUNDLE_BYTES, Posture, ServerPolicy, TrustStore, VerifiedBundle,
 };
 use gatehouse_attest::origin::OriginBinding;
+
+use crate::error::HostError;
 use gatehouse_attest::{Admitted, Reason, Refusal, VerifyContext};
 use serde::Serialize;
 use serde_json::Value;
@@ -262,6 +264,84 @@ fn load_dir(
     loaded
 }
 
+/// What a front end was asked for that would widen the admins' policy if it were honoured.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Widening<'a> {
+    /// An admin directory other than the system's (`--trust-roots`, `GATEHOUSE_TRUST_ROOTS`).
+    pub trust_roots: Option<&'a Path>,
+    /// Demo mode (`--demo`, `GATEHOUSE_DEMO`): the demo root, whose private keys are public.
+    pub demo: bool,
+    /// A policy file of the user's (`--policy`, `GATEHOUSE_POLICY`).
+    pub policy: Option<&'a Path>,
+}
+
+/// The label of a bundle in the admin directory `dir` that verifies at `now` (the same checks
+/// as [`Trust::load`]) and is `locked`.
+pub fn locked_bundle(dir: &Path, now: OffsetDateTime) -> Option<String> {
+    load_dir(dir, BundleSource::System, now, &mut Vec::new())
+        .into_iter()
+        .find(|(b, _)| b.content().locked)
+        .map(|(b, _)| b.label())
+}
+
+/// Refuses, naming the lock, anything in `asked` that would widen what a locked admin bundle
+/// decides. `system_dir` is always the system's own admin directory (never one the user named),
+/// so `--trust-roots` elsewhere cannot hide its lock: under it, another directory is itself a
+/// widening. A locked bundle in the directory `--trust-roots` names forbids demo mode and a
+/// user policy too.
+pub fn refuse_widening_under_lock(
+    system_dir: &Path,
+    asked: &Widening<'_>,
+    now: OffsetDateTime,
+) -> Result<(), HostError> {
+    let elsewhere = asked.trust_roots.filter(|dir| !same_dir(dir, system_dir));
+    if elsewhere.is_none() && !asked.demo && asked.policy.is_none() {
+        return Ok(());
+    }
+    let system_lock = locked_bundle(system_dir, now);
+    let lock = system_lock
+        .clone()
+        .map(|label| (label, system_dir))
+        .or_else(|| elsewhere.and_then(|dir| locked_bundle(dir, now).map(|label| (label, dir))));
+    let Some((bundle, dir)) = lock else {
+        return Ok(());
+    };
+    let mut what = Vec::new();
+    if let (Some(dir), Some(_)) = (elsewhere, &system_lock) {
+        what.push(format!(
+            "other admin trust roots ({}, from --trust-roots or GATEHOUSE_TRUST_ROOTS)",
+            dir.display()
+        ));
+    }
+    if asked.demo {
+        what.push("demo mode (--demo), whose keys are public".to_string());
+    }
+    if let Some(policy) = asked.policy {
+        what.push(format!(
+            "a user elicitation policy ({}, from --policy or GATEHOUSE_POLICY)",
+            policy.display()
+        ));
+    }
+    if what.is_empty() {
+        return Ok(());
+    }
+    Err(HostError::LockedByAdmin {
+        detail: format!(
+            "{} cannot be used: the admin bundle {bundle} in {} is locked, so only the admins' settings apply; run without them, or ask your admin",
+            what.join(", and "),
+            dir.display()
+        ),
+        bundle,
+    })
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 impl Trust {
     /// Loads the demo bundle (in demo mode), the admin bundles, and (unless an admin bundle is
     /// locked) the user's, and works out the posture. Never fails: what cannot be loaded is
@@ -269,12 +349,6 @@ impl Trust {
     pub fn load(settings: &TrustSettings, now: OffsetDateTime) -> Trust {
         let mut problems = Vec::new();
         let mut system: Vec<(VerifiedBundle, BundleSource, Option<PathBuf>)> = Vec::new();
-        if let Some(bytes) = &settings.demo_bundle {
-            match Bundle::parse(bytes).and_then(|b| b.verify(now, None, None)) {
-                Ok(bundle) => system.push((bundle, BundleSource::Demo, None)),
-                Err(error) => problems.push(bundle_problem(BundleSource::Demo, None, &error)),
-            }
-        }
         for (bundle, path) in load_dir(
             &settings.system_dir,
             BundleSource::System,
@@ -283,11 +357,35 @@ impl Trust {
         ) {
             system.push((bundle, BundleSource::System, Some(path)));
         }
-        let mut admin_failed = problems.iter().any(|p| p.source != BundleSource::User);
         let locked_by = system
             .iter()
             .find(|(b, _, _)| b.content().locked)
             .map(|(b, _, _)| b.label());
+        if let Some(bytes) = &settings.demo_bundle {
+            // The demo root's private keys are public: a locked admin bundle never trusts it.
+            // Front ends refuse `--demo` first (`refuse_widening_under_lock`); this is the
+            // backstop.
+            match (
+                &locked_by,
+                Bundle::parse(bytes).and_then(|b| b.verify(now, None, None)),
+            ) {
+                (Some(label), _) => problems.push(BundleProblem {
+                    source: BundleSource::Demo,
+                    path: None,
+                    code: "demo_ignored_locked",
+                    message: format!(
+                        "the demo bundle is ignored: the admin bundle {label} is locked"
+                    ),
+                }),
+                (None, Ok(bundle)) => system.insert(0, (bundle, BundleSource::Demo, None)),
+                (None, Err(error)) => {
+                    problems.push(bundle_problem(BundleSource::Demo, None, &error))
+                }
+            }
+        }
+        let mut admin_failed = problems
+            .iter()
+            .any(|p| p.source != BundleSource::User && p.code != "demo_ignored_locked");
         let mut all = system;
         match (&settings.user_dir, &locked_by) {
             (Some(dir), None) => {

@@ -94,6 +94,10 @@ pub enum HostError {
     #[error("not allowed by the posture: {detail}")]
     PostureForbids { detail: String },
 
+    /// A locked admin bundle forbids what was asked (other trust roots, demo mode, a policy).
+    #[error("locked by the admin bundle {bundle}: {detail}")]
+    LockedByAdmin { bundle: String, detail: String },
+
     /// The server answered, but not as the protocol allows.
     #[error("server {server:?}: protocol error in {what}: {detail}")]
     Protocol {
@@ -147,6 +151,7 @@ impl HostError {
             HostError::ToolDenied { reason, .. } => reason,
             HostError::AuditUnavailable { .. } => "audit_unavailable",
             HostError::PostureForbids { .. } => "posture_forbids",
+            HostError::LockedByAdmin { .. } => "locked_by_admin",
             HostError::Suspended { .. } => "server_suspended",
             HostError::SessionKilled { .. } => "kill_session_on_elicitation_abuse",
             HostError::ElicitationIncomplete { .. } => "elicitation_incomplete",
@@ -162,6 +167,7 @@ impl HostError {
             | HostError::ToolDenied { .. }
             | HostError::AuditUnavailable { .. }
             | HostError::PostureForbids { .. }
+            | HostError::LockedByAdmin { .. }
             | HostError::Suspended { .. }
             | HostError::SessionKilled { .. }
             | HostError::ElicitationIncomplete { .. } => true,

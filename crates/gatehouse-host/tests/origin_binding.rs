@@ -4,13 +4,13 @@
 //! served at an origin of the attacker's choosing. Each case goes through `Trust::admit`
 //! against a real local HTTP server serving the document.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-use base64::Engine;
-use ed25519_dalek::SigningKey;
-use gatehouse_attest::bundle::{Posture, sign_bundle};
-use gatehouse_attest::sign_document;
+use common::bundles;
+use gatehouse_attest::bundle::Posture;
 use gatehouse_host::admission::{Status, Trust, TrustSettings, Verdict};
 use gatehouse_host::config::ServerSpec;
 use serde_json::{Value, json};
@@ -20,57 +20,18 @@ use tokio::net::TcpListener;
 
 const ID: &str = "urn:test:weather";
 
-fn b64(key: &SigningKey) -> String {
-    base64::engine::general_purpose::STANDARD.encode(key.verifying_key().to_bytes())
-}
-
-fn signer() -> SigningKey {
-    SigningKey::from_bytes(&[22; 32])
-}
-
-/// The attestation, signed by the bundle's signer; `hosts` becomes `netAllowedHosts`.
 fn attestation(hosts: Option<&[&str]>) -> Value {
-    let mut sad = json!({
-        "v": "1.0", "id": ID, "publisher": "Test Publisher",
-        "version": "1", "clearance": "internal", "capabilities": ["mcp-server"]
-    });
-    if let Some(hosts) = hosts {
-        sad["netAllowedHosts"] = json!(hosts);
-    }
-    Value::Object(sign_document(sad.as_object().unwrap(), "signer", &signer()).unwrap())
+    bundles::attestation(ID, hosts)
 }
 
-/// Installs a bundle whose only entry is `entry` (its `id` is [`ID`]).
+/// Installs a bundle whose only entry is `entry`.
 fn install(dir: &Path, entry: Value) {
-    let root = SigningKey::from_bytes(&[11; 32]);
-    let signed = json!({
-        "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": "test-bundle",
-        "version": 1, "expires": "2099-01-01T00:00:00Z",
-        "root": {"threshold": 1, "keys": [{"id": "root", "publicKey": b64(&root)}]},
-        "posture": "deny-by-default", "locked": false, "requiredClearance": "internal",
-        "scheme": {"name": "t", "levels": [{"name": "public", "rank": 0}, {"name": "internal", "rank": 1}]},
-        "keys": [{"id": "signer", "publicKey": b64(&signer()), "notAfter": "2099-01-01T00:00:00Z",
-                  "approvedClearances": ["public", "internal"]}],
-        "servers": [entry],
-    });
-    let bundle =
-        json!({"signed": signed, "signatures": [sign_bundle(&signed, "root", &root).unwrap()]});
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(
-        dir.join("test-bundle.json"),
-        serde_json::to_vec_pretty(&bundle).unwrap(),
-    )
-    .unwrap();
+    bundles::install(dir, &bundles::signed(json!([entry])));
 }
 
 /// A stdio binding, as an admin writes it for a local server: no `origins`.
 fn stdio_entry(attestation: Value) -> Value {
-    json!({
-        "id": ID,
-        "stdio": {"command": "/usr/bin/weather-mcp", "args": [],
-                  "sha256": "00".repeat(32), "attestation": attestation},
-        "allowedTools": ["forecast"],
-    })
+    bundles::stdio_entry(ID, "/usr/bin/weather-mcp", &"00".repeat(32), attestation)
 }
 
 /// A fresh loopback port and the MCP endpoint URL there, before anything is served.

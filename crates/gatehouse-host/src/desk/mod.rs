@@ -329,9 +329,18 @@ impl Desk {
         secrets: Arc<dyn SecretStore>,
         notify: Notifier,
     ) -> Result<Arc<Desk>, DeskError> {
+        let paths = &options.paths;
+        crate::admission::refuse_widening_under_lock(
+            &paths.system_trust_roots,
+            &crate::admission::Widening {
+                trust_roots: None,
+                demo: options.demo,
+                policy: options.policy.as_deref(),
+            },
+            (options.clock)(),
+        )?;
         let policy = crate::config::load_policy(options.policy.as_deref())
             .map_err(|e| DeskError::new("policy_invalid", e))?;
-        let paths = &options.paths;
         let mut trust = TrustSettings {
             system_dir: paths.system_trust_roots.clone(),
             user_dir: paths.user_trust_roots.clone(),

@@ -1,0 +1,72 @@
+//! Signed trust-root bundles and attestations for tests, with fixed test keys: the root key
+//! (seed 11) signs bundles, the signer key (seed 22) signs attestations.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use ed25519_dalek::SigningKey;
+use gatehouse_attest::bundle::sign_bundle;
+use gatehouse_attest::sign_document;
+use serde_json::{Value, json};
+
+pub fn b64(key: &SigningKey) -> String {
+    base64::engine::general_purpose::STANDARD.encode(key.verifying_key().to_bytes())
+}
+
+pub fn root_key() -> SigningKey {
+    SigningKey::from_bytes(&[11; 32])
+}
+
+pub fn signer_key() -> SigningKey {
+    SigningKey::from_bytes(&[22; 32])
+}
+
+/// An attestation for `id`, signed by the signer key; `hosts` becomes `netAllowedHosts`.
+pub fn attestation(id: &str, hosts: Option<&[&str]>) -> Value {
+    let mut sad = json!({
+        "v": "1.0", "id": id, "publisher": "Test Publisher",
+        "version": "1", "clearance": "internal", "capabilities": ["mcp-server"]
+    });
+    if let Some(hosts) = hosts {
+        sad["netAllowedHosts"] = json!(hosts);
+    }
+    Value::Object(sign_document(sad.as_object().unwrap(), "signer", &signer_key()).unwrap())
+}
+
+/// The signed part of bundle `test-bundle`: version 1, unlocked, deny-by-default, expiring in
+/// 2099, trusting the signer key, with `servers`. Edit it before [`install`].
+pub fn signed(servers: Value) -> Value {
+    json!({
+        "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": "test-bundle",
+        "version": 1, "expires": "2099-01-01T00:00:00Z",
+        "root": {"threshold": 1, "keys": [{"id": "root", "publicKey": b64(&root_key())}]},
+        "posture": "deny-by-default", "locked": false, "requiredClearance": "internal",
+        "scheme": {"name": "t", "levels": [{"name": "public", "rank": 0}, {"name": "internal", "rank": 1}]},
+        "keys": [{"id": "signer", "publicKey": b64(&signer_key()), "notAfter": "2099-01-01T00:00:00Z",
+                  "approvedClearances": ["public", "internal"]}],
+        "servers": servers,
+    })
+}
+
+/// Writes `signed`, signed by the root key, to `dir/test-bundle.json` (replacing it in one
+/// rename, as an install does).
+pub fn install(dir: &Path, signed: &Value) -> PathBuf {
+    let bundle = json!({"signed": signed, "signatures": [sign_bundle(signed, "root", &root_key()).unwrap()]});
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("test-bundle.json");
+    let tmp = dir.join(".test-bundle.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&bundle).unwrap()).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
+/// A stdio binding for `id`, as an admin writes it for a local server: no `origins`.
+pub fn stdio_entry(id: &str, command: &str, sha256: &str, attestation: Value) -> Value {
+    json!({
+        "id": id,
+        "stdio": {"command": command, "args": [], "sha256": sha256, "attestation": attestation},
+        "allowedTools": ["echo"],
+    })
+}
