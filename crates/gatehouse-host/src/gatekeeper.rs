@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::{AllowList, Denial, Permit, PinMismatch, Scope, ToolGate};
@@ -12,9 +12,10 @@ use gatehouse_attest::pins::parse_pin;
 use gatehouse_audit::{AuditLog, OpenReport};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 
 use crate::HostError;
-use crate::admission::{Trust, Verdict};
+use crate::admission::{Trust, TrustSettings, Verdict};
 use crate::config::{ServerSpec, write_atomically};
 use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
@@ -41,6 +42,22 @@ pub mod events {
     pub const SERVER_RESUMED: &str = "server_resumed";
     /// A connection refused because the server is suspended.
     pub const SUSPENDED_REFUSED: &str = "suspended_refused";
+    /// The installed bundles decide differently than when last loaded (a rotation, an expiry).
+    pub const TRUST_RELOADED: &str = "trust_reloaded";
+}
+
+/// What a trust decides with, for telling whether a reload changed anything: the bundles
+/// (label, lock, servers, signers, expiry), the posture and the problems.
+fn trust_state(trust: &Trust) -> Value {
+    json!({
+        "bundles": trust.summaries().iter().map(|b| json!({
+            "bundle": b.bundle, "locked": b.locked, "expires": b.expires,
+            "servers": b.servers, "signers": b.signers, "source": b.source,
+        })).collect::<Vec<_>>(),
+        "posture": trust.posture(),
+        "locked_by": trust.locked_by(),
+        "problems": trust.problems().iter().map(|p| json!({"code": p.code, "message": p.message})).collect::<Vec<_>>(),
+    })
 }
 
 /// Why and when a server was suspended.
@@ -277,7 +294,11 @@ impl Approvals {
 
 /// Everything a connection needs to be admitted and to gate its tool calls.
 pub struct Gatekeeper {
-    trust: Trust,
+    /// The trust admission decides with; replaced whole when bundles are loaded again.
+    trust: RwLock<Arc<Trust>>,
+    /// How to load it again before each admission; `None` keeps the first one (tests,
+    /// conformance mode).
+    reload: Option<TrustSettings>,
     audit: Auditor,
     approvals: Approvals,
     suspensions: Suspensions,
@@ -287,25 +308,54 @@ pub struct Gatekeeper {
 impl std::fmt::Debug for Gatekeeper {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gatekeeper")
-            .field("posture", &self.trust.posture())
+            .field("posture", &self.trust().posture())
             .finish_non_exhaustive()
     }
 }
 
 impl Gatekeeper {
-    /// The trust roots and posture admission decides with.
-    pub fn trust(&self) -> &Trust {
-        &self.trust
+    /// The trust roots and posture admission decides with, as of the last (re)load.
+    pub fn trust(&self) -> Arc<Trust> {
+        self.trust.read().expect("trust poisoned").clone()
     }
 
     pub fn new(trust: Trust, audit: Auditor, approvals: Approvals, clock: Clock) -> Gatekeeper {
         Gatekeeper {
-            trust,
+            trust: RwLock::new(Arc::new(trust)),
+            reload: None,
             audit,
             approvals,
             suspensions: Suspensions::in_memory(),
             clock,
         }
+    }
+
+    /// Loads the trust again from `settings` before each admission, at that admission's time,
+    /// with the same verification as at start: an expired bundle stops admitting, and an
+    /// installed rotation (a key or server dropped, `locked` added) applies at once.
+    pub fn reloading(mut self, settings: TrustSettings) -> Gatekeeper {
+        self.reload = Some(settings);
+        self
+    }
+
+    /// Loads the trust again (when this gatekeeper reloads) as of `now` and, when what it
+    /// decides changed, records that first. Returns the trust to decide with.
+    pub fn reload_trust(&self, now: OffsetDateTime) -> Result<Arc<Trust>, HostError> {
+        let Some(settings) = &self.reload else {
+            return Ok(self.trust());
+        };
+        let fresh = Trust::load(settings, now);
+        let mut current = self.trust.write().expect("trust poisoned");
+        let (before, after) = (trust_state(&current), trust_state(&fresh));
+        if before != after {
+            self.audit.record(
+                events::TRUST_RELOADED,
+                None,
+                json!({"before": before, "after": after}),
+            )?;
+            *current = Arc::new(fresh);
+        }
+        Ok(current.clone())
     }
 
     /// Keeps suspensions in `suspensions` (a file, so they outlive the process).
@@ -362,16 +412,16 @@ impl Gatekeeper {
     }
 
     pub fn posture(&self) -> Posture {
-        self.trust.posture()
+        self.trust().posture()
     }
 
     /// Decides admission and records it. `Err` only when the record could not be written (then
-    /// nothing may proceed).
+    /// nothing may proceed). The bundles are judged at this moment: loaded again first when
+    /// this gatekeeper reloads.
     pub async fn admit(&self, server: &str, spec: &ServerSpec) -> Result<Verdict, HostError> {
-        let verdict = self
-            .trust
-            .admit(server, spec, (self.clock)(), DEFAULT_FETCH_TIMEOUT)
-            .await;
+        let now = (self.clock)();
+        let trust = self.reload_trust(now)?;
+        let verdict = trust.admit(server, spec, now, DEFAULT_FETCH_TIMEOUT).await;
         self.audit.record(
             events::ADMISSION,
             Some(&verdict.audit_server()),
@@ -405,18 +455,19 @@ impl Gatekeeper {
     /// Users approve tools only in the warn posture (never under a locked bundle, whose
     /// posture wins).
     pub fn user_may_approve(&self) -> bool {
-        self.trust.posture() == Posture::Warn
+        self.trust().posture() == Posture::Warn
     }
 
     /// Records user approvals of tools (with their current pins), or explains why the posture
     /// does not allow it.
     pub fn approve(&self, verdict: &Verdict, pins: &[(String, String)]) -> Result<(), HostError> {
         if !self.user_may_approve() {
-            let why = match self.trust.locked_by() {
+            let trust = self.trust();
+            let why = match trust.locked_by() {
                 Some(label) => format!("the admin bundle {label} is locked (deny-by-default)"),
                 None => format!(
                     "the posture is deny-by-default ({})",
-                    self.trust.posture_reason()
+                    trust.posture_reason()
                 ),
             };
             return Err(HostError::PostureForbids {

@@ -76,7 +76,8 @@ pub fn open(
     clock: Clock,
     mut found: impl FnMut(Finding<'_>),
 ) -> Result<Security, HostError> {
-    let trust = Trust::load(trust, now);
+    let settings = trust;
+    let trust = Trust::load(settings, now);
     found(Finding::Trust(&trust));
     let (auditor, audit_report) = Auditor::open(&paths.audit, clock.clone())?;
     found(Finding::Audit(&audit_report));
@@ -84,7 +85,9 @@ pub fn open(
     let suspensions = Suspensions::load(&paths.suspensions)?;
     Ok(Security {
         gatekeeper: Arc::new(
-            Gatekeeper::new(trust, auditor, approvals, clock).with_suspensions(suspensions),
+            Gatekeeper::new(trust, auditor, approvals, clock)
+                .with_suspensions(suspensions)
+                .reloading(settings.clone()),
         ),
         audit_report,
     })

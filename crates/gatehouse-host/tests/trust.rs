@@ -128,3 +128,195 @@ fn a_locked_admin_bundle_never_loads_the_demo_root_even_when_asked_to() {
     assert!(trust.problems().is_empty(), "{:?}", trust.problems());
     assert_eq!(trust.summaries().len(), 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A running desk judges the installed bundles at each admission.
+
+const ID: &str = "urn:test:weather";
+
+/// The demo server's executable, built next to the test binaries.
+fn demo_server() -> PathBuf {
+    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join(gatehouse_host::demo::DEMO_SERVER_BINARY);
+    assert!(path.is_file(), "{} is missing", path.display());
+    path
+}
+
+/// A desk whose clock the test moves, with one configured stdio server, "weather": a copy of
+/// the demo server that the admin bundle binds.
+struct Running {
+    dir: tempfile::TempDir,
+    admin: PathBuf,
+    program: PathBuf,
+    now: Arc<std::sync::Mutex<OffsetDateTime>>,
+    desk: Arc<Desk>,
+}
+
+impl Running {
+    fn start(signed: &serde_json::Value) -> Running {
+        let dir = tempfile::tempdir().unwrap();
+        let admin = dir.path().join("admin");
+        let program = dir.path().join("weather-mcp");
+        std::fs::copy(demo_server(), &program).unwrap();
+        let mut signed = signed.clone();
+        signed["servers"] = Self::servers(&program, &signed["servers"]);
+        bundles::install(&admin, &signed);
+        std::fs::write(
+            dir.path().join("servers.json"),
+            serde_json::to_vec(&json!({"mcpServers": {"weather": {"command": program}}})).unwrap(),
+        )
+        .unwrap();
+        let now = Arc::new(std::sync::Mutex::new(NOW));
+        let clock_now = now.clone();
+        let clock: Clock = Arc::new(move || *clock_now.lock().unwrap());
+        let desk = open(DeskOptions::new(desk_paths(dir.path(), &admin), clock))
+            .unwrap_or_else(|e| panic!("{e}"));
+        Running {
+            dir,
+            admin,
+            program,
+            now,
+            desk,
+        }
+    }
+
+    /// `servers` with "BIND" replaced by the binding of the copied demo server.
+    fn servers(program: &Path, servers: &serde_json::Value) -> serde_json::Value {
+        let sha256: String = gatehouse_host::admission::file_sha256(program)
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let entry = bundles::stdio_entry(
+            ID,
+            &program.display().to_string(),
+            &sha256,
+            bundles::attestation(ID, None),
+        );
+        json!(
+            servers
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| if s == "BIND" {
+                    entry.clone()
+                } else {
+                    s.clone()
+                })
+                .collect::<Vec<_>>()
+        )
+    }
+
+    /// Installs a new version of the bundle while the desk runs.
+    fn rotate(&self, signed: &serde_json::Value) {
+        let mut signed = signed.clone();
+        signed["servers"] = Self::servers(&self.program, &signed["servers"]);
+        bundles::install(&self.admin, &signed);
+    }
+
+    async fn reconnect(&self) -> gatehouse_host::desk::ServerDetail {
+        self.desk
+            .connect("weather")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn reloads(&self) -> Vec<serde_json::Value> {
+        let log = std::fs::read_to_string(self.dir.path().join("data").join("audit.jsonl"))
+            .unwrap_or_default();
+        log.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["event"] == "trust_reloaded")
+            .collect()
+    }
+}
+
+fn version(n: u64, servers: serde_json::Value) -> serde_json::Value {
+    let mut signed = bundles::signed(servers);
+    signed["version"] = json!(n);
+    signed
+}
+
+#[tokio::test]
+async fn a_rotation_installed_while_the_desk_runs_applies_at_the_next_admission() {
+    let running = Running::start(&version(1, json!(["BIND"])));
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(
+        detail.banner.as_ref().unwrap().bundle.as_deref(),
+        Some("test-bundle@1")
+    );
+    assert!(running.reloads().is_empty(), "nothing changed yet");
+
+    // Version 2 drops the server: the next admission refuses it.
+    running.rotate(&version(2, json!([])));
+    let detail = running.reconnect().await;
+    assert_ne!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert!(!detail.row.connected);
+    let reloads = running.reloads();
+    assert_eq!(reloads.len(), 1, "{reloads:?}");
+    assert_eq!(
+        reloads[0]["data"]["after"]["bundles"][0]["bundle"],
+        "test-bundle@2"
+    );
+    assert_eq!(running.desk.settings().bundles[0].bundle, "test-bundle@2");
+
+    // Version 3 binds it again and adds `locked`: admitted, and the lock is in force.
+    let mut v3 = version(3, json!(["BIND"]));
+    v3["locked"] = json!(true);
+    running.rotate(&v3);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(
+        running.desk.settings().locked_by.as_deref(),
+        Some("test-bundle@3")
+    );
+
+    // Version 4 replaces the signer key the attestation is signed with by another.
+    let mut v4 = version(4, json!(["BIND"]));
+    let other = ed25519_dalek::SigningKey::from_bytes(&[33; 32]);
+    v4["keys"] = json!([{"id": "signer-2027", "publicKey": bundles::b64(&other),
+        "notAfter": "2099-01-01T00:00:00Z", "approvedClearances": ["public", "internal"]}]);
+    running.rotate(&v4);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "refused", "{:?}", detail.row);
+    assert_eq!(
+        detail.row.reason.as_ref().unwrap().code,
+        "signer_not_trusted",
+        "{:?}",
+        detail.row
+    );
+    assert_eq!(running.reloads().len(), 3);
+    running.desk.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_bundle_that_expires_while_the_desk_runs_stops_admitting() {
+    let mut v1 = version(1, json!(["BIND"]));
+    v1["expires"] = json!("2026-12-01T00:00:00Z");
+    let running = Running::start(&v1);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+
+    // No file changed; only time passed.
+    *running.now.lock().unwrap() = datetime!(2026-12-01 00:00:01 UTC);
+    let detail = running.reconnect().await;
+    assert_ne!(detail.row.status, "admitted", "{:?}", detail.row);
+    let settings = running.desk.settings();
+    assert!(settings.bundles.is_empty(), "{:?}", settings.bundles);
+    assert!(
+        settings.problems.iter().any(|p| p.code.contains("expired")),
+        "{:?}",
+        settings.problems
+    );
+    let reloads = running.reloads();
+    assert_eq!(reloads.len(), 1, "{reloads:?}");
+    running.desk.shutdown().await;
+}
