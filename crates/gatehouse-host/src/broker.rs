@@ -517,6 +517,9 @@ impl ElicitationBroker {
         assessment: Assessment,
         body: PromptBody,
     ) -> Prompt {
+        // A server's message can be 16 MiB; what a card keeps and shows is bounded (the policy
+        // has already judged the whole of it).
+        let message = truncate_for_display(message, MAX_SHOWN_MESSAGE_BYTES);
         Prompt {
             id: self.next_prompt.fetch_add(1, Ordering::SeqCst) + 1,
             receipt_id: random_id("rcpt-"),
@@ -654,6 +657,9 @@ impl ElicitationBroker {
             assessment.push(reason);
         }
 
+        // The broker's own holds (mode, elicitationId) and the abuse tracker added reasons after
+        // the policy decided: whether the user may override is decided again over all of them.
+        assessment.override_allowed = gatehouse_policy::override_allowed(&self.policy, &assessment);
         let mut prompt = self.new_prompt(session, message, origin, assessment, body);
         prompt.ready_in = arrived.elapsed();
         let mut handling = Handling {
@@ -747,12 +753,13 @@ impl ElicitationBroker {
                 answer = tokio::time::timeout(self.options.human_timeout, self.ui.ask(&h.prompt, &problems)) => match answer {
                     Ok(answer) => answer,
                     Err(_) => {
-                        h.note = Some(format!("no answer within {} s; cancelled", self.options.human_timeout.as_secs_f64()));
+                        let note = format!("no answer within {} s; cancelled", self.options.human_timeout.as_secs_f64());
+                        self.gave_up(h, note);
                         ConsentAnswer::plain(ConsentReply::Cancel)
                     }
                 },
                 _ = session.kill.cancelled() => {
-                    h.note = Some("the session was killed; cancelled".into());
+                    self.gave_up(h, "the session was killed; cancelled".into());
                     ConsentAnswer::plain(ConsentReply::Cancel)
                 }
             };
@@ -1191,6 +1198,16 @@ impl ElicitationBroker {
         }
     }
 
+    /// The broker stopped asking (the human timeout, the kill switch): the card closes with
+    /// why, so no UI goes on offering an answer nobody will read.
+    fn gave_up(&self, h: &mut Handling, note: String) {
+        self.ui.update(PromptUpdate::Closed {
+            prompt_id: h.prompt.id,
+            outcome: note.clone(),
+        });
+        h.note = Some(note);
+    }
+
     /// The call gave up on its prompts (cancelled, timed out, failed).
     pub fn close_prompts(&self, records: &[ElicitationRecord], outcome: &str) {
         for record in records {
@@ -1215,6 +1232,17 @@ impl ElicitationBroker {
             "schema_outside_subset",
             detail,
         ));
+        // A malformed elicitation is an elicitation, and a refused one: it counts against the
+        // same limits, so a flood of them ends the session like any other.
+        let now = (self.options.now)();
+        let abuse = session
+            .abuse
+            .lock()
+            .expect("session poisoned")
+            .record(AbuseEvent::Elicitation, now);
+        if let Some(reason) = abuse {
+            assessment.push(reason);
+        }
         let (correlation, calls) = self.correlate(session, &Arrival::Request(Association::Unknown));
         let prompt = self.new_prompt(
             session,
@@ -1239,9 +1267,19 @@ impl ElicitationBroker {
             content: None,
             overridden: false,
             note: Some("refused with -32602 (invalid params)".into()),
-            denied: false,
+            denied: true,
         };
-        self.finish(session, h).0
+        let (record, _) = self.finish(session, h);
+        match record
+            .reasons
+            .iter()
+            .find(|r| r.decision == Decision::KillSessionOnElicitationAbuse)
+            .cloned()
+        {
+            Some(reason) => self.kill(session, &reason),
+            None => self.count_denial(session),
+        }
+        record
     }
 
     /// The kill switch: audited, the server suspended, the connection closed.
@@ -1272,6 +1310,28 @@ impl ElicitationBroker {
     }
 }
 
+/// At most this many bytes of a server's message are kept on a prompt and shown.
+pub const MAX_SHOWN_MESSAGE_BYTES: usize = 4096;
+
+/// `text` cut to at most `max` bytes (at a character boundary), with a visible note of what was
+/// left out.
+pub fn truncate_for_display(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let total = text.len();
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(&format!(
+        " … [truncated by Gatehouse: {} of {total} bytes not shown]",
+        total - cut
+    ));
+    text
+}
+
 /// See [`Session::forget_on_drop`].
 #[must_use = "the call's requests are forgotten when this is dropped"]
 pub struct ForgetCall {
@@ -1282,5 +1342,23 @@ pub struct ForgetCall {
 impl Drop for ForgetCall {
     fn drop(&mut self) {
         self.inflight.forget_call(self.call);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_at_a_character_boundary_with_a_visible_note() {
+        assert_eq!(truncate_for_display("short".into(), 10), "short");
+        let long = "é".repeat(3000); // 6000 bytes, 2 bytes a character
+        let cut = truncate_for_display(long, 4095);
+        assert!(cut.starts_with(&"é".repeat(2047)));
+        assert!(!cut.starts_with(&"é".repeat(2048)));
+        assert!(
+            cut.ends_with("[truncated by Gatehouse: 1906 of 6000 bytes not shown]"),
+            "{cut}"
+        );
     }
 }

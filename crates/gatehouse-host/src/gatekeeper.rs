@@ -188,12 +188,70 @@ impl Auditor {
         let mut log = self.log.lock().map_err(|_| HostError::AuditUnavailable {
             detail: "the audit log handle was poisoned by a crash in another thread".into(),
         })?;
-        log.append(event, server, data, (self.clock)())
+        let server = server.map(|s| bounded_text(s, MAX_RECORD_TEXT_BYTES));
+        log.append(event, server.as_deref(), bounded_data(data), (self.clock)())
             .map(|appended| appended.seq)
             .map_err(|e| HostError::AuditUnavailable {
                 detail: e.to_string(),
             })
     }
+}
+
+/// Record data above this many bytes (as JSON) has its long strings cut: far below the audit
+/// log's 1 MiB line limit, so a record whose content a server chose (an elicitationId, a URL,
+/// a message) is always written, truncated, never refused and lost.
+pub const MAX_RECORD_DATA_BYTES: usize = 64 * 1024;
+/// In a record that was too large, each string is cut to this many bytes.
+pub const MAX_RECORD_TEXT_BYTES: usize = 1024;
+
+fn bounded_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…[truncated: {} bytes]", &text[..cut], text.len() - cut)
+}
+
+/// `data`, or when it is larger than [`MAX_RECORD_DATA_BYTES`], the same shape with every long
+/// string cut and a `truncated` note (the original size and its SHA-256, so the cut can be
+/// told apart from what was said); if even that is too large, only the note and the first
+/// keys' short values.
+pub fn bounded_data(data: Value) -> Value {
+    let original = serde_json::to_vec(&data).unwrap_or_default();
+    if original.len() <= MAX_RECORD_DATA_BYTES {
+        return data;
+    }
+    use sha2::Digest;
+    let note = json!({
+        "original_bytes": original.len(),
+        "original_sha256": hex::encode(sha2::Sha256::digest(&original)),
+    });
+    fn cut(value: Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(bounded_text(&s, MAX_RECORD_TEXT_BYTES)),
+            Value::Array(items) => Value::Array(items.into_iter().take(64).map(cut).collect()),
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .take(64)
+                    .map(|(k, v)| (bounded_text(&k, MAX_RECORD_TEXT_BYTES), cut(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+    let mut bounded = match cut(data) {
+        Value::Object(map) => map,
+        other => serde_json::Map::from_iter([("value".to_string(), other)]),
+    };
+    bounded.insert("truncated".into(), note.clone());
+    let bounded = Value::Object(bounded);
+    if serde_json::to_vec(&bounded).map_or(0, |b| b.len()) <= MAX_RECORD_DATA_BYTES {
+        return bounded;
+    }
+    json!({ "truncated": note })
 }
 
 /// Tool approvals made by the user where the posture allows (warn): server key → tool → pin.

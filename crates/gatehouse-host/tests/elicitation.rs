@@ -59,6 +59,8 @@ enum Answer {
     Submit(Value),
     /// Open the URL.
     Open,
+    /// Open the URL, explicitly overriding a hold (as the "ask anyway" control does).
+    OpenOverriding,
     Decline,
     /// Never answer (the human timeout has to end it).
     Never,
@@ -168,8 +170,10 @@ impl ConsentUi for TestUi {
                 .pop_front()
                 .unwrap_or(Answer::Decline);
             tokio::time::sleep(self.delay).await;
+            let override_hold = matches!(answer, Answer::OpenOverriding);
             let reply = match (answer, &prompt.body) {
                 (Answer::Never, _) => std::future::pending().await,
+                (Answer::OpenOverriding, _) => ConsentReply::Open,
                 (Answer::Decline, _) => ConsentReply::Decline,
                 (Answer::Open, _) => ConsentReply::Open,
                 (Answer::Submit(content), PromptBody::Form { defaults, .. }) => {
@@ -180,7 +184,10 @@ impl ConsentUi for TestUi {
                 (Answer::Submit(_), _) => ConsentReply::Cancel,
             };
             self.asked.lock().unwrap()[index].answered = Some(Instant::now());
-            ConsentAnswer::plain(reply)
+            ConsentAnswer {
+                reply,
+                override_hold,
+            }
         })
     }
 
@@ -665,6 +672,64 @@ async fn too_many_elicitations_kill_the_session_and_suspend_the_server_until_res
 // 2. Repeated denials → kill.
 
 #[tokio::test]
+async fn a_flood_of_malformed_elicitations_is_counted_bounded_and_killed() {
+    // Elicitations rmcp cannot parse (a schema outside the form subset) used to bypass the
+    // abuse limits, and each kept its whole 64 KiB message on a card.
+    let host = Host::warn();
+    let ui = TestUi::new([]);
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let name = "flood";
+    let server = host
+        .connect(
+            name,
+            &fixture("elicit-malformed-flood"),
+            &broker,
+            EraPreference::Auto,
+        )
+        .await
+        .unwrap();
+    server.approve_tools(&["t".into()]).await.unwrap();
+    let _ = server.call_tool("t", None, &CallOptions::default()).await;
+
+    let killed = eventually("the kill", Duration::from_secs(10), || {
+        host.records_of(events::SESSION_KILLED).pop()
+    })
+    .await;
+    assert_eq!(str_of(&killed, "reason"), "repeated_denials");
+    assert_eq!(host.records_of(events::SERVER_SUSPENDED).len(), 1);
+    // max_denials = 3: the fourth denial kills; nothing after the kill is put on a card.
+    let receipts = host.records_of(events::ELICITATION_RECEIPT);
+    assert!(
+        (4..50).contains(&receipts.len()),
+        "{} receipts",
+        receipts.len()
+    );
+    assert!(receipts.iter().all(|r| str_of(r, "action") == "decline"));
+    let refused = ui.refused();
+    assert!(
+        !refused.is_empty() && refused.len() < 50,
+        "{}",
+        refused.len()
+    );
+    for prompt in &refused {
+        assert!(
+            prompt.message.len() <= gatehouse_host::broker::MAX_SHOWN_MESSAGE_BYTES + 100,
+            "{} bytes kept",
+            prompt.message.len()
+        );
+        assert!(
+            prompt.message.starts_with("Please fill this in.")
+                && prompt.message.contains("truncated by Gatehouse"),
+            "{}",
+            &prompt.message[prompt.message.len() - 80..]
+        );
+    }
+    assert!(ui.asked().is_empty());
+    server.close().await;
+}
+
+#[tokio::test]
 async fn repeated_denials_kill_the_session() {
     for era in ERAS {
         let host = Host::demo();
@@ -861,6 +926,61 @@ async fn an_elicitation_after_the_host_gave_up_on_the_call_is_tied_to_no_request
     .await;
     assert!(log.contains("elicitation answered decline"), "{log}");
     server.close().await;
+}
+
+#[tokio::test]
+async fn a_hold_the_broker_adds_decides_anew_whether_the_user_may_override() {
+    // An unattested server (warn posture: `server_unattested`, which the shipped policy lets
+    // the user override) reuses an elicitationId. The broker's own hold,
+    // `duplicate_elicitation_id`, is never overridable (no policy may list it): the second URL
+    // must not be put to the user, while the first, held only as unattested, is.
+    {
+        let policy = Policy::default_policy();
+        let host = Host::warn();
+        let ui = TestUi::new([Answer::OpenOverriding, Answer::OpenOverriding]);
+        let opener = Arc::new(TestOpener::default());
+        let broker = host.broker(policy, &ui, &opener, None);
+        let name = "dup";
+        let server = host
+            .connect(
+                name,
+                &fixture("elicit-url-dup"),
+                &broker,
+                EraPreference::Auto,
+            )
+            .await
+            .unwrap();
+        server.approve_tools(&["t".into()]).await.unwrap();
+        let outcome = server
+            .call_tool("t", None, &CallOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(text(&outcome), "ok");
+        let receipts = host.records_of(events::ELICITATION_RECEIPT);
+        assert_eq!(receipts.len(), 2, "{receipts:?}");
+        let codes: Vec<&str> = receipts[1].data["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["code"].as_str().unwrap())
+            .collect();
+        assert!(codes.contains(&"duplicate_elicitation_id"), "{codes:?}");
+        assert!(codes.contains(&"server_unattested"), "{codes:?}");
+        let asked: Vec<String> = ui
+            .asked()
+            .iter()
+            .map(|a| a.prompt.message.clone())
+            .collect();
+        assert_eq!(asked, ["Connect your account (1)"]);
+        assert!(ui.asked()[0].prompt.askable());
+        assert_eq!(str_of(&receipts[0], "action"), "accept");
+        assert_eq!(receipts[0].data["overridden"], true);
+        assert_eq!(str_of(&receipts[1], "action"), "decline");
+        assert_eq!(ui.refused().len(), 1);
+        assert!(!ui.refused()[0].askable());
+        assert!(!ui.refused()[0].assessment.override_allowed);
+        server.close().await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1115,6 +1235,19 @@ async fn a_person_who_never_answers_is_timed_out_and_the_server_gets_cancel() {
             "{era}: {note:?}"
         );
         assert_eq!(ui.asked().len(), 1);
+        // The broker gave up: the card is closed with why, not left offering an answer.
+        let closed: Vec<String> = ui
+            .updates()
+            .into_iter()
+            .filter_map(|u| match u {
+                PromptUpdate::Closed { prompt_id, outcome } if prompt_id == record.prompt_id => {
+                    Some(outcome)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(closed.len(), 1, "{era}: {closed:?}");
+        assert!(closed[0].contains("no answer within 0.5 s"), "{closed:?}");
         let receipt = host.receipt(&record.receipt_id);
         assert_eq!(str_of(&receipt, "action"), "cancel");
         assert_eq!(str_of(&receipt, "note"), note);
@@ -1124,6 +1257,51 @@ async fn a_person_who_never_answers_is_timed_out_and_the_server_gets_cancel() {
 
 // ---------------------------------------------------------------------------------------------
 // 7. Receipts.
+
+#[tokio::test]
+async fn a_receipt_too_large_for_the_log_is_written_truncated_never_lost() {
+    let host = Host::warn();
+    let ui = TestUi::new([]);
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker(Policy::default_policy(), &ui, &opener, None);
+    let server = host
+        .connect(
+            "huge",
+            &fixture("elicit-huge-id"),
+            &broker,
+            EraPreference::Auto,
+        )
+        .await
+        .unwrap();
+    server.approve_tools(&["t".into()]).await.unwrap();
+    let outcome = server
+        .call_tool("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(text(&outcome), "ok");
+    let receipts = host.records_of(events::ELICITATION_RECEIPT);
+    assert_eq!(receipts.len(), 1, "the receipt was lost");
+    let receipt = &receipts[0];
+    let truncated = &receipt.data["truncated"];
+    assert!(
+        truncated["original_bytes"].as_u64().unwrap() > 2 * 1024 * 1024,
+        "{truncated}"
+    );
+    assert_eq!(truncated["original_sha256"].as_str().unwrap().len(), 64);
+    let id = str_of(receipt, "elicitation_id");
+    assert!(
+        id.len() < 2048 && id.contains("[truncated:"),
+        "{} bytes",
+        id.len()
+    );
+    assert_eq!(
+        str_of(receipt, "url"),
+        "https://accounts.example.com/connect"
+    );
+    assert_ne!(str_of(receipt, "action"), "accept");
+    assert!(opener.opened().is_empty());
+    server.close().await;
+}
 
 #[tokio::test]
 async fn a_receipt_records_who_asked_what_for_which_request_and_the_chain_verifies() {

@@ -102,6 +102,9 @@ pub struct PromptDesk {
     notify: Notifier,
 }
 
+/// At most this many cards are kept; the oldest finished ones go first.
+pub const MAX_CARDS: usize = 200;
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -119,6 +122,24 @@ impl PromptDesk {
 
     fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Slot>> {
         self.slots.lock().expect("prompt desk poisoned")
+    }
+
+    /// Adds a card, dropping the oldest finished ones beyond [`MAX_CARDS`]: a server that floods
+    /// refused elicitations cannot grow the desk without bound. Cards still waiting on the user
+    /// are never dropped.
+    fn insert(&self, id: u64, slot: Slot) {
+        let mut slots = self.slots();
+        slots.insert(id, slot);
+        while slots.len() > MAX_CARDS {
+            let Some(oldest) = slots
+                .iter()
+                .find(|(_, s)| s.card.state.finished())
+                .map(|(id, _)| *id)
+            else {
+                break;
+            };
+            slots.remove(&oldest);
+        }
     }
 
     fn changed(&self, prompt_id: u64, attention: bool) {
@@ -358,7 +379,7 @@ impl ConsentUi for PromptDesk {
         match update {
             PromptUpdate::Refused { prompt } => {
                 let id = prompt.id;
-                self.slots().insert(
+                self.insert(
                     id,
                     Slot {
                         card: new_card(&prompt, CardState::Refused),
@@ -366,7 +387,9 @@ impl ConsentUi for PromptDesk {
                         choice: None,
                     },
                 );
-                self.changed(id, true);
+                // Shown, but nothing to answer: no request for the user's attention, so a
+                // server cannot flash the window once per refused elicitation.
+                self.changed(id, false);
             }
             PromptUpdate::Opened { prompt_id, phase } => {
                 self.with_card(prompt_id, |slot| {
@@ -428,5 +451,72 @@ impl ConsentUi for PromptDesk {
                 (self.notify)(DeskEvent::Servers { name: server });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consent::{ClaimedNames, IdentityBanner, PromptBody};
+    use gatehouse_policy::Assessment;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn refused(id: u64) -> Prompt {
+        Prompt {
+            id,
+            receipt_id: format!("rcpt-{id}"),
+            server: "flood".into(),
+            banner: IdentityBanner {
+                server: "flood".into(),
+                status: "unattested",
+                verified_id: None,
+                clearance: None,
+                signer: None,
+                bundle: None,
+                demo: false,
+                origin: None,
+                command: Some("flood".into()),
+                claimed: ClaimedNames {
+                    publisher: None,
+                    server_name: None,
+                    server_version: None,
+                },
+            },
+            era: crate::Era::V2025_11_25,
+            message: "refused".into(),
+            origin: None,
+            assessment: Assessment::allow(),
+            body: PromptBody::Unsupported {
+                detail: "outside the subset".into(),
+            },
+            ready_in: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn refused_cards_are_bounded_and_never_ask_for_attention() {
+        let attention = Arc::new(AtomicUsize::new(0));
+        let seen = attention.clone();
+        let desk = PromptDesk::new(Arc::new(move |event| {
+            if let DeskEvent::Prompts {
+                attention: true, ..
+            } = event
+            {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+        for id in 1..=(MAX_CARDS as u64 + 50) {
+            desk.update(PromptUpdate::Refused {
+                prompt: Box::new(refused(id)),
+            });
+        }
+        let cards = desk.list();
+        assert_eq!(cards.len(), MAX_CARDS);
+        assert_eq!(
+            cards.iter().map(|c| c.prompt.id).min(),
+            Some(51),
+            "the oldest go first"
+        );
+        assert_eq!(attention.load(Ordering::SeqCst), 0);
     }
 }
