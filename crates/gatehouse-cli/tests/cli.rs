@@ -539,3 +539,84 @@ fn a_closed_stdout_ends_quietly_not_in_a_panic() {
     assert_eq!(out.status.code(), Some(141), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `cmd` run under `script`, which gives it a controlling terminal of its own (a pty), the way
+/// a user runs the CLI.
+fn in_a_terminal(cmd: &std::process::Command) -> std::process::Output {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    let line = std::iter::once(quote(cmd.get_program()))
+        .chain(cmd.get_args().map(quote))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &line, "/dev/null"]);
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => script.env(key, value),
+            None => script.env_remove(key),
+        };
+    }
+    script.stdin(std::process::Stdio::null()).output().unwrap()
+}
+
+#[test]
+fn a_stdio_server_gets_no_controlling_terminal() {
+    // The CLI asks for consent on its terminal; a server must not be able to draw on it or
+    // type into it. The fixture tries to open /dev/tty at start and logs what happened.
+    let env = Env::new();
+    let probe = format!("python3 {} tty-probe", fixture("misbehaving_stdio.py"));
+    // The test's own terminal works (so the probe can tell): a shell started the same way
+    // opens it.
+    let check = in_a_terminal(&{
+        let mut c = std::process::Command::new("python3");
+        c.args([
+            "-c",
+            "import os; os.close(os.open('/dev/tty', os.O_RDWR)); print('tty ok')",
+        ]);
+        c
+    });
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("tty ok"),
+        "script gives no terminal here: {check:?}"
+    );
+    let out = in_a_terminal(&env.cmd(&["connect", "--stdio", &probe]));
+    assert!(out.status.success(), "{out:?}");
+    let log = std::fs::read_to_string(env.logs().join("adhoc.stderr.log")).unwrap();
+    let line = log.lines().find(|l| l.starts_with("tty: ")).unwrap();
+    assert_ne!(line, "tty: opened", "the server reached the terminal");
+    assert!(line.contains("No such device or address"), "{line}");
+}
+
+#[test]
+fn the_loopback_mcp_session_takes_the_attestation_s_path_not_an_environment_proxy() {
+    // A proxy from the environment that counts who connects to it.
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    proxy.set_nonblocking(true).unwrap();
+    let env = Env::new();
+    let (_server, url) = demo_http(&[]);
+    let mut cmd = env.cmd(&["--json", "connect", "--url", &url]);
+    for var in [
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        cmd.env(var, &proxy_url);
+    }
+    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    let out = cmd.output().unwrap();
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success(),
+        "{value} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut through_proxy = 0;
+    while proxy.accept().is_ok() {
+        through_proxy += 1;
+    }
+    assert_eq!(through_proxy, 0, "the session went through the proxy");
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, InputRequest, InputRequests,
-    InputResponses, JsonObject, ServerPeerInfo, Tool,
+    InputResponses, JsonObject, PaginatedRequestParams, ServerPeerInfo, Tool,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
 use rmcp::transport::Transport;
@@ -47,6 +47,13 @@ pub const URL_ELICITATION_REQUIRED: i32 = -32042;
 /// How long a call's result waits for completions of URL flows it opened that were sent
 /// before it on another stream ([`ElicitationBroker::settle_completions`]).
 const COMPLETION_GRACE: Duration = Duration::from_secs(2);
+
+/// A listing (tools, resources, prompts) stops with an error past this many pages…
+pub const MAX_LIST_PAGES: usize = 100;
+/// …or this many items in all…
+pub const MAX_LIST_ITEMS: usize = 10_000;
+/// …or at a cursor longer than this, or one the server already gave in the same listing.
+pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
 
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -491,12 +498,13 @@ impl Connection {
             return Ok(tools);
         }
         let refreshed = async {
+            let peer = self.service.peer();
             let tools = self
-                .guarded(
-                    "tools/list",
-                    &CallOptions::default(),
-                    self.service.peer().list_all_tools(),
-                )
+                .list_pages("tools/list", |cursor| async move {
+                    peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                        .await
+                        .map(|page| (page.tools, page.next_cursor))
+                })
                 .await?;
             self.observe(&tools)?;
             Ok(tools)
@@ -1122,11 +1130,12 @@ impl Connection {
 
     /// Every resource, across all pages.
     pub async fn resources(&self) -> Result<Vec<rmcp::model::Resource>, HostError> {
-        self.guarded(
-            "resources/list",
-            &CallOptions::default(),
-            self.service.peer().list_all_resources(),
-        )
+        let peer = self.service.peer();
+        self.list_pages("resources/list", |cursor| async move {
+            peer.list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map(|page| (page.resources, page.next_cursor))
+        })
         .await
     }
 
@@ -1145,11 +1154,12 @@ impl Connection {
 
     /// Every prompt, across all pages.
     pub async fn prompts(&self) -> Result<Vec<rmcp::model::Prompt>, HostError> {
-        self.guarded(
-            "prompts/list",
-            &CallOptions::default(),
-            self.service.peer().list_all_prompts(),
-        )
+        let peer = self.service.peer();
+        self.list_pages("prompts/list", |cursor| async move {
+            peer.list_prompts(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map(|page| (page.prompts, page.next_cursor))
+        })
         .await
     }
 
@@ -1161,6 +1171,58 @@ impl Connection {
             self.service.peer().get_prompt(params),
         )
         .await
+    }
+
+    /// Every page of a listing, bounded: a server that repeats a cursor, sends one too long, or
+    /// never stops ends the listing with an error, and nothing half-listed is returned as whole.
+    async fn list_pages<T, F, Fut>(&self, what: &str, mut page: F) -> Result<Vec<T>, HostError>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+    {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..MAX_LIST_PAGES {
+            let (mut batch, next) = self
+                .guarded(what, &CallOptions::default(), page(cursor.take()))
+                .await?;
+            if items.len() + batch.len() > MAX_LIST_ITEMS {
+                return Err(self.protocol(
+                    what,
+                    &format!(
+                        "the server listed more than {MAX_LIST_ITEMS} items; Gatehouse stops there"
+                    ),
+                ));
+            }
+            items.append(&mut batch);
+            let Some(next) = next else {
+                return Ok(items);
+            };
+            if next.len() > MAX_CURSOR_BYTES {
+                return Err(self.protocol(
+                    what,
+                    &format!(
+                        "the server sent a {}-byte cursor (the limit is {MAX_CURSOR_BYTES}); Gatehouse stops there",
+                        next.len()
+                    ),
+                ));
+            }
+            if !seen.insert(next.clone()) {
+                return Err(self.protocol(
+                    what,
+                    &format!(
+                        "the server repeated the cursor {:?} within one listing, which would never end; Gatehouse stops there",
+                        preview(&next)
+                    ),
+                ));
+            }
+            cursor = Some(next);
+        }
+        Err(self.protocol(
+            what,
+            &format!("the server listed more than {MAX_LIST_PAGES} pages; Gatehouse stops there"),
+        ))
     }
 
     async fn guarded<T>(
@@ -1326,6 +1388,11 @@ fn definitions(tools: &[Tool]) -> Vec<serde_json::Value> {
         .iter()
         .map(|t| serde_json::to_value(t).expect("a tool serializes"))
         .collect()
+}
+
+/// The start of a server-chosen string, for an error message.
+fn preview(text: &str) -> String {
+    text.chars().take(64).collect()
 }
 
 fn with_stderr(detail: String, state: &TransportState) -> String {

@@ -203,14 +203,25 @@ fn client_for(url: &Url) -> Result<reqwest::Client, FetchError> {
         .redirect(reqwest::redirect::Policy::none())
         // rmcp's own default, as in http.rs: idle pooled connections stall on delayed ACKs.
         .pool_max_idle_per_host(0);
+    builder = loopback_path(builder, url);
+    builder.build().map_err(|e| FetchError::Network {
+        detail: format!("cannot build the HTTP client: {}", innermost(&e)),
+    })
+}
+
+/// The network path to a loopback URL, shared by the attestation fetch and the MCP connection
+/// so both reach the same server: never through an environment proxy (which would reach
+/// something else), and "localhost" pinned to the loopback addresses instead of asking the
+/// resolver. Remote origins keep the system proxy.
+pub(crate) fn loopback_path(
+    mut builder: reqwest::ClientBuilder,
+    url: &Url,
+) -> reqwest::ClientBuilder {
     if is_loopback(url) {
-        // A loopback server is this machine; an environment proxy would fetch something else.
-        // Remote origins keep the system proxy, like the MCP connection itself.
         builder = builder.no_proxy();
     }
     if url.host() == Some(Host::Domain("localhost")) {
-        // "localhost" counts as loopback only if it goes there: do not ask the resolver. Port 0
-        // keeps the URL's port.
+        // Port 0 keeps the URL's port.
         builder = builder.resolve_to_addrs(
             "localhost",
             &[
@@ -219,9 +230,7 @@ fn client_for(url: &Url) -> Result<reqwest::Client, FetchError> {
             ],
         );
     }
-    builder.build().map_err(|e| FetchError::Network {
-        detail: format!("cannot build the HTTP client: {}", innermost(&e)),
-    })
+    builder
 }
 
 fn is_redirect(status: StatusCode) -> bool {

@@ -65,11 +65,13 @@ pub fn transport(
     launch: &HttpLaunch,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HostError> {
     let config_error = |detail: String| HostError::Config(format!("server {server:?}: {detail}"));
-    let client = reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .redirect(same_origin_redirects())
         .connect_timeout(launch.connect_timeout)
         // rmcp's own default: idle pooled connections cause ~40 ms delayed-ACK stalls on Linux.
-        .pool_max_idle_per_host(0)
+        .pool_max_idle_per_host(0);
+    // The same network path as the attestation fetch: admitted at an origin, talked to there.
+    let client = crate::fetch::loopback_path(builder, &launch.url)
         .build()
         .map_err(|e| config_error(format!("cannot build the HTTP client: {e}")))?;
     let mut headers = HashMap::new();

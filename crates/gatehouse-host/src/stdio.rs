@@ -3,13 +3,14 @@
 //! Written here rather than taken from rmcp's `TokioChildProcess` because the host needs
 //! control rmcp does not offer: a size limit per line ([`crate::MAX_MESSAGE_BYTES`]), a clear
 //! fault for a line that is not UTF-8, not JSON, or not JSON-RPC (the connection ends, the host
-//! goes on), stderr captured to a per-server log and never treated as an error, the child in
-//! its own process group (a Ctrl-C at the terminal reaches the host, which then cancels
-//! properly), and the spec's shutdown: close stdin, then SIGTERM, then SIGKILL.
+//! goes on), stderr captured to a per-server log (capped and rotated) and never treated as an
+//! error, the child in a session of its own with no controlling terminal (a Ctrl-C at the
+//! terminal reaches the host, which then cancels properly, and the server cannot read or draw on
+//! the terminal), and the spec's shutdown: close stdin, then SIGTERM, then SIGKILL.
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -98,14 +99,50 @@ impl StdioTransport {
         server: &str,
         launch: &StdioLaunch,
     ) -> Result<(StdioTransport, Arc<TransportState>), HostError> {
-        let mut command = Command::new(&launch.command);
+        let spawn_error = |detail: String| HostError::Spawn {
+            server: server.to_string(),
+            command: launch.command.clone(),
+            detail,
+        };
+        // The server runs in a session of its own, so it has no controlling terminal: it cannot
+        // draw on or type into the terminal where the CLI asks for consent, and a Ctrl-C there
+        // reaches the host (which cancels properly), not the server. std has no safe setsid and
+        // the workspace forbids unsafe code, so util-linux's `setsid` calls it and then execs the
+        // program in place: same PID, same file.
+        let setsid = SETSID
+            .iter()
+            .map(Path::new)
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                spawn_error(
+                    "setsid (util-linux) is missing; Gatehouse needs it to start stdio servers without access to your terminal".into(),
+                )
+            })?;
+        // What `setsid` would fail to exec is reported here, in the user's terms.
+        let path_env = launch
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        if let Err(detail) = crate::admission::resolve_program(
+            &launch.command,
+            launch.cwd.as_deref(),
+            path_env.as_deref(),
+        ) {
+            return Err(spawn_error(format!(
+                "{detail}; is it installed and on PATH (or give an absolute path)?"
+            )));
+        }
+        let mut command = Command::new(setsid);
         command
+            .arg("--")
+            .arg(&launch.command)
             .args(&launch.args)
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
         if let Some(cwd) = &launch.cwd {
             command.current_dir(cwd);
@@ -125,25 +162,16 @@ impl StdioTransport {
         let stderr = child.stderr.take().expect("stderr is piped");
         let state = Arc::new(TransportState::default());
 
-        let log = match &launch.stderr_log {
-            Some(path) => {
-                if let Some(dir) = path.parent() {
-                    let _ = std::fs::create_dir_all(dir);
+        let log = launch
+            .stderr_log
+            .as_ref()
+            .and_then(|path| match StderrLog::open(path, MAX_STDERR_LOG_BYTES) {
+                Ok(log) => Some(log),
+                Err(error) => {
+                    tracing::warn!(%error, path = %path.display(), "cannot open the server's stderr log; keeping only the last lines in memory");
+                    None
                 }
-                match std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                {
-                    Ok(file) => Some(file),
-                    Err(error) => {
-                        tracing::warn!(%error, path = %path.display(), "cannot open the server's stderr log; keeping only the last lines in memory");
-                        None
-                    }
-                }
-            }
-            None => None,
-        };
+            });
         tokio::spawn(copy_stderr(stderr, log, state.clone()));
 
         let (exit_tx, exited) = watch::channel(None);
@@ -171,22 +199,95 @@ impl StdioTransport {
     }
 }
 
+/// Where `setsid` is looked for (util-linux; Essential on Debian).
+const SETSID: [&str; 2] = ["/usr/bin/setsid", "/bin/setsid"];
+
+/// Each server's stderr log is at most this large; then it is rotated once to `<log>.1`, so a
+/// server that floods stderr holds at most twice this on the disk the audit log needs.
+pub const MAX_STDERR_LOG_BYTES: u64 = 10 * 1024 * 1024;
+
+/// A stderr log file with a size cap and one rotated predecessor.
+struct StderrLog {
+    path: PathBuf,
+    file: std::fs::File,
+    written: u64,
+    cap: u64,
+}
+
+impl StderrLog {
+    fn open(path: &Path, cap: u64) -> std::io::Result<StderrLog> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        let written = file.metadata()?.len();
+        Ok(StderrLog {
+            path: path.to_path_buf(),
+            file,
+            written,
+            cap,
+        })
+    }
+
+    fn write_line(&mut self, text: &str) -> std::io::Result<()> {
+        let bytes = text.len() as u64 + 1;
+        if self.written + bytes > self.cap && self.written > 0 {
+            let mut rotated = self.path.clone().into_os_string();
+            rotated.push(".1");
+            std::fs::rename(&self.path, &rotated)?;
+            self.file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?;
+            let note = format!(
+                "[gatehouse: the log reached {} bytes; the earlier part is in {}]",
+                self.cap,
+                Path::new(&rotated).display()
+            );
+            writeln!(self.file, "{note}")?;
+            self.written = note.len() as u64 + 1;
+        }
+        writeln!(self.file, "{text}")?;
+        self.written += bytes;
+        Ok(())
+    }
+}
+
+/// The in-memory tail keeps at most this much of each line.
+const STDERR_TAIL_LINE_BYTES: usize = 4096;
+
 async fn copy_stderr(
     stderr: tokio::process::ChildStderr,
-    mut log: Option<std::fs::File>,
+    mut log: Option<StderrLog>,
     state: Arc<TransportState>,
 ) {
     // Bounded like stdout, so a server cannot make the host buffer without limit here either.
+    // The pipe is always drained, whether or not the log can be written.
     let mut frames = FrameReader::new(BufReader::new(stderr), 64 * 1024);
     while let Ok(Some(frame)) = frames.next().await {
         let text = match frame {
             Frame::Line(line) => String::from_utf8_lossy(&line).trim_end().to_string(),
             Frame::TooLong => "[a stderr line over 64 KiB was skipped]".to_string(),
         };
-        if let Some(file) = &mut log {
-            let _ = writeln!(file, "{text}");
+        if let Some(file) = &mut log
+            && let Err(error) = file.write_line(&text)
+        {
+            tracing::warn!(%error, "cannot write the server's stderr log; keeping only the last lines in memory");
+            log = None;
         }
-        state.push_stderr(text);
+        let mut tail = text;
+        if tail.len() > STDERR_TAIL_LINE_BYTES {
+            let mut cut = STDERR_TAIL_LINE_BYTES;
+            while !tail.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            tail.truncate(cut);
+            tail.push_str(" …");
+        }
+        state.push_stderr(tail);
     }
 }
 

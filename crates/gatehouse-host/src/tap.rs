@@ -88,7 +88,16 @@ impl Recorded {
 struct Ring {
     next_seq: u64,
     entries: VecDeque<Recorded>,
+    /// The sum of the entries' text lengths.
+    bytes: usize,
 }
+
+/// What the ring keeps of all messages together, by default: a hostile server's 16 MiB
+/// messages cannot hold more than this in memory.
+pub const DEFAULT_RING_BYTES: usize = 64 * 1024 * 1024;
+/// What the ring keeps of one message; the rest is cut, with a note (the message itself goes to
+/// the client unchanged).
+pub const MAX_ENTRY_BYTES: usize = 1024 * 1024;
 
 /// A secret to keep out of the record: its label, and its text as it appears inside a JSON
 /// string (escaped the way serde_json escapes it).
@@ -100,6 +109,7 @@ struct Redaction {
 
 pub struct TrafficTap {
     capacity: usize,
+    byte_budget: usize,
     clock: Clock,
     ring: Mutex<Ring>,
     file: Option<Mutex<BufWriter<File>>>,
@@ -110,23 +120,38 @@ impl std::fmt::Debug for TrafficTap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TrafficTap")
             .field("capacity", &self.capacity)
+            .field("byte_budget", &self.byte_budget)
             .finish_non_exhaustive()
     }
 }
 
 impl TrafficTap {
-    /// A tap keeping the last `capacity` messages (at least one).
+    /// A tap keeping the last `capacity` messages (at least one), and at most
+    /// [`DEFAULT_RING_BYTES`] of them.
     pub fn new(capacity: usize, clock: Clock) -> Self {
         TrafficTap {
             capacity: capacity.max(1),
+            byte_budget: DEFAULT_RING_BYTES,
             clock,
             ring: Mutex::new(Ring {
                 next_seq: 1,
                 entries: VecDeque::new(),
+                bytes: 0,
             }),
             file: None,
             redactions: RwLock::new(Vec::new()),
         }
+    }
+
+    /// Keeps at most `bytes` of message text in memory (the oldest entries go first).
+    pub fn with_byte_budget(mut self, bytes: usize) -> Self {
+        self.byte_budget = bytes.max(1);
+        self
+    }
+
+    /// The bytes of message text held in memory now.
+    pub fn held_bytes(&self) -> usize {
+        self.ring.lock().expect("tap poisoned").bytes
     }
 
     /// Also appends every entry as one JSON line to `path` (created if missing).
@@ -198,9 +223,30 @@ impl TrafficTap {
                 tracing::warn!(%error, "could not write the traffic log");
             }
         }
-        if ring.entries.len() == self.capacity {
-            ring.entries.pop_front();
+        let mut recorded = recorded;
+        let limit = MAX_ENTRY_BYTES.min(self.byte_budget);
+        if recorded.text.len() > limit {
+            // Kept as text (no longer JSON) with a note saying how much is missing.
+            let total = recorded.text.len();
+            let mut cut = limit.saturating_sub(128);
+            while !recorded.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            recorded.text.truncate(cut);
+            recorded.text.push_str(&format!(
+                " … [truncated by Gatehouse: {} of {total} bytes not kept]",
+                total - cut
+            ));
         }
+        while ring.entries.len() >= self.capacity
+            || (!ring.entries.is_empty() && ring.bytes + recorded.text.len() > self.byte_budget)
+        {
+            let Some(old) = ring.entries.pop_front() else {
+                break;
+            };
+            ring.bytes -= old.text.len();
+        }
+        ring.bytes += recorded.text.len();
         ring.entries.push_back(recorded);
     }
 
@@ -607,5 +653,37 @@ mod tests {
         let all = inflight.snapshot();
         assert_eq!(all.len(), MAX_IN_FLIGHT);
         assert_eq!(all[0].id, json!(10), "the oldest are dropped first");
+    }
+
+    #[test]
+    fn the_ring_holds_at_most_its_byte_budget_and_cuts_huge_messages() {
+        let tap = TrafficTap::new(10_000, fixed_clock()).with_byte_budget(3 * 1024 * 1024);
+        let server: Arc<str> = Arc::from("hostile");
+        for n in 0..20 {
+            let text = format!("{{\"n\":{n},\"x\":\"{}\"}}", "a".repeat(8 * 1024 * 1024));
+            tap.record_text(&server, Direction::In, None, text);
+            assert!(tap.held_bytes() <= 3 * 1024 * 1024, "{}", tap.held_bytes());
+        }
+        let entries = tap.entries(None);
+        assert!(!entries.is_empty() && entries.len() < 20);
+        let last = entries.last().unwrap();
+        assert_eq!(last.seq, 20, "the newest entry is kept");
+        let text = last.message.as_str().unwrap();
+        assert!(text.starts_with("{\"n\":19,"), "{}", &text[..20]);
+        assert!(text.len() <= MAX_ENTRY_BYTES);
+        assert!(
+            text.ends_with("bytes not kept]"),
+            "{}",
+            &text[text.len() - 60..]
+        );
+        // Ordinary messages are kept whole and as JSON.
+        record(
+            &tap,
+            "ok",
+            Direction::In,
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        );
+        assert_eq!(tap.entries(Some("ok"))[0].message["id"], 1);
     }
 }

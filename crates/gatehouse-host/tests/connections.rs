@@ -342,3 +342,119 @@ async fn every_progress_event_is_delivered_before_the_result() {
     }
     server.close().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hostile servers are bounded: listings, the traffic ring, stderr logs.
+
+impl Host {
+    async fn connect_only(&self, name: &str, mode: &str) -> Connection {
+        Connection::connect(
+            name,
+            &fixture(mode),
+            Arc::new(MemoryStore::default()),
+            self.tap.clone(),
+            self.events.clone(),
+            &self.options,
+            self.gatekeeper.clone(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"))
+    }
+}
+
+#[tokio::test]
+async fn a_listing_that_repeats_its_cursor_or_never_ends_is_stopped() {
+    let host = Host::new();
+    let repeat = host.connect_only("repeat", "cursor-repeat").await;
+    let error = repeat.tools().await.unwrap_err();
+    assert_eq!(error.code(), "protocol_error", "{error}");
+    assert!(
+        error.to_string().contains("repeated the cursor \"again\""),
+        "{error}"
+    );
+    // Nothing half-listed was taken as the list: asking again fails the same way.
+    assert!(repeat.tools().await.is_err());
+    // Two pages went out: the first, and the one with the cursor; then it stopped.
+    let lists = host
+        .tap
+        .entries(Some("repeat"))
+        .into_iter()
+        .filter(|e| e.direction == Direction::Out && e.message["method"] == "tools/list")
+        .count();
+    assert_eq!(lists, 4, "two listings of two pages each");
+
+    let forever = host.connect_only("forever", "cursor-forever").await;
+    let error = forever.tools().await.unwrap_err();
+    assert!(
+        error.to_string().contains(&format!(
+            "more than {} pages",
+            gatehouse_host::connection::MAX_LIST_PAGES
+        )),
+        "{error}"
+    );
+    // The healthy case still lists every page.
+    let healthy = host.connect("healthy", "record").await;
+    assert_eq!(healthy.tools().await.unwrap().len(), 1);
+    for c in [repeat, forever, healthy] {
+        c.close().await;
+    }
+}
+
+#[tokio::test]
+async fn huge_messages_do_not_grow_the_traffic_ring_past_its_budget() {
+    let mut host = Host::new();
+    let budget = 20 * 1024 * 1024;
+    host.tap = Arc::new(TrafficTap::new(10_000, system_clock()).with_byte_budget(budget));
+    let server = host.connect("huge", "huge-results").await;
+    for _ in 0..6 {
+        let outcome = server
+            .call_tool("t", None, &CallOptions::default())
+            .await
+            .unwrap();
+        // The client gets the whole result; only the ring keeps less.
+        let text = outcome.result.content[0].as_text().unwrap().text.len();
+        assert_eq!(text, 8 * 1024 * 1024);
+        assert!(host.tap.held_bytes() <= budget, "{}", host.tap.held_bytes());
+    }
+    let entries = host.tap.entries(Some("huge"));
+    let last = entries.last().unwrap();
+    assert_eq!(last.direction, Direction::In);
+    assert!(
+        last.message
+            .as_str()
+            .is_some_and(|t| t.ends_with("bytes not kept]")),
+        "the newest result is kept, cut"
+    );
+    server.close().await;
+}
+
+#[tokio::test]
+async fn a_server_flooding_stderr_gets_a_capped_rotated_log_and_keeps_working() {
+    let host = Host::new();
+    let server = host.connect("noisy", "stderr-flood").await;
+    let outcome = server
+        .call_tool("t", None, &CallOptions::default())
+        .await
+        .unwrap();
+    assert!(!outcome.is_error());
+    let dir = host._logs.path();
+    let cap = gatehouse_host::stdio::MAX_STDERR_LOG_BYTES;
+    let current = std::fs::metadata(dir.join("noisy.stderr.log"))
+        .unwrap()
+        .len();
+    let rotated = std::fs::metadata(dir.join("noisy.stderr.log.1"))
+        .unwrap()
+        .len();
+    assert!(
+        current <= cap && rotated <= cap,
+        "{current} and {rotated} bytes"
+    );
+    assert!(
+        rotated > cap / 2,
+        "the rotated log holds the flood: {rotated}"
+    );
+    assert!(host.log("noisy").contains("flood done"));
+    // No third file.
+    assert!(!dir.join("noisy.stderr.log.2").exists());
+    server.close().await;
+}
