@@ -37,8 +37,13 @@ async fn server_add(desk: DeskState<'_>, entry: NewServer) -> Answer<ServerRow> 
 }
 
 #[tauri::command]
-async fn servers_import(desk: DeskState<'_>, text: String) -> Answer<ImportOutcome> {
-    desk.import_servers(&text).await
+async fn servers_import(
+    desk: DeskState<'_>,
+    text: String,
+    confirmed: Option<Vec<String>>,
+) -> Answer<ImportOutcome> {
+    desk.import_servers(&text, &confirmed.unwrap_or_default())
+        .await
 }
 
 #[tauri::command]

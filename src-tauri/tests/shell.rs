@@ -503,18 +503,26 @@ fn an_import_cannot_take_the_demo_servers_names_in_demo_mode() {
     let shell = Shell::start();
     let config = shell.dir.path().join("config").join("servers.json");
     let before = std::fs::read(&config).ok();
-    for name in ["demo", "demo-2025"] {
-        let text = json!({"mcpServers": {
-            "fine": {"command": "/bin/true"},
-            name: {"command": "/bin/true"},
-        }})
-        .to_string();
-        assert_eq!(
-            shell.refused("servers_import", json!({"text": text})),
-            "server_exists",
-            "{name}"
-        );
-        assert_eq!(std::fs::read(&config).ok(), before, "nothing imported");
+    // Every shape import accepts: Claude Desktop / Cursor, VS Code mcp.json, VS Code settings.
+    let shapes: [fn(serde_json::Value) -> serde_json::Value; 3] = [
+        |servers| json!({"mcpServers": servers}),
+        |servers| json!({"servers": servers}),
+        |servers| json!({"mcp": {"servers": servers}}),
+    ];
+    for shape in shapes {
+        for name in ["demo", "demo-2025"] {
+            let text = shape(json!({
+                "fine": {"command": "/bin/true"},
+                name: {"command": "/bin/true"},
+            }))
+            .to_string();
+            assert_eq!(
+                shell.refused("servers_import", json!({"text": text})),
+                "server_exists",
+                "{name} in {text}"
+            );
+            assert_eq!(std::fs::read(&config).ok(), before, "nothing imported");
+        }
     }
     let rows = shell.ok("servers_list", json!({}));
     let names: Vec<&str> = rows
@@ -528,6 +536,32 @@ fn an_import_cannot_take_the_demo_servers_names_in_demo_mode() {
     let text = json!({"mcpServers": {"fine": {"command": "/bin/true"}}}).to_string();
     let outcome = shell.ok("servers_import", json!({"text": text}));
     assert_eq!(outcome["imported"], json!(["fine"]), "{outcome:#}");
+}
+
+#[test]
+fn an_import_that_changes_what_runs_waits_for_a_typed_confirmation() {
+    let shell = Shell::start();
+    let text = json!({"mcpServers": {
+        "hooked": {"command": "/bin/true", "env": {"NODE_OPTIONS": "--require /tmp/evil.js"}},
+        "plain": {"command": "/bin/true"},
+    }})
+    .to_string();
+    let outcome = shell.ok("servers_import", json!({"text": text}));
+    assert_eq!(outcome["imported"], json!(["plain"]), "{outcome:#}");
+    assert_eq!(
+        outcome["quarantined"],
+        json!([{"name": "hooked", "settings": [
+            {"kind": "env", "name": "NODE_OPTIONS", "value": "--require /tmp/evil.js"}
+        ]}]),
+        "{outcome:#}"
+    );
+    // Confirmed by name, through the typed argument: imported.
+    let outcome = shell.ok(
+        "servers_import",
+        json!({"text": text, "confirmed": ["hooked"]}),
+    );
+    assert_eq!(outcome["imported"], json!(["hooked"]), "{outcome:#}");
+    assert_eq!(outcome["quarantined"], json!([]), "{outcome:#}");
 }
 
 #[test]

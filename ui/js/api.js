@@ -54,7 +54,7 @@ export const serversList = () => invoke('servers_list');
 export const serverConnect = (name) => invoke('server_connect', { name });
 export const serverDetail = (name) => invoke('server_detail', { name });
 export const serverAdd = (entry) => invoke('server_add', { entry });
-export const serversImport = (text) => invoke('servers_import', { text });
+export const serversImport = (text, confirmed = []) => invoke('servers_import', { text, confirmed });
 export const serverResume = (name) => invoke('server_resume', { name });
 export const toolCall = (server, tool, args) => invoke('tool_call', { server, tool, arguments: args });
 

@@ -305,7 +305,8 @@ function setUpImport() {
     reader.addEventListener('load', async () => {
       input.value = '';
       try {
-        renderImport(file.name, await api.serversImport(String(reader.result)));
+        const text = String(reader.result);
+        renderImport(file.name, await api.serversImport(text), text);
       } catch (error) {
         replace(reportSlot, el('div', { class: 'import-report tone-bad', 'data-testid': 'import-report', 'data-ok': 'false', 'data-code': error.code },
           el('p', {}, 'Could not import ', el('strong', {}, file.name), ': ', el('code', {}, error.code), ' ', error.message)));
@@ -320,11 +321,34 @@ function setUpImport() {
   });
 }
 
-function renderImport(fileName, report) {
+// An entry that sets what a server runs is held back; the user imports it only after seeing
+// its exact settings, by pressing the button on that entry (a typed call naming it).
+function heldEntry(fileName, text, held) {
+  const confirm = el('button', { type: 'button', class: 'small danger', 'data-confirm-import': held.name },
+    'Import ', held.name, ' with these settings');
+  confirm.addEventListener('click', async () => {
+    try {
+      renderImport(fileName, await api.serversImport(text, [held.name]), text);
+    } catch (error) {
+      notify(error);
+    }
+    refresh();
+  });
+  return el('li', { 'data-quarantined': held.name },
+    el('strong', {}, held.name),
+    ' sets what the server runs:',
+    el('ul', {}, (held.settings ?? []).map((setting) => el('li', {}, el('code', {},
+      setting.kind === 'cwd' ? `cwd ${setting.path}` : `env ${setting.name}=${setting.value}`)))),
+    confirm);
+}
+
+function renderImport(fileName, report, text) {
   const imported = report?.imported ?? [];
   const skipped = report?.skipped ?? [];
   const moved = report?.secrets_moved ?? [];
   const warnings = report?.warnings ?? [];
+  const quarantined = report?.quarantined ?? [];
+  const refused = report?.refused ?? [];
   const close = el('button', { type: 'button', class: 'ghost small', 'aria-label': 'Close the import report' }, '×');
   close.addEventListener('click', () => reportSlot.replaceChildren());
   replace(reportSlot, el('div', { class: 'import-report', 'data-testid': 'import-report', 'data-ok': 'true' },
@@ -346,5 +370,14 @@ function renderImport(fileName, report) {
       : null,
     warnings.length > 0
       ? [el('p', { class: 'muted' }, 'Warnings:'), el('ul', { class: 'warnings' }, warnings.map((w) => el('li', {}, w)))]
+      : null,
+    quarantined.length > 0
+      ? [el('p', { class: 'muted' }, 'Not imported until you confirm (they change what the server runs):'),
+        el('ul', { class: 'quarantined' }, quarantined.map((held) => heldEntry(fileName, text, held)))]
+      : null,
+    refused.length > 0
+      ? [el('p', { class: 'muted' }, 'Refused:'),
+        el('ul', { class: 'refused' }, refused.map((r) => el('li', { 'data-refused': r.name },
+          el('strong', {}, r.name), ': ', el('code', {}, r.code), ' ', r.detail)))]
       : null));
 }

@@ -152,6 +152,11 @@ pub enum ServersCommand {
         /// Replace servers that already exist (default: skip them).
         #[arg(long)]
         replace: bool,
+        /// Import this server although it sets code-loading environment variables (LD_PRELOAD,
+        /// NODE_OPTIONS, PATH…) or a working directory; without it such an entry is held back
+        /// and its exact settings are shown. Repeat for each server.
+        #[arg(long = "allow-launch-settings", value_name = "NAME")]
+        allow_launch_settings: Vec<String>,
     },
 }
 

@@ -751,6 +751,7 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
         ServersCommand::Import {
             path: source,
             replace,
+            allow_launch_settings,
         } => {
             let text = std::fs::read_to_string(&source)
                 .map_err(|e| HostError::Config(format!("cannot read {}: {e}", source.display())))?;
@@ -763,6 +764,7 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
                     &mut config,
                     secrets.as_ref(),
                     replace,
+                    &allow_launch_settings,
                 )
                 .map(|report| (config, report))
             })

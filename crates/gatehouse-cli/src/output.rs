@@ -325,6 +325,21 @@ pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
     for moved in &report.secrets_moved {
         println!("  moved to the keychain: {moved}");
     }
+    for held in &report.quarantined {
+        println!(
+            "  ! {} (not imported: it sets what the server runs; check, then import again with --allow-launch-settings {}):",
+            held.name, held.name
+        );
+        for setting in &held.settings {
+            println!("      {setting}");
+        }
+    }
+    for refused in &report.refused {
+        println!(
+            "  x {} (refused, {}): {}",
+            refused.name, refused.code, refused.detail
+        );
+    }
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
     }

@@ -620,3 +620,40 @@ fn the_loopback_mcp_session_takes_the_attestation_s_path_not_an_environment_prox
     }
     assert_eq!(through_proxy, 0, "the session went through the proxy");
 }
+
+#[test]
+fn credentials_in_arguments_and_urls_never_reach_the_audit_log_or_the_output() {
+    let env = Env::new();
+    let secret_arg = "sk-live-5f9c2e7a1b";
+    let secret_query = "qtok-83e1d0c4";
+    let stdio = format!(
+        "python3 {} record --api-key={secret_arg}",
+        fixture("misbehaving_stdio.py")
+    );
+    let out = env
+        .cmd(&["--json", "connect", "--stdio", &stdio])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (_server, url) = demo_http(&[]);
+    let with_token = format!("{url}?access_token={secret_query}");
+    let out2 = env
+        .cmd(&["--json", "connect", "--url", &with_token])
+        .output()
+        .unwrap();
+    assert!(out2.status.success(), "{out2:?}");
+    let audit = std::fs::read_to_string(env.audit_log()).unwrap();
+    assert!(audit.contains("--api-key=[redacted]"), "{audit}");
+    for (what, bytes) in [
+        ("the audit log", audit.as_bytes()),
+        ("stdout", &out.stdout),
+        ("stdout", &out2.stdout),
+        ("stderr", &out2.stderr),
+    ] {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains(secret_arg) && !text.contains(secret_query),
+            "a credential in {what}: {text}"
+        );
+    }
+}

@@ -591,7 +591,12 @@ impl Trust {
         fetch_timeout: Duration,
     ) -> Verdict {
         let mut verdict = Verdict::new(server, "http");
-        verdict.approval_key = format!("url:{endpoint}");
+        // Credentials in the query are not part of what identifies the server, and the key is
+        // written to the audit log (suspensions).
+        verdict.approval_key = match url::Url::parse(endpoint) {
+            Ok(url) => format!("url:{}", crate::launch_risk::redact_url(&url)),
+            Err(_) => format!("url:{endpoint}"),
+        };
         let source = match AttestationSource::for_endpoint(endpoint) {
             Ok(source) => source,
             Err(error) => {
@@ -663,25 +668,22 @@ impl Trust {
     ) -> Verdict {
         let mut verdict = Verdict::new(server, "stdio");
         verdict.command = Some(spec.describe());
-        verdict.approval_key = format!("stdio:{}", spec.describe());
+        // Until admitted, approvals and suspensions are keyed by what actually runs: the
+        // resolved program (when it resolves), the arguments and the working directory, so a
+        // symlink or PATH change cannot inherit another server's approvals.
+        let resolved = match &check {
+            StdioCheck::Failed(_) => None,
+            StdioCheck::Unbound { program }
+            | StdioCheck::ArgsDiffer { program, .. }
+            | StdioCheck::BinaryChanged { program, .. }
+            | StdioCheck::Bound { program, .. } => Some(program.clone()),
+        };
+        verdict.approval_key = unattested_stdio_key(spec, resolved.as_deref());
         let (bundle_id, policy_id, program) = match check {
             StdioCheck::Failed(detail) => {
                 return verdict.refused(AdmissionReason::StdioBindingMismatch, detail);
             }
             StdioCheck::Unbound { program } => {
-                // The whole command line and working directory: `python3 a.py` and
-                // `python3 b.py` share an executable but are different servers.
-                let (args, cwd) = match spec {
-                    ServerSpec::Stdio(s) => (s.args.clone(), s.cwd.clone()),
-                    ServerSpec::Http(_) => (Vec::new(), None),
-                };
-                verdict.approval_key = serde_json::json!({
-                    "program": program.display().to_string(),
-                    "args": args,
-                    "cwd": cwd.map(|c| c.display().to_string()),
-                })
-                .to_string();
-                verdict.approval_key.insert_str(0, "stdio:");
                 return verdict.unattested(format!(
                     "no installed bundle binds the command {} (stdio servers are admitted only through an admin bundle's stdio binding)",
                     program.display()
@@ -715,6 +717,30 @@ impl Trust {
                 program,
             } => (bundle_id, policy_id, program),
         };
+        // The binding hashes the executable, not its environment: a code-loading variable
+        // (LD_PRELOAD, NODE_OPTIONS, PYTHONPATH, PATH…) or a working directory would change
+        // what runs under the verified identity. The binding format cannot allow them, so a
+        // bound server may not set them.
+        if let ServerSpec::Stdio(s) = spec {
+            let settings = crate::launch_risk::risky_settings(
+                s.env.iter().map(|(k, v)| (k, v)),
+                s.cwd.as_ref().and_then(|c| c.to_str()),
+            );
+            if !settings.is_empty() {
+                return verdict.refused(
+                    AdmissionReason::StdioBindingMismatch,
+                    format!(
+                        "{} is bound by an admin bundle, but its configuration also sets {}, which change what runs; a bound server runs with none of these: remove them from its entry",
+                        program.display(),
+                        settings
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+        }
         verdict.program = Some(program.clone());
         verdict.command = Some(
             std::iter::once(program.display().to_string())
@@ -850,6 +876,24 @@ impl Trust {
             })
             .collect()
     }
+}
+
+/// The approval and suspension key of a stdio server that is not admitted: the whole command
+/// line and working directory (`python3 a.py` and `python3 b.py` share an executable but are
+/// different servers), with the program as resolved when it resolves, credentials redacted.
+fn unattested_stdio_key(spec: &ServerSpec, resolved: Option<&Path>) -> String {
+    let ServerSpec::Stdio(s) = spec else {
+        return format!("stdio:{}", spec.describe());
+    };
+    let program = resolved
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| s.command.clone());
+    let key = serde_json::json!({
+        "program": program,
+        "args": crate::launch_risk::redact_args(&s.args),
+        "cwd": s.cwd.as_ref().map(|c| c.display().to_string()),
+    });
+    format!("stdio:{key}")
 }
 
 fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) -> String {

@@ -221,7 +221,11 @@ async fn resolve(
             ServerSpec::Stdio(s) => Launch::Stdio(StdioLaunch {
                 env: resolve_all(&s.env)?,
                 command: s.command,
-                args: s.args,
+                args: s
+                    .args
+                    .iter()
+                    .map(|a| resolve_secrets(a, secrets.as_ref(), &mut used))
+                    .collect::<Result<_, _>>()?,
                 cwd: s.cwd,
                 stderr_log,
                 grace,
@@ -237,7 +241,7 @@ async fn resolve(
                     None => None,
                 };
                 Launch::Http(HttpLaunch {
-                    url: h.url,
+                    url: crate::config::resolve_url_secrets(&h.url, secrets.as_ref(), &mut used)?,
                     headers,
                     bearer,
                     connect_timeout,

@@ -29,6 +29,7 @@ pub mod error;
 pub mod fetch;
 pub mod gatekeeper;
 pub mod http;
+pub mod launch_risk;
 pub mod secrets;
 pub mod security;
 pub mod stdio;

@@ -320,3 +320,49 @@ async fn a_bundle_that_expires_while_the_desk_runs_stops_admitting() {
     assert_eq!(reloads.len(), 1, "{reloads:?}");
     running.desk.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_bound_server_may_not_set_what_changes_what_runs() {
+    let running = Running::start(&version(1, json!(["BIND"])));
+    let config = running.dir.path().join("servers.json");
+    let program = running.program.display().to_string();
+    for (entry, admitted) in [
+        (
+            json!({"command": program, "env": {"LOG_LEVEL": "debug"}}),
+            true,
+        ),
+        (
+            json!({"command": program, "env": {"NODE_OPTIONS": "--require /tmp/evil.js"}}),
+            false,
+        ),
+        (
+            json!({"command": program, "env": {"LD_PRELOAD": "/tmp/evil.so"}}),
+            false,
+        ),
+        (
+            json!({"command": program, "env": {"PATH": "/tmp/evil:/usr/bin"}}),
+            false,
+        ),
+        (json!({"command": program, "cwd": "/tmp"}), false),
+    ] {
+        std::fs::write(
+            &config,
+            serde_json::to_vec(&json!({"mcpServers": {"weather": entry}})).unwrap(),
+        )
+        .unwrap();
+        let detail = running.reconnect().await;
+        if admitted {
+            assert_eq!(detail.row.status, "admitted", "{entry}: {:?}", detail.row);
+        } else {
+            assert_eq!(detail.row.status, "refused", "{entry}: {:?}", detail.row);
+            let reason = detail.row.reason.as_ref().unwrap();
+            assert_eq!(reason.code, "stdio_binding_mismatch", "{entry}");
+            let setting = entry["env"]
+                .as_object()
+                .and_then(|e| e.keys().next().cloned())
+                .unwrap_or_else(|| "cwd".into());
+            assert!(reason.detail.contains(&setting), "{}", reason.detail);
+        }
+    }
+    running.desk.shutdown().await;
+}

@@ -234,6 +234,9 @@ pub struct ImportOutcome {
     pub skipped: Vec<String>,
     pub secrets_moved: Vec<String>,
     pub warnings: Vec<String>,
+    /// Held back until the user confirms each by name (`confirmed`), with the exact settings.
+    pub quarantined: Vec<crate::config::Quarantined>,
+    pub refused: Vec<crate::config::RefusedImport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -709,13 +712,20 @@ impl Desk {
         Ok(self.row_for(&new.name, &spec, false, None))
     }
 
-    /// Imports an `mcpServers` file's content; literal credentials move to the keychain.
-    pub async fn import_servers(&self, text: &str) -> Result<ImportOutcome, DeskError> {
+    /// Imports an `mcpServers` (or VS Code) file's content; literal credentials move to the
+    /// keychain. Entries that set what a server runs are imported only when named in
+    /// `confirmed` (the user saw their exact settings in an earlier report).
+    pub async fn import_servers(
+        &self,
+        text: &str,
+        confirmed: &[String],
+    ) -> Result<ImportOutcome, DeskError> {
         // In demo mode the demo's names are taken, as for Add: an imported "demo" would stand
-        // in the list where the built-in one was. Checked before anything (a secret) moves.
+        // in the list where the built-in one was. Checked before anything (a secret) moves, in
+        // every shape import accepts.
         if self.options.demo
-            && let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text)
-            && let Some(Value::Object(servers)) = root.get("mcpServers")
+            && let Ok(root) = serde_json::from_str::<Value>(text)
+            && let Some(Value::Object(servers)) = crate::config::import_servers_object(&root)
             && let Some(taken) = [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME]
                 .into_iter()
                 .find(|name| servers.contains_key(*name))
@@ -734,6 +744,7 @@ impl Desk {
             &mut config,
             self.secrets.as_ref(),
             false,
+            confirmed,
         )?;
         config.save(&self.options.paths.config)?;
         (self.notify)(DeskEvent::Servers {
@@ -744,6 +755,8 @@ impl Desk {
             skipped: report.skipped,
             secrets_moved: report.secrets_moved,
             warnings: report.warnings,
+            quarantined: report.quarantined,
+            refused: report.refused,
         })
     }
 
