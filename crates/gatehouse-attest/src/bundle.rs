@@ -690,6 +690,26 @@ impl TrustStore {
                     }
                 }
                 for server in &ac.servers {
+                    // The same command line bound under two ids: the second must not silently
+                    // lose (or win) depending on load order.
+                    if let Some(binding) = &server.stdio
+                        && let Some(other) = bc.servers.iter().find(|s| {
+                            s.id != server.id
+                                && s.stdio.as_ref().is_some_and(|o| {
+                                    o.command == binding.command && o.args == binding.args
+                                })
+                        })
+                    {
+                        return Err(BundleError::Conflict(format!(
+                            "the stdio command {:?} {:?} is bound as {:?} in {} and as {:?} in {}",
+                            binding.command,
+                            binding.args,
+                            server.id,
+                            a.label(),
+                            other.id,
+                            b.label()
+                        )));
+                    }
                     if bc.servers.iter().any(|s| s.id == server.id) {
                         return Err(BundleError::Conflict(format!(
                             "server {:?} is governed by both {} and {}",

@@ -676,6 +676,7 @@ impl Trust {
             StdioCheck::Unbound { program }
             | StdioCheck::ArgsDiffer { program, .. }
             | StdioCheck::BinaryChanged { program, .. }
+            | StdioCheck::Ambiguous { program, .. }
             | StdioCheck::Bound { program, .. } => Some(program.clone()),
         };
         verdict.approval_key = unattested_stdio_key(spec, resolved.as_deref());
@@ -695,6 +696,16 @@ impl Trust {
                     format!(
                         "{} is bound with the arguments {bound:?}, but configured with others; the bundle binds the exact command line",
                         program.display()
+                    ),
+                );
+            }
+            StdioCheck::Ambiguous { program, bindings } => {
+                return verdict.refused(
+                    AdmissionReason::StdioBindingMismatch,
+                    format!(
+                        "{} with these arguments is bound under more than one server id ({}); Gatehouse will not pick an identity for it: ask the admins to keep one binding",
+                        program.display(),
+                        bindings.join(", ")
                     ),
                 );
             }
@@ -962,6 +973,12 @@ enum StdioCheck {
         expected: String,
         actual: String,
     },
+    /// Bound more than once, under different server ids: which identity it has is not ours to
+    /// pick.
+    Ambiguous {
+        program: PathBuf,
+        bindings: Vec<String>,
+    },
     Bound {
         bundle_id: String,
         policy_id: String,
@@ -1039,7 +1056,19 @@ fn stdio_check(
                 .is_ok_and(|p| p == program)
         })
         .collect();
-    let Some(candidate) = same_program.iter().find(|c| c.args == args) else {
+    let bound: Vec<&&Candidate> = same_program.iter().filter(|c| c.args == args).collect();
+    let ids: std::collections::BTreeSet<&str> =
+        bound.iter().map(|c| c.policy_id.as_str()).collect();
+    if ids.len() > 1 {
+        return StdioCheck::Ambiguous {
+            program,
+            bindings: bound
+                .iter()
+                .map(|c| format!("{} in {}", c.policy_id, c.bundle_id))
+                .collect(),
+        };
+    }
+    let Some(candidate) = bound.first() else {
         return match same_program.first() {
             Some(c) => StdioCheck::ArgsDiffer {
                 program,

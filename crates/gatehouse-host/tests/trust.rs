@@ -187,7 +187,8 @@ impl Running {
         }
     }
 
-    /// `servers` with "BIND" replaced by the binding of the copied demo server.
+    /// `servers` with "BIND" replaced by the binding of the copied demo server ("BIND_TWIN":
+    /// the same binding under another id).
     fn servers(program: &Path, servers: &serde_json::Value) -> serde_json::Value {
         let sha256: String = gatehouse_host::admission::file_sha256(program)
             .unwrap()
@@ -200,15 +201,18 @@ impl Running {
             &sha256,
             bundles::attestation(ID, None),
         );
+        let mut twin = entry.clone();
+        twin["id"] = json!("urn:test:twin");
+        twin["stdio"]["attestation"] = bundles::attestation("urn:test:twin", None);
         json!(
             servers
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|s| if s == "BIND" {
-                    entry.clone()
-                } else {
-                    s.clone()
+                .map(|s| match s.as_str() {
+                    Some("BIND") => entry.clone(),
+                    Some("BIND_TWIN") => twin.clone(),
+                    _ => s.clone(),
                 })
                 .collect::<Vec<_>>()
         )
@@ -365,4 +369,60 @@ async fn a_bound_server_may_not_set_what_changes_what_runs() {
         }
     }
     running.desk.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_command_bound_under_two_ids_is_refused_not_first_wins() {
+    // Within one bundle: admission finds two identities for the same command line.
+    let running = Running::start(&version(1, json!(["BIND", "BIND_TWIN"])));
+    let settings = running.desk.settings();
+    assert!(settings.problems.is_empty(), "{:?}", settings.problems);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "refused", "{:?}", detail.row);
+    let reason = detail.row.reason.as_ref().unwrap();
+    assert_eq!(reason.code, "stdio_binding_mismatch");
+    assert!(
+        reason.detail.contains("more than one server id")
+            && reason.detail.contains(ID)
+            && reason.detail.contains("urn:test:twin"),
+        "{}",
+        reason.detail
+    );
+    running.desk.shutdown().await;
+
+    // Across two installed bundles: they cannot be combined, whichever loads first.
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin");
+    let binding = |id: &str| {
+        bundles::stdio_entry(
+            id,
+            "/opt/acme/weather-mcp",
+            &"00".repeat(32),
+            bundles::attestation(id, None),
+        )
+    };
+    bundles::install(&admin, &bundles::signed(json!([binding(ID)])));
+    let mut other = bundles::signed(json!([binding("urn:test:twin")]));
+    other["bundleId"] = json!("other-bundle");
+    let bytes = serde_json::to_vec(&json!({
+        "signed": other,
+        "signatures": [gatehouse_attest::bundle::sign_bundle(&other, "root", &bundles::root_key()).unwrap()],
+    }))
+    .unwrap();
+    std::fs::write(admin.join("other-bundle.json"), bytes).unwrap();
+    let trust = Trust::load(
+        &TrustSettings {
+            system_dir: admin,
+            user_dir: None,
+            posture_override: None,
+            demo_bundle: None,
+        },
+        NOW,
+    );
+    assert!(trust.summaries().is_empty(), "{:?}", trust.summaries());
+    let problems: Vec<String> = trust.problems().iter().map(|p| p.message.clone()).collect();
+    assert!(
+        problems.iter().any(|m| m.contains("is bound as")),
+        "{problems:?}"
+    );
 }
