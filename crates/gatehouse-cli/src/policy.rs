@@ -127,7 +127,8 @@ fn check_url(context: &Context, policy: &Policy, url: &str, local: bool, allow: 
     exit_for(assessment.decision)
 }
 
-fn read_schema(path: &Path) -> Result<Value, Failure> {
+/// The schema, and the message when the file holds elicitation params or a whole request.
+fn read_schema(path: &Path) -> Result<(Value, Option<String>), Failure> {
     let text = if path == Path::new("-") {
         let mut text = String::new();
         std::io::stdin()
@@ -149,16 +150,29 @@ fn read_schema(path: &Path) -> Result<Value, Failure> {
         ))
     })?;
     // Elicitation params ({message, requestedSchema}) or a whole request ({params: …}) too.
-    let nested = value
-        .get("requestedSchema")
-        .or_else(|| value.get("params").and_then(|p| p.get("requestedSchema")))
-        .cloned();
-    Ok(nested.unwrap_or(value))
+    let params = if value.get("requestedSchema").is_some() {
+        Some(&value)
+    } else {
+        value
+            .get("params")
+            .filter(|p| p.get("requestedSchema").is_some())
+    };
+    let message = params
+        .and_then(|p| p.get("message"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let nested = params.and_then(|p| p.get("requestedSchema")).cloned();
+    Ok((nested.unwrap_or(value), message))
 }
 
 fn check_form(context: &Context, policy: &Policy, path: &Path) -> Result<u8, Failure> {
-    let schema = read_schema(path)?;
-    let assessed = assess_form(policy, &context_for(Mode::Form, true), &schema);
+    let (schema, message) = read_schema(path)?;
+    let assessed = assess_form(
+        policy,
+        &context_for(Mode::Form, true),
+        message.as_deref(),
+        &schema,
+    );
     let assessment = &assessed.assessment;
     if context.json {
         let fields: Vec<Value> = assessed

@@ -355,3 +355,25 @@ fn show_names_the_built_in_default() {
     assert!(text.contains("policy   gatehouse-default-2026.1"), "{text}");
     assert!(text.contains("source   built-in"), "{text}");
 }
+
+#[test]
+fn check_form_judges_the_message_of_elicitation_params() {
+    let env = env();
+    let schema = r#"{"type": "object", "properties": {"value": {"type": "string"}}}"#;
+    let phishing = write(
+        &env,
+        "phishing.json",
+        &format!(r#"{{"message": "Enter your password", "requestedSchema": {schema}}}"#),
+    );
+    let (code, out) = json(&env, &["policy", "check-form", phishing.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["decision"], "deny_sensitive_form_elicitation", "{out}");
+    let ordinary = write(
+        &env,
+        "ordinary.json",
+        &format!(r#"{{"params": {{"message": "Pick a seat", "requestedSchema": {schema}}}}}"#),
+    );
+    let (code, out) = json(&env, &["policy", "check-form", ordinary.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["decision"], "allow_elicitation_with_receipt", "{out}");
+}

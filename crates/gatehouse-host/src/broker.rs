@@ -570,7 +570,12 @@ impl ElicitationBroker {
                 ..
             } => {
                 let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
-                let form = assess_form(&self.policy, &session.context(Mode::Form, tied), &schema);
+                let form = assess_form(
+                    &self.policy,
+                    &session.context(Mode::Form, tied),
+                    Some(message),
+                    &schema,
+                );
                 let body = match form.schema {
                     Some(schema) => PromptBody::Form {
                         defaults: schema.defaults(),

@@ -59,7 +59,7 @@ fn bench(c: &mut Criterion) {
     });
     let answers = answers.as_object().expect("object").clone();
     assert!(
-        assess_form(&policy, &form_context, &schema)
+        assess_form(&policy, &form_context, None, &schema)
             .assessment
             .is_allowed()
     );
@@ -75,6 +75,7 @@ fn bench(c: &mut Criterion) {
             assess_form(
                 black_box(&policy),
                 black_box(&form_context),
+                None,
                 black_box(&schema),
             )
         })

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::codes::{self, reason};
 use crate::decision::Assessment;
 use crate::evidence::{ElicitationContext, check_evidence, override_allowed};
-use crate::form::{FieldCheck, FormSchema, judge_fields, raw_sensitive_fields};
+use crate::form::{FieldCheck, FormSchema, judge_fields, judge_form_texts, raw_sensitive_fields};
 use crate::policy::Policy;
 use crate::transit::find_token_prefix;
 use crate::url_check::{UrlContext, UrlDisplay, check_url, percent_decode};
@@ -28,16 +28,25 @@ pub struct UrlAssessment {
     pub display: UrlDisplay,
 }
 
-/// Assesses a form elicitation's `requestedSchema`: evidence, then the schema subset, the
-/// field count and sensitive-field detection. A schema outside the subset is held (never
-/// overridable) with no fields; its properties are still judged for secrets, so a password
-/// field is denied whatever shape the schema has.
+/// Assesses a form elicitation: evidence, then the schema subset, the field count and
+/// sensitive-field detection over every text the user is shown: the message (when there is
+/// one), the schema's own title and description, and each field's name, title, description,
+/// format and choice titles. A schema outside the subset is held (never overridable) with no
+/// fields; its properties are still judged for secrets, so a password field is denied
+/// whatever shape the schema has.
 pub fn assess_form(
     policy: &Policy,
     context: &ElicitationContext,
+    message: Option<&str>,
     schema: &Value,
 ) -> FormAssessment {
     let mut assessment = check_evidence(policy, context);
+    for hit in judge_form_texts(&policy.form, message, schema) {
+        assessment.push(reason(
+            codes::SENSITIVE_FIELD,
+            format!("the form asks for a secret: {}", hit.describe()),
+        ));
+    }
     let parsed = FormSchema::parse(schema);
     let mut fields = Vec::new();
     match &parsed {

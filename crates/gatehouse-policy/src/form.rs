@@ -892,6 +892,10 @@ const TOKEN_MEASURES: &[&str] = &[
 /// "mysecretpassphrase"); shorter ones only as whole words ("pin" never matches "spinning").
 const SUBSTRING_MIN: usize = 8;
 
+/// Glued terms shorter than [`SUBSTRING_MIN`] that still count inside a longer word: no
+/// ordinary word contains them ("openaiapikey", "dbpasswd"), unlike "secret" ("secretary").
+const SHORT_INNER_TERMS: &[&str] = &["apikey", "passwd"];
+
 /// The policy's terms, prepared for matching.
 pub(crate) struct Matcher {
     /// Glued term (words concatenated) → the term as written in the policy.
@@ -921,6 +925,10 @@ pub(crate) enum Place {
     Title,
     Description,
     Format,
+    /// The title of one of a select field's choices.
+    Choice,
+    /// The elicitation's own message.
+    Message,
 }
 
 impl Place {
@@ -930,6 +938,8 @@ impl Place {
             Place::Title => "title",
             Place::Description => "description",
             Place::Format => "format",
+            Place::Choice => "choice title",
+            Place::Message => "message",
         }
     }
 }
@@ -997,7 +1007,9 @@ impl Matcher {
             .iter()
             .map(|(g, t)| (g, t, false))
             .chain(names_only.iter().map(|(g, t)| (g, t, true)))
-            .filter(|(glued, _, _)| glued.len() >= SUBSTRING_MIN)
+            .filter(|(glued, _, _)| {
+                glued.len() >= SUBSTRING_MIN || SHORT_INNER_TERMS.contains(&glued.as_str())
+            })
             .map(|(g, t, n)| (g.clone(), t.clone(), n))
             .collect();
         Matcher {
@@ -1077,7 +1089,7 @@ impl Matcher {
         }
         // Long terms glued inside a longer word: "userpassword", "myapitoken" does not
         // count ("apitoken" is short of SUBSTRING_MIN only when the term is).
-        for word in words.iter().filter(|w| w.len() > SUBSTRING_MIN) {
+        for word in &words {
             for (glued, term, name_only) in &self.long {
                 if (with_name_only || !name_only)
                     && word.len() > glued.len()
@@ -1088,6 +1100,22 @@ impl Matcher {
             }
         }
         None
+    }
+
+    /// [`Matcher::find`], and again with digit-for-letter spellings read as letters
+    /// ("p4ssw0rd", "s3cr3t", "t0ken"): only runs that mix letters with such digits change, so
+    /// ordinary numbers and words stay as they are.
+    fn find_any(&self, text: &str, with_name_only: bool) -> Option<String> {
+        self.find(text, with_name_only).or_else(|| {
+            let plain = deleet(text)?;
+            self.find(&plain, with_name_only)
+        })
+    }
+
+    /// Judges prose (the elicitation's message, the schema's own title and description)
+    /// against the terms that are safe in prose.
+    pub fn judge_prose(&self, text: &str, place: Place) -> Option<Hit> {
+        self.find_any(text, false).map(|term| Hit { term, place })
     }
 
     /// Judges one field's texts: name and title against every term, description against
@@ -1114,10 +1142,65 @@ impl Matcher {
             (description, Place::Description, false),
         ];
         texts.into_iter().find_map(|(text, place, with_name_only)| {
-            self.find(text?, with_name_only)
+            self.find_any(text?, with_name_only)
                 .map(|term| Hit { term, place })
         })
     }
+
+    /// Judges a select field's choice titles (a choice labelled "Password" is a request for
+    /// one).
+    pub fn judge_choices<'a>(&self, titles: impl IntoIterator<Item = &'a str>) -> Option<Hit> {
+        titles.into_iter().find_map(|title| {
+            self.find_any(title, false).map(|term| Hit {
+                term,
+                place: Place::Choice,
+            })
+        })
+    }
+}
+
+/// `text` with digit-for-letter substitutions read as letters (0→o, 1→i, 3→e, 4→a, 5→s,
+/// 7→t, @→a, $→s) inside runs that also hold letters; `None` when nothing changes.
+pub(crate) fn deleet(text: &str) -> Option<String> {
+    let leet = |c: char| match c {
+        '0' => Some('o'),
+        '1' => Some('i'),
+        '3' => Some('e'),
+        '4' => Some('a'),
+        '5' => Some('s'),
+        '7' => Some('t'),
+        '@' => Some('a'),
+        '$' => Some('s'),
+        _ => None,
+    };
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let in_run = |c: char| c.is_ascii_alphanumeric() || c == '@' || c == '$';
+        if !in_run(chars[i]) {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && in_run(chars[i]) {
+            i += 1;
+        }
+        let run = &chars[start..i];
+        let has_letter = run.iter().any(|c| c.is_ascii_alphabetic());
+        for &c in run {
+            match leet(c).filter(|_| has_letter) {
+                Some(letter) => {
+                    out.push(letter);
+                    changed = true;
+                }
+                None => out.push(c),
+            }
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Sensitive-field detection over names, titles, descriptions and formats.
@@ -1142,12 +1225,20 @@ pub(crate) fn judge_fields(
                 FieldKind::Text { format, .. } => format.map(TextFormat::as_str),
                 _ => None,
             };
-            let hit = matcher.judge(
-                &field.name,
-                field.title.as_deref(),
-                field.description.as_deref(),
-                format,
-            );
+            let choices = match &field.kind {
+                FieldKind::Select { choices } | FieldKind::MultiSelect { choices, .. } => {
+                    choices.as_slice()
+                }
+                _ => &[],
+            };
+            let hit = matcher
+                .judge(
+                    &field.name,
+                    field.title.as_deref(),
+                    field.description.as_deref(),
+                    format,
+                )
+                .or_else(|| matcher.judge_choices(choices.iter().map(|c| c.title.as_str())));
             let check = FieldCheck {
                 name: field.name.clone(),
                 sensitive: hit.is_some(),
@@ -1156,6 +1247,25 @@ pub(crate) fn judge_fields(
             (check, hit)
         })
         .collect()
+}
+
+/// The texts of a form that are not a field's: the elicitation's message and the schema's own
+/// title and description, judged as prose. Each hit is named by where it was found.
+pub(crate) fn judge_form_texts(
+    policy: &FormPolicy,
+    message: Option<&str>,
+    schema: &Value,
+) -> Vec<Hit> {
+    let matcher = Matcher::new(policy);
+    let text = |key: &str| schema.get(key).and_then(Value::as_str);
+    [
+        (message, Place::Message),
+        (text("title"), Place::Title),
+        (text("description"), Place::Description),
+    ]
+    .into_iter()
+    .filter_map(|(text, place)| matcher.judge_prose(text?, place))
+    .collect()
 }
 
 /// Sensitive-field detection on a schema that is outside the subset: every property found

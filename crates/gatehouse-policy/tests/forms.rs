@@ -40,7 +40,7 @@ fn form_corpus() {
             "duplicate case name {}",
             case.name
         );
-        let assessment = assess_form(&policy, &context, &case.schema);
+        let assessment = assess_form(&policy, &context, None, &case.schema);
         let mut problems = Vec::new();
         if assessment.assessment.decision.as_str() != case.decision {
             problems.push(format!(
@@ -121,7 +121,7 @@ fn sensitive_details_name_the_field_and_the_term() {
     let policy = Policy::default_policy();
     let context = good_context(Mode::Form, false);
     let schema = json!({"type": "object", "properties": {"x-api-key": {"type": "string"}}});
-    let a = assess_form(&policy, &context, &schema);
+    let a = assess_form(&policy, &context, None, &schema);
     let reason = &a.assessment.reasons[0];
     assert_eq!(reason.code, "sensitive_field");
     assert!(reason.detail.contains("\"x-api-key\""), "{}", reason.detail);
@@ -129,7 +129,7 @@ fn sensitive_details_name_the_field_and_the_term() {
     assert_eq!(a.fields[0].matched.as_deref(), Some("api key"));
 
     let schema = json!({"type": "object", "properties": {"p": {"type": "string", "description": "Your account password"}}});
-    let a = assess_form(&policy, &context, &schema);
+    let a = assess_form(&policy, &context, None, &schema);
     assert!(
         a.assessment.reasons[0].detail.contains("description"),
         "{:?}",
@@ -143,13 +143,13 @@ fn an_admin_can_add_terms() {
     let context = good_context(Mode::Form, false);
     let schema = json!({"type": "object", "properties": {"licenseKey": {"type": "string"}, "kennwort": {"type": "string"}}});
     assert!(
-        assess_form(&policy, &context, &schema)
+        assess_form(&policy, &context, None, &schema)
             .assessment
             .is_allowed()
     );
     policy.form.sensitive_terms.push("license key".into());
     policy.form.sensitive_terms.push("Kennwort".into());
-    let a = assess_form(&policy, &context, &schema);
+    let a = assess_form(&policy, &context, None, &schema);
     assert_eq!(
         a.assessment.decision.as_str(),
         "deny_sensitive_form_elicitation"
@@ -160,7 +160,7 @@ fn an_admin_can_add_terms() {
     let schema =
         json!({"type": "object", "properties": {"e": {"type": "string", "format": "email"}}});
     assert!(
-        !assess_form(&policy, &context, &schema)
+        !assess_form(&policy, &context, None, &schema)
             .assessment
             .is_allowed()
     );
@@ -172,7 +172,7 @@ fn form_evidence_and_override() {
     let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
     let mut context = good_context(Mode::Form, false);
     context.standing = ServerStanding::Unattested;
-    let a = assess_form(&policy, &context, &schema);
+    let a = assess_form(&policy, &context, None, &schema);
     assert_eq!(
         a.assessment.decision.as_str(),
         "hold_for_elicitation_evidence"
@@ -186,7 +186,7 @@ fn form_evidence_and_override() {
 
     // A schema hold is never overridable, whatever else is.
     let bad = json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}});
-    let a = assess_form(&policy, &context, &bad);
+    let a = assess_form(&policy, &context, None, &bad);
     assert_eq!(
         a.assessment.decision.as_str(),
         "hold_for_elicitation_evidence"
@@ -195,7 +195,7 @@ fn form_evidence_and_override() {
 
     // A denial is not a hold: nothing to override.
     let secret = json!({"type": "object", "properties": {"password": {"type": "string"}}});
-    let a = assess_form(&policy, &context, &secret);
+    let a = assess_form(&policy, &context, None, &secret);
     assert_eq!(
         a.assessment.decision.as_str(),
         "deny_sensitive_form_elicitation"
@@ -208,7 +208,7 @@ fn serialized_assessment_shape() {
     let policy = Policy::default_policy();
     let context = good_context(Mode::Form, false);
     let schema = json!({"type": "object", "properties": {"password": {"type": "string"}, "name": {"type": "string"}}});
-    let value = serde_json::to_value(assess_form(&policy, &context, &schema)).unwrap();
+    let value = serde_json::to_value(assess_form(&policy, &context, None, &schema)).unwrap();
     assert_eq!(value["decision"], "deny_sensitive_form_elicitation");
     assert_eq!(value["reasons"][0]["code"], "sensitive_field");
     assert!(value["reasons"][0].get("decision").is_none());
