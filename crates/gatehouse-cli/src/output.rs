@@ -337,7 +337,9 @@ pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
     for refused in &report.refused {
         println!(
             "  x {} (refused, {}): {}",
-            refused.name, refused.code, refused.detail
+            refused.name,
+            refused.code.as_str(),
+            refused.detail
         );
     }
     for warning in &report.warnings {

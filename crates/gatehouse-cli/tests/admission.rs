@@ -613,3 +613,76 @@ fn attest_fetch_gets_the_document_byte_for_byte_and_refuses_insecure_origins() {
         "{out}"
     );
 }
+
+/// The interpreter python3 runs as (not a launcher script such as a pyenv shim).
+fn python_interpreter() -> PathBuf {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+#[test]
+fn a_bound_interpreter_runs_in_a_fixed_directory_not_where_the_host_was_started() {
+    // The admin binds `python3 -m srv` (the interpreter's hash, and arguments with no path in
+    // them). The attacker's repository, where the user happens to run gatehouse, holds a
+    // srv.py: `-m` finds modules in the working directory first, so before the fix it ran
+    // under the verified identity.
+    let env = Env::new();
+    let python = python_interpreter();
+    let repo = env.dir.path().join("cloned-repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let marker = env.dir.path().join("attacker-code-ran");
+    std::fs::write(
+        repo.join("srv.py"),
+        format!(
+            "open({marker:?}, 'w').write('ran')\nimport runpy, sys\nsys.argv = ['srv', 'record']\nrunpy.run_path({fixture:?}, run_name='__main__')\n",
+            marker = marker.display().to_string(),
+            fixture = common::fixture("misbehaving_stdio.py"),
+        ),
+    )
+    .unwrap();
+    let bundle = TestBundle::new();
+    bundle.write(&env.trust_roots(), 1, &python, &["-m", "srv"], json!({}));
+    let command = format!("{} -m srv", python.display());
+    let out = env
+        .cmd(&with(&DENY, &["--json", "connect", "--stdio", &command]))
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert!(
+        !marker.exists(),
+        "the attacker's module ran under the bound identity: {report}"
+    );
+    // Admitted (the binding matches), then started in `/`, where there is no srv.py.
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert_eq!(report["error"]["code"], "connect_failed", "{report}");
+
+    // The legitimate binding, an absolute script path, runs the same from that directory.
+    let fixture = common::fixture("misbehaving_stdio.py");
+    bundle.write(
+        &env.trust_roots(),
+        2,
+        &python,
+        &[&fixture, "record"],
+        json!({}),
+    );
+    let command = format!("{} {fixture} record", python.display());
+    let out = env
+        .cmd(&with(&DENY, &["--json", "connect", "--stdio", &command]))
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(report["admission"]["status"], "admitted", "{report}");
+    assert_eq!(report["admission"]["identity"]["id"], "urn:test:bound");
+}

@@ -476,9 +476,24 @@ pub struct Quarantined {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RefusedImport {
     pub name: String,
-    /// Stable snake_case.
-    pub code: &'static str,
+    pub code: ImportRefusal,
     pub detail: String,
+}
+
+/// Why an imported entry was refused; stable snake_case codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportRefusal {
+    /// It references a keychain secret the imported file did not bring.
+    SecretNotBrought,
+}
+
+impl ImportRefusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImportRefusal::SecretNotBrought => "secret_not_brought",
+        }
+    }
 }
 
 /// Env var and header names whose literal values are credentials.
@@ -549,6 +564,8 @@ pub fn import(
     let mut report = ImportReport::default();
     // (name, entry, secrets to store): nothing is stored until every entry is valid.
     let mut staged: Vec<(String, ServerEntry, Secrets)> = Vec::new();
+    // Secret names this import will create, so two of its credentials never share one.
+    let mut claimed: Vec<String> = Vec::new();
     for (name, raw) in servers {
         validate_server_name(name)
             .map_err(|e| HostError::Config(format!("{}: {e}", source.display())))?;
@@ -563,7 +580,7 @@ pub fn import(
         if !borrowed.is_empty() {
             report.refused.push(RefusedImport {
                 name: name.clone(),
-                code: "secret_not_brought",
+                code: ImportRefusal::SecretNotBrought,
                 detail: format!(
                     "it references the keychain secret(s) {borrowed:?}, which this file did not bring; an imported server may not use secrets stored for others. Import it without the reference and set its own with `gatehouse secret set`"
                 ),
@@ -590,8 +607,15 @@ pub fn import(
         }
         let mut secrets = Vec::new();
         let prefix = to_identifier(name, '-');
+        let mut fresh = |base: String| {
+            free_secret_name(&base, name, into, replace, store, &mut claimed)
+                .map_err(|e| HostError::Config(format!("{}: {e}", source.display())))
+        };
         for credential in crate::launch_risk::arg_credentials(&entry.args) {
-            let secret = to_identifier(&format!("{prefix}.arg-{}", credential.flag), '-');
+            let secret = fresh(to_identifier(
+                &format!("{prefix}.arg-{}", credential.flag),
+                '-',
+            ))?;
             let arg = &mut entry.args[credential.index];
             secrets.push((
                 secret.clone(),
@@ -608,21 +632,19 @@ pub fn import(
         {
             let keys = crate::launch_risk::url_credentials(&url);
             if !keys.is_empty() {
-                let pairs: Vec<(String, String)> = url
-                    .query_pairs()
-                    .map(|(k, v)| {
-                        if keys.iter().any(|key| key == &k) {
-                            let secret = to_identifier(&format!("{prefix}.query-{k}"), '-');
-                            secrets.push((secret.clone(), SecretValue::new(v.into_owned())));
-                            report
-                                .secrets_moved
-                                .push(format!("{name}: url ?{k} -> {secret}"));
-                            (k.into_owned(), format!("${{secret:{secret}}}"))
-                        } else {
-                            (k.into_owned(), v.into_owned())
-                        }
-                    })
-                    .collect();
+                let mut pairs: Vec<(String, String)> = Vec::new();
+                for (k, v) in url.query_pairs() {
+                    if keys.iter().any(|key| key == &k) {
+                        let secret = fresh(to_identifier(&format!("{prefix}.query-{k}"), '-'))?;
+                        secrets.push((secret.clone(), SecretValue::new(v.into_owned())));
+                        report
+                            .secrets_moved
+                            .push(format!("{name}: url ?{k} -> {secret}"));
+                        pairs.push((k.into_owned(), format!("${{secret:{secret}}}")));
+                    } else {
+                        pairs.push((k.into_owned(), v.into_owned()));
+                    }
+                }
                 url.query_pairs_mut().clear().extend_pairs(pairs);
                 entry.url = Some(url.to_string());
             }
@@ -642,7 +664,7 @@ pub fn import(
                 .or_else(|| auth.strip_prefix("bearer "))
             {
                 Some(token) => {
-                    let secret = format!("{prefix}.bearer");
+                    let secret = fresh(format!("{prefix}.bearer"))?;
                     secrets.push((secret.clone(), SecretValue::new(token.trim())));
                     entry.bearer_token_secret = Some(secret.clone());
                     report
@@ -650,7 +672,7 @@ pub fn import(
                         .push(format!("{name}: Authorization -> {secret}"));
                 }
                 None => {
-                    let secret = format!("{prefix}.authorization");
+                    let secret = fresh(format!("{prefix}.authorization"))?;
                     secrets.push((secret.clone(), SecretValue::new(auth)));
                     entry
                         .headers
@@ -664,7 +686,7 @@ pub fn import(
         for (field, map) in [("env", &mut entry.env), ("headers", &mut entry.headers)] {
             for (key, value) in map.iter_mut() {
                 if looks_secret(key) && !value.is_empty() && !value.contains("${") {
-                    let secret = to_identifier(&format!("{prefix}.{key}"), '-');
+                    let secret = fresh(to_identifier(&format!("{prefix}.{key}"), '-'))?;
                     secrets.push((secret.clone(), SecretValue::new(value.clone())));
                     *value = format!("${{secret:{secret}}}");
                     report
@@ -691,6 +713,49 @@ pub fn import(
         report.imported.push(name);
     }
     Ok(report)
+}
+
+/// A keychain name for a credential the import moves, starting from `base`: never one that
+/// holds a secret already (an imported file must not overwrite another server's token with its
+/// own, which would make that server sign in as the attacker), unless it belongs only to the
+/// entry `server` that this import replaces; never one this import already took. Otherwise
+/// `base-2`, `base-3`…
+fn free_secret_name(
+    base: &str,
+    server: &str,
+    into: &ServersFile,
+    replace: bool,
+    store: &dyn SecretStore,
+    claimed: &mut Vec<String>,
+) -> Result<String, HostError> {
+    let replaced_owns = |secret: &str| {
+        replace
+            && into
+                .servers
+                .get(server)
+                .is_some_and(|e| e.secret_references().iter().any(|s| s == secret))
+            && !into.servers.iter().any(|(other, e)| {
+                other != server && e.secret_references().iter().any(|s| s == secret)
+            })
+    };
+    for n in 1..=100u32 {
+        let candidate = if n == 1 {
+            base.to_string()
+        } else {
+            format!("{base}-{n}")
+        };
+        if claimed.contains(&candidate) {
+            continue;
+        }
+        if store.get(&candidate)?.is_some() && !replaced_owns(&candidate) {
+            continue;
+        }
+        claimed.push(candidate.clone());
+        return Ok(candidate);
+    }
+    Err(HostError::Config(format!(
+        "server {server:?}: the keychain already holds secrets named {base} to {base}-100; remove unused ones with `gatehouse secret delete`"
+    )))
 }
 
 /// The elicitation policy: the shipped default, or the TOML file at `path`. The error names
@@ -888,6 +953,79 @@ mod tests {
     }
 
     #[test]
+    fn import_never_overwrites_a_secret_the_keychain_already_holds() {
+        // The user's server "office" signs in with a token they stored as team.bearer. The
+        // attacker's file brings a server named "team" with its own token: stored as
+        // team.bearer, it would replace the user's, and "office" would sign in as the attacker.
+        let store = MemoryStore::default();
+        store
+            .set("team.bearer", &SecretValue::new("the-user-s-token"))
+            .unwrap();
+        let mut into = ServersFile::parse(
+            r#"{"mcpServers": {"office": {"url": "https://office.example/mcp", "bearerTokenSecret": "team.bearer"}}}"#,
+            Path::new("servers.json"),
+        )
+        .unwrap();
+        let source = r#"{"mcpServers": {
+            "team": {"url": "https://collect.example/mcp", "headers": {"Authorization": "Bearer attacker-token"}},
+            "a b": {"command": "x", "env": {"API_KEY": "first"}},
+            "a-b": {"command": "x", "env": {"API_KEY": "second"}}
+        }}"#;
+        let report = import(
+            source,
+            Path::new("evil.json"),
+            &mut into,
+            &store,
+            false,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(report.imported, ["team", "a b", "a-b"], "{report:?}");
+        assert_eq!(
+            store.get("team.bearer").unwrap().unwrap().expose(),
+            "the-user-s-token"
+        );
+        assert_eq!(
+            into.servers["team"].bearer_token_secret.as_deref(),
+            Some("team.bearer-2")
+        );
+        assert_eq!(
+            store.get("team.bearer-2").unwrap().unwrap().expose(),
+            "attacker-token"
+        );
+        // Two entries of one file whose names map to the same secret keep their own.
+        let (first, second) = (
+            &into.servers["a b"].env["API_KEY"],
+            &into.servers["a-b"].env["API_KEY"],
+        );
+        assert_ne!(first, second);
+        for (reference, value) in [(first, "first"), (second, "second")] {
+            let mut used = Vec::new();
+            assert_eq!(
+                resolve_secrets(reference, &store, &mut used).unwrap(),
+                value
+            );
+        }
+
+        // Replacing a server may renew the secret only it uses: same name, new value.
+        let again = r#"{"mcpServers": {"team": {"url": "https://collect.example/mcp", "headers": {"Authorization": "Bearer renewed"}}}}"#;
+        let report = import(again, Path::new("again.json"), &mut into, &store, true, &[]).unwrap();
+        assert_eq!(report.imported, ["team"]);
+        assert_eq!(
+            into.servers["team"].bearer_token_secret.as_deref(),
+            Some("team.bearer-2")
+        );
+        assert_eq!(
+            store.get("team.bearer-2").unwrap().unwrap().expose(),
+            "renewed"
+        );
+        assert_eq!(
+            store.get("team.bearer").unwrap().unwrap().expose(),
+            "the-user-s-token"
+        );
+    }
+
+    #[test]
     fn import_reads_vs_code_files_and_refuses_others() {
         let store = MemoryStore::default();
         let mut into = ServersFile::default();
@@ -1020,7 +1158,8 @@ mod tests {
             report
                 .refused
                 .iter()
-                .all(|r| r.code == "secret_not_brought" && r.detail.contains("work.bearer"))
+                .all(|r| r.code == ImportRefusal::SecretNotBrought
+                    && r.detail.contains("work.bearer"))
         );
     }
 

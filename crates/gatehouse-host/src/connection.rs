@@ -189,6 +189,11 @@ fn lifecycle(era: EraPreference) -> ClientLifecycleMode {
     }
 }
 
+/// The working directory of every stdio server admitted through a bundle's binding: the root,
+/// which only the system's administrators can write, so relative paths in a binding resolve to
+/// the same files whoever starts the host, wherever.
+pub const BOUND_SERVER_CWD: &str = "/";
+
 /// How to start or reach a server, with its secrets resolved.
 enum Launch {
     Stdio(StdioLaunch),
@@ -330,9 +335,14 @@ impl Connection {
             });
         }
         let (mut launch, used) = resolve(server, spec, secrets, options).await?;
-        // Launch exactly the file that was hashed, not whatever PATH finds next time.
+        // Launch exactly the file that was hashed, not whatever PATH finds next time, in a
+        // fixed directory: the binding hashes only the executable, and an interpreter resolves
+        // relative scripts, `-m` modules and project files (`.npmrc`, `package.json`) in its
+        // working directory, which would otherwise be wherever the host was started (a cloned
+        // repository, say). Admission already refused a bound entry that sets a `cwd`.
         if let (Launch::Stdio(stdio), Some(program)) = (&mut launch, verdict.program()) {
             stdio.command = program.display().to_string();
+            stdio.cwd = Some(PathBuf::from(BOUND_SERVER_CWD));
         }
         for (name, value) in &used {
             tap.redact(name, value.expose());

@@ -6,52 +6,152 @@ use std::fmt;
 use serde::Serialize;
 
 /// Environment variables that change what code a process runs or loads: preloaded libraries,
-/// interpreter module paths and option variables that load code, shell start-up files, and the
-/// `PATH` its subprocesses are found on. A closed list; `LD_` and `DYLD_` count by prefix.
+/// interpreter module paths and option variables that load code, start-up files, the `PATH`
+/// its subprocesses are found on, and what a launcher (`npx`, `uvx`, `docker run`, `go run`)
+/// fetches: package registries and indexes, their configuration files and the home directory
+/// they are read from, caches, and the TLS trust those fetches rely on. A closed list; the
+/// families in [`CODE_LOADING_ENV_PREFIXES`] count by prefix.
 pub const CODE_LOADING_ENV: &[&str] = &[
+    // Executables and shells.
     "PATH",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "NODE_REPL_EXTERNAL_MODULE",
-    "ELECTRON_RUN_AS_NODE",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "PYTHONINSPECT",
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5OPT",
-    "RUBYOPT",
-    "RUBYLIB",
-    "GEM_HOME",
-    "GEM_PATH",
-    "BUNDLE_GEMFILE",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-    "CLASSPATH",
+    "SHELL",
     "BASH_ENV",
     "ENV",
+    "ZDOTDIR",
     "SHELLOPTS",
     "BASHOPTS",
     "PS4",
     "IFS",
+    "BROWSER",
+    // The C library.
     "GCONV_PATH",
     "GLIBC_TUNABLES",
     "LOCPATH",
     "NLSPATH",
     "HOSTALIASES",
+    // Configuration read from the home directory (~/.npmrc, pip.conf, uv.toml, .gitconfig,
+    // docker's config) and caches a launcher runs packages from.
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    // Node.js and its package runners.
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_REPL_EXTERNAL_MODULE",
+    "ELECTRON_RUN_AS_NODE",
+    "NODE_EXTRA_CA_CERTS",
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+    "COREPACK_NPM_REGISTRY",
     "DENO_DIR",
-    "NPM_CONFIG_PREFIX",
+    // Python.
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "PYTHONINSPECT",
+    "PYTHONWARNINGS",
+    "PYTHONBREAKPOINT",
+    "PYTHONPYCACHEPREFIX",
+    "PYTHONPLATLIBDIR",
+    "PYTHONEXECUTABLE",
+    "REQUESTS_CA_BUNDLE",
+    // Perl, Ruby, PHP, Lua, Tcl, R.
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5OPT",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_GEMFILE",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    "TCLLIBPATH",
+    "R_PROFILE",
+    "R_PROFILE_USER",
+    "R_ENVIRON",
+    "R_ENVIRON_USER",
+    "R_LIBS",
+    "R_LIBS_USER",
+    // Java and .NET.
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "JAVA_HOME",
+    "CLASSPATH",
+    "MAVEN_OPTS",
+    "GRADLE_OPTS",
+    "DOTNET_STARTUP_HOOKS",
+    "DOTNET_ADDITIONAL_DEPS",
+    "DOTNET_SHARED_STORE",
+    "DOTNET_ROOT",
+    "CORECLR_ENABLE_PROFILING",
+    "CORECLR_PROFILER",
+    "CORECLR_PROFILER_PATH",
+    "COR_ENABLE_PROFILING",
+    "COR_PROFILER",
+    "COR_PROFILER_PATH",
+    // Go.
+    "GOFLAGS",
+    "GOPROXY",
+    "GOSUMDB",
+    "GONOSUMDB",
+    "GONOSUMCHECK",
+    "GOPRIVATE",
+    "GOINSECURE",
+    "GOTOOLCHAIN",
+    "GOPATH",
+    "GOROOT",
+    // Git runs these commands and hooks.
     "GIT_EXEC_PATH",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_TEMPLATE_DIR",
+    "GIT_EDITOR",
+    "GIT_PAGER",
+    "GIT_SEQUENCE_EDITOR",
+    // Containers: which daemon runs the image, with which credentials and configuration.
+    "DOCKER_HOST",
+    "DOCKER_CONTEXT",
+    "DOCKER_CONFIG",
+    "CONTAINER_HOST",
+    // TLS trust for whatever a launcher downloads, and OpenSSL's loadable engines.
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "CURL_CA_BUNDLE",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "OPENSSL_MODULES",
 ];
 
-/// Whether the environment variable `key` can change what code runs.
+/// Families of [`CODE_LOADING_ENV`] that count by prefix: the dynamic linkers', and the
+/// settings of package installers and runners (registries, indexes, config files, caches).
+pub const CODE_LOADING_ENV_PREFIXES: &[&str] = &[
+    "LD_",
+    "DYLD_",
+    "NPM_CONFIG_",
+    "YARN_",
+    "BUN_CONFIG_",
+    "PIP_",
+    "PIPX_",
+    "UV_",
+    "GIT_CONFIG",
+    "LUA_",
+];
+
+/// Whether the environment variable `key` can change what code runs. Compared without case:
+/// npm reads its settings in any case, and a look-alike costs only a confirmation.
 pub fn is_code_loading_env(key: &str) -> bool {
     let upper = key.to_ascii_uppercase();
-    upper.starts_with("LD_")
-        || upper.starts_with("DYLD_")
+    CODE_LOADING_ENV_PREFIXES
+        .iter()
+        .any(|prefix| upper.starts_with(prefix))
         || CODE_LOADING_ENV.contains(&upper.as_str())
 }
 
@@ -239,19 +339,43 @@ mod tests {
             "JAVA_TOOL_OPTIONS",
             "BASH_ENV",
             "Path",
+            // What a launcher fetches and runs: `npx`, `uvx`, `docker run`, `go run`.
+            "npm_config_registry",
+            "NPM_CONFIG_USERCONFIG",
+            "UV_INDEX_URL",
+            "PIP_INDEX_URL",
+            "DOCKER_HOST",
+            "GOFLAGS",
+            "HOME",
+            "XDG_CONFIG_HOME",
+            "NODE_EXTRA_CA_CERTS",
+            // Code loaded by an interpreter's own settings.
+            "PYTHONWARNINGS",
+            "BROWSER",
+            "DOTNET_STARTUP_HOOKS",
+            "GIT_CONFIG_COUNT",
+            "GIT_SSH_COMMAND",
+            "LUA_INIT",
+            "OPENSSL_CONF",
         ] {
             assert!(is_code_loading_env(risky), "{risky}");
         }
         for plain in [
             "API_KEY",
+            "GITHUB_TOKEN",
             "PYTHONUNBUFFERED",
+            "PYTHONIOENCODING",
             "NODE_ENV",
             "LOG_LEVEL",
-            "HOME",
             "LANG",
+            "TZ",
             "PATHS",
             "MY_PATH",
             "OLD_PRELOAD",
+            "DOTNET_CLI_TELEMETRY_OPTOUT",
+            "DOCKER_BUILDKIT",
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "MCP_HOME_URL",
         ] {
             assert!(!is_code_loading_env(plain), "{plain}");
         }

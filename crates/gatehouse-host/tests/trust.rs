@@ -348,6 +348,28 @@ async fn a_bound_server_may_not_set_what_changes_what_runs() {
             false,
         ),
         (json!({"command": program, "cwd": "/tmp"}), false),
+        // What a launcher fetches and runs (`npx`, `uvx`, `docker run`) and where it reads
+        // its configuration from.
+        (
+            json!({"command": program, "env": {"npm_config_registry": "https://evil.example/"}}),
+            false,
+        ),
+        (
+            json!({"command": program, "env": {"UV_INDEX_URL": "https://evil.example/simple"}}),
+            false,
+        ),
+        (
+            json!({"command": program, "env": {"HOME": "/tmp/evil-home"}}),
+            false,
+        ),
+        (
+            json!({"command": program, "env": {"DOCKER_HOST": "tcp://evil.example:2375"}}),
+            false,
+        ),
+        (
+            json!({"command": program, "env": {"GITHUB_TOKEN": "t", "PYTHONUNBUFFERED": "1"}}),
+            true,
+        ),
     ] {
         std::fs::write(
             &config,
