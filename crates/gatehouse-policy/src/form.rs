@@ -833,6 +833,7 @@ pub(crate) fn words(text: &str) -> Vec<String> {
         Lower,
         Digit,
     }
+    let text = fold(text);
     let class = |c: char| {
         if c.is_numeric() {
             Some(Class::Digit)
@@ -849,6 +850,16 @@ pub(crate) fn words(text: &str) -> Vec<String> {
     let mut current = String::new();
     let mut previous: Option<Class> = None;
     for (i, &c) in chars.iter().enumerate() {
+        // Scripts written without spaces: each character is a word, so a term spelled in
+        // them ("密码") is found as a run inside a sentence ("请输入密码").
+        if is_unspaced(c) {
+            if !current.is_empty() {
+                words.push(std::mem::take(&mut current));
+            }
+            words.push(c.to_string());
+            previous = None;
+            continue;
+        }
         let Some(this) = class(c) else {
             if !current.is_empty() {
                 words.push(std::mem::take(&mut current));
@@ -876,6 +887,34 @@ pub(crate) fn words(text: &str) -> Vec<String> {
     words
 }
 
+/// Text as matching sees it: compatibility forms unfolded (NFKD: full-width `ｐ４ｓｓ`,
+/// mathematical `𝐩𝐚𝐬𝐬`, ligatures), accents and other combining marks dropped (`pássword`),
+/// and invisible characters removed rather than read as separators (`pass\u{200B}word`,
+/// soft hyphens, variation selectors), so they neither split nor hide a word.
+pub(crate) fn fold(text: &str) -> String {
+    use unicode_normalization::{UnicodeNormalization, char::is_combining_mark};
+    text.nfkd()
+        .filter(|&c| !is_combining_mark(c) && !is_invisible(c))
+        .collect()
+}
+
+/// Unicode's default-ignorable code points: drawn as nothing.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// Han ideographs and kana, written without spaces between words.
+fn is_unspaced(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}' | '\u{20000}'..='\u{2FA1F}')
+}
+
 fn skeleton(text: &str) -> String {
     unicode_security::skeleton(text)
         .flat_map(char::to_lowercase)
@@ -887,6 +926,24 @@ fn skeleton(text: &str) -> String {
 const TOKEN_MEASURES: &[&str] = &[
     "count", "counts", "limit", "limits", "budget", "usage", "estimate", "length", "size",
 ];
+
+/// A bare word followed by one of these is an ordinary compound, not a secret.
+const ORDINARY_AFTER: &[(&str, &[&str])] = &[("token", TOKEN_MEASURES), ("secret", &["santa"])];
+
+/// Words that ask for something: a request term within [`REQUEST_REACH`] words after one is
+/// asked for ("Enter your card's PIN", "What is your 2FA?").
+const REQUEST_WORDS: &[&str] = &[
+    "enter", "type", "provide", "paste", "input", "give", "send", "share", "submit", "tell",
+    "confirm", "verify", "what", "whats", "need", "reply", "write",
+];
+const REQUEST_REACH: usize = 4;
+/// Words that turn a request around ("do not give us your PIN", "we don't need your 2FA";
+/// "don't" splits into "don" and "t").
+const NEGATIONS: &[&str] = &[
+    "not", "never", "no", "dont", "don", "t", "without", "cannot",
+];
+/// Words after a request term that make it a place on a map ("confirm the pin location").
+const PLACE_AFTER: &[&str] = &["location", "position", "map", "marker", "point"];
 
 /// Glued terms at least this long also match inside a longer word ("userpassword",
 /// "mysecretpassphrase"); shorter ones only as whole words ("pin" never matches "spinning").
@@ -901,6 +958,10 @@ pub(crate) struct Matcher {
     /// Glued term (words concatenated) → the term as written in the policy.
     everywhere: HashMap<String, String>,
     names_only: HashMap<String, String>,
+    /// Glued request terms and name-only terms: secrets when prose asks for them.
+    requested: HashMap<String, String>,
+    /// Length in bytes of the longest glued term in `requested`.
+    longest_requested: usize,
     /// UTS #39 skeletons of the glued terms, for words with non-ASCII look-alike letters.
     skeletons: std::sync::OnceLock<(HashMap<String, String>, HashMap<String, String>)>,
     formats: Vec<String>,
@@ -911,7 +972,7 @@ pub(crate) struct Matcher {
 }
 
 /// The lists a [`Matcher`] was built from.
-type MatcherKey = (Vec<String>, Vec<String>, Vec<String>);
+type MatcherKey = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
 
 /// Prepared matchers for the last few distinct term lists (normally just the one policy).
 /// Keyed by the lists' exact contents, so a policy edited in place never sees a stale one.
@@ -967,6 +1028,7 @@ impl Matcher {
             key.0 == policy.sensitive_terms
                 && key.1 == policy.name_only_terms
                 && key.2 == policy.sensitive_formats
+                && key.3 == policy.request_terms
         };
         let mut cache = MATCHERS
             .lock()
@@ -982,6 +1044,7 @@ impl Matcher {
             policy.sensitive_terms.clone(),
             policy.name_only_terms.clone(),
             policy.sensitive_formats.clone(),
+            policy.request_terms.clone(),
         );
         cache.push((key, matcher.clone()));
         matcher
@@ -997,6 +1060,9 @@ impl Matcher {
         };
         let everywhere = prepare(&policy.sensitive_terms);
         let names_only = prepare(&policy.name_only_terms);
+        let mut requested = prepare(&policy.request_terms);
+        requested.extend(names_only.clone());
+        let longest_requested = requested.keys().map(String::len).max().unwrap_or(0);
         let longest = everywhere
             .keys()
             .chain(names_only.keys())
@@ -1015,6 +1081,8 @@ impl Matcher {
         Matcher {
             everywhere,
             names_only,
+            requested,
+            longest_requested,
             long,
             skeletons: std::sync::OnceLock::new(),
             formats: policy
@@ -1076,11 +1144,13 @@ impl Matcher {
                 let Some(term) = lookup(&glued, glued.is_ascii()) else {
                     continue;
                 };
-                if glued == "token"
-                    && end == start
-                    && words
-                        .get(end + 1)
-                        .is_some_and(|next| TOKEN_MEASURES.contains(&next.as_str()))
+                if end == start
+                    && ORDINARY_AFTER.iter().any(|(word, after)| {
+                        glued == *word
+                            && words
+                                .get(end + 1)
+                                .is_some_and(|next| after.contains(&next.as_str()))
+                    })
                 {
                     continue;
                 }
@@ -1106,16 +1176,69 @@ impl Matcher {
     /// ("p4ssw0rd", "s3cr3t", "t0ken"): only runs that mix letters with such digits change, so
     /// ordinary numbers and words stay as they are.
     fn find_any(&self, text: &str, with_name_only: bool) -> Option<String> {
-        self.find(text, with_name_only).or_else(|| {
-            let plain = deleet(text)?;
+        // Folded first, so full-width digits are digits to `deleet` too.
+        let text = fold(text);
+        self.find(&text, with_name_only).or_else(|| {
+            let plain = deleet(&text)?;
             self.find(&plain, with_name_only)
+        })
+    }
+
+    /// A request term or name-only term that `text` asks for: after a request word within
+    /// [`REQUEST_REACH`] words with no negation before it, or as the closing "your …".
+    fn find_requested(&self, text: &str) -> Option<String> {
+        let words = words(text);
+        let asked = |start: usize, end: usize| {
+            if words
+                .get(end + 1)
+                .is_some_and(|next| PLACE_AFTER.contains(&next.as_str()))
+            {
+                return false;
+            }
+            let from = start.saturating_sub(REQUEST_REACH);
+            if let Some(verb) = (from..start)
+                .rev()
+                .find(|&i| REQUEST_WORDS.contains(&words[i].as_str()))
+            {
+                let negated =
+                    (verb.saturating_sub(3)..start).any(|i| NEGATIONS.contains(&words[i].as_str()));
+                if !negated {
+                    return true;
+                }
+            }
+            end + 1 == words.len() && start > 0 && words[start - 1] == "your"
+        };
+        for start in 0..words.len() {
+            let mut glued = String::new();
+            for (end, word) in words.iter().enumerate().skip(start) {
+                glued.push_str(word);
+                if glued.len() > self.longest_requested {
+                    break;
+                }
+                if let Some(term) = self.requested.get(&glued)
+                    && asked(start, end)
+                {
+                    return Some(term.clone());
+                }
+            }
+        }
+        None
+    }
+
+    /// Prose: the terms that are safe in prose anywhere, and request and name-only terms
+    /// where the text asks for them.
+    fn find_in_prose(&self, text: &str) -> Option<String> {
+        self.find_any(text, false).or_else(|| {
+            let text = fold(text);
+            self.find_requested(&text)
+                .or_else(|| self.find_requested(&deleet(&text)?))
         })
     }
 
     /// Judges prose (the elicitation's message, the schema's own title and description)
     /// against the terms that are safe in prose.
     pub fn judge_prose(&self, text: &str, place: Place) -> Option<Hit> {
-        self.find_any(text, false).map(|term| Hit { term, place })
+        self.find_in_prose(text).map(|term| Hit { term, place })
     }
 
     /// Judges one field's texts: name and title against every term, description against
@@ -1142,8 +1265,13 @@ impl Matcher {
             (description, Place::Description, false),
         ];
         texts.into_iter().find_map(|(text, place, with_name_only)| {
-            self.find_any(text?, with_name_only)
-                .map(|term| Hit { term, place })
+            let text = text?;
+            let term = if with_name_only {
+                self.find_any(text, true)
+            } else {
+                self.find_in_prose(text)
+            };
+            term.map(|term| Hit { term, place })
         })
     }
 

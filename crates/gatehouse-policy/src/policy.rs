@@ -41,6 +41,16 @@ pub struct EvidencePolicy {
     pub user_may_override: Vec<String>,
 }
 
+/// The shipped `form.request_terms` (policies/default.toml lists the same; a test checks).
+pub(crate) const DEFAULT_REQUEST_TERMS: &[&str] = &["2fa", "mfa", "two factor", "bearer", "jwt"];
+
+fn default_request_terms() -> Vec<String> {
+    DEFAULT_REQUEST_TERMS
+        .iter()
+        .map(|t| t.to_string())
+        .collect()
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FormPolicy {
@@ -50,6 +60,11 @@ pub struct FormPolicy {
     /// Like `sensitive_terms`, but matched in names and titles only: words common in ordinary
     /// prose ("pin a message", "do not give us your pin") that would misfire in descriptions.
     pub name_only_terms: Vec<String>,
+    /// Words that are a secret only when prose asks for one ("enter your 2FA"), never in
+    /// names ("enable_2fa" is a toggle). `name_only_terms` are judged this way in prose too.
+    /// Missing in a policy file written before the list existed: the shipped list applies.
+    #[serde(default = "default_request_terms")]
+    pub request_terms: Vec<String>,
     /// `format` values that mark a field as a secret.
     pub sensitive_formats: Vec<String>,
     /// Largest number of fields a form may have.
@@ -148,6 +163,12 @@ impl Policy {
             &mut problem,
             "form.name_only_terms",
             &self.form.name_only_terms,
+            false,
+        );
+        terms(
+            &mut problem,
+            "form.request_terms",
+            &self.form.request_terms,
             false,
         );
         names(
@@ -296,6 +317,26 @@ mod tests {
     fn the_shipped_policy_is_valid() {
         let policy = Policy::default_policy();
         assert!(!policy.version.is_empty());
+    }
+
+    #[test]
+    fn a_policy_file_without_request_terms_gets_the_shipped_list() {
+        let shipped = Policy::default_policy();
+        assert_eq!(shipped.form.request_terms, DEFAULT_REQUEST_TERMS);
+        let start = DEFAULT_POLICY_TOML.find("request_terms = ").unwrap();
+        let end = start + DEFAULT_POLICY_TOML[start..].find('\n').unwrap();
+        let older = with(|t| t.replace(&DEFAULT_POLICY_TOML[start..end], "")).unwrap();
+        assert_eq!(older.form.request_terms, DEFAULT_REQUEST_TERMS);
+        let emptied =
+            with(|t| t.replace(&DEFAULT_POLICY_TOML[start..end], "request_terms = []")).unwrap();
+        assert!(emptied.form.request_terms.is_empty());
+        let blank =
+            with(|t| t.replace(&DEFAULT_POLICY_TOML[start..end], "request_terms = [\" \"]"))
+                .unwrap_err();
+        assert!(
+            blank.to_string().contains("form.request_terms[0]"),
+            "{blank}"
+        );
     }
 
     fn with(edit: impl Fn(&str) -> String) -> Result<Policy, PolicyError> {

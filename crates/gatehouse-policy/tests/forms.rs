@@ -141,14 +141,14 @@ fn sensitive_details_name_the_field_and_the_term() {
 fn an_admin_can_add_terms() {
     let mut policy = Policy::default_policy();
     let context = good_context(Mode::Form, false);
-    let schema = json!({"type": "object", "properties": {"licenseKey": {"type": "string"}, "kennwort": {"type": "string"}}});
+    let schema = json!({"type": "object", "properties": {"licenseKey": {"type": "string"}, "wachtwoord": {"type": "string"}}});
     assert!(
         assess_form(&policy, &context, None, &schema)
             .assessment
             .is_allowed()
     );
     policy.form.sensitive_terms.push("license key".into());
-    policy.form.sensitive_terms.push("Kennwort".into());
+    policy.form.sensitive_terms.push("Wachtwoord".into());
     let a = assess_form(&policy, &context, None, &schema);
     assert_eq!(
         a.assessment.decision.as_str(),

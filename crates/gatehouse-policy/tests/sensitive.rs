@@ -184,3 +184,222 @@ fn ordinary_forms_that_merely_contain_such_letters_are_asked() {
         Decision::AllowElicitationWithReceipt
     );
 }
+
+/// Unicode tricks: full-width and mathematical letters, full-width digits for letters,
+/// accents, invisible characters inside a word, and words in scripts without spaces.
+#[test]
+fn unicode_spellings_of_secret_words_are_denied() {
+    let names = [
+        "ｐ４ｓｓｗ０ｒｄ",
+        "ｐａｓｓｗｏｒｄ",
+        "ＡＰＩ＿ＫＥＹ",
+        "𝐩𝐚𝐬𝐬𝐰𝐨𝐫𝐝",
+        "pássword",
+        "pa\u{301}ssword",
+        "pass\u{200B}word",
+        "pa\u{AD}ssword",
+        "pass\u{2060}word",
+        "new\u{200C}password\u{FE0F}hint",
+        "se\u{200D}cret",
+        "p\u{430}ssword",
+        "passwort",
+        "contraseña",
+        "mot_de_passe",
+        "пароль",
+        "密码",
+        "パスワード",
+        "비밀번호",
+    ];
+    for name in names {
+        assert_eq!(
+            decide(None, &field(name)),
+            Decision::DenySensitiveFormElicitation,
+            "field {name:?}"
+        );
+    }
+    for message in [
+        "Enter your ｐａｓｓｗｏｒｄ",
+        "Enter your pass\u{200B}word",
+        "请输入密码",
+        "パスワードを入力してください",
+        "비밀번호를 입력하세요",
+        "Введите пароль",
+    ] {
+        assert_eq!(
+            decide(Some(message), &field("value")),
+            Decision::DenySensitiveFormElicitation,
+            "message {message:?}"
+        );
+    }
+    // Folding does not invent words: accented and full-width ordinary words stay ordinary.
+    for name in [
+        "ｃｏｍｐａｓｓ",
+        "café_name",
+        "résumé",
+        "ｔｏｋｅｎ＿ｃｏｕｎｔ",
+        "住所",
+        "名前",
+    ] {
+        assert_eq!(
+            decide(None, &field(name)),
+            Decision::AllowElicitationWithReceipt,
+            "field {name:?}"
+        );
+    }
+}
+
+/// Credential names of well-known services, second factors and account recovery.
+#[test]
+fn service_credentials_second_factors_and_recovery_answers_are_denied() {
+    for name in [
+        "github_pat",
+        "githubPat",
+        "ghp",
+        "glpat",
+        "xoxb",
+        "slack_xoxp",
+        "sk_key",
+        "openai_key",
+        "anthropicKey",
+        "STRIPE_KEY",
+        "aws_key",
+        "two_factor_code",
+        "authenticatorCode",
+        "sms_code",
+        "loginCode",
+        "unlock_code",
+        "security_answer",
+        "securityQuestion",
+        "mothers_maiden_name",
+        "recovery_words",
+    ] {
+        assert_eq!(
+            decide(None, &field(name)),
+            Decision::DenySensitiveFormElicitation,
+            "field {name:?}"
+        );
+    }
+    for message in [
+        "Paste your OpenAI key",
+        "Please provide your AWS key",
+        "Paste your sk-... key here",
+        "Enter your GitHub PAT",
+        "Enter the 6-digit code from your authenticator app",
+        "Enter the code from Google Authenticator",
+        "Enter the code we sent by SMS",
+        "Type the code we emailed you",
+        "What is your mother's maiden name?",
+        "Answer your security question to continue",
+        "Enter your wallet recovery words",
+    ] {
+        assert_eq!(
+            decide(Some(message), &field("value")),
+            Decision::DenySensitiveFormElicitation,
+            "message {message:?}"
+        );
+    }
+}
+
+/// Words that are secrets only when asked for ("pin", "2fa", "bearer", "jwt"): prose that
+/// asks is denied, names and prose that merely use the word are asked.
+#[test]
+fn words_that_are_secrets_only_when_asked_for() {
+    for message in [
+        "Enter your PIN",
+        "What is your PIN?",
+        "Enter your card's PIN to continue",
+        "Please type in your bank PIN",
+        "Confirm your p1n",
+        "Enter your 2FA",
+        "What's your MFA?",
+        "Paste your bearer here",
+        "Provide your JWT",
+        "Enter the two-factor from your phone",
+        "To finish, your PIN",
+    ] {
+        assert_eq!(
+            decide(Some(message), &field("value")),
+            Decision::DenySensitiveFormElicitation,
+            "message {message:?}"
+        );
+    }
+    // The same in a field's description over an innocent name.
+    let described = json!({"type": "object", "properties": {"value": {"type": "string",
+        "description": "Enter your PIN"}}});
+    assert_eq!(
+        decide(None, &described),
+        Decision::DenySensitiveFormElicitation
+    );
+    for message in [
+        "Pin this note to the top?",
+        "Which topic should I pin?",
+        "Drop your pin on the map",
+        "Confirm the pin location",
+        "Do not give us your phone number, pin, or other sensitive info",
+        "We don't need your 2FA for this",
+        "Enable 2FA on your account?",
+        "Should the JWT expire after an hour?",
+        "Pick the flag bearer for the parade",
+    ] {
+        assert_eq!(
+            decide(Some(message), &field("value")),
+            Decision::AllowElicitationWithReceipt,
+            "message {message:?}"
+        );
+    }
+    let toggles = json!({"type": "object", "properties": {
+        "enable_2fa": {"type": "boolean", "title": "Enable 2FA"},
+        "mfa_enabled": {"type": "boolean"},
+        "jwt_expiry_minutes": {"type": "integer"},
+        "bearer_of_news": {"type": "string"}}});
+    assert_eq!(
+        decide(None, &toggles),
+        Decision::AllowElicitationWithReceipt
+    );
+}
+
+/// More ordinary look-alikes, each a row that must stay asked.
+#[test]
+fn more_ordinary_look_alikes_are_asked() {
+    for name in [
+        "pinned",
+        "pinecone",
+        "seedless_grapes",
+        "authorName",
+        "card_holder_name",
+        "cardholder_name",
+        "secret_santa_name",
+        "passkey_supported",
+        "security_level",
+        "question",
+        "answer",
+        "login_name",
+        "code_language",
+        "sms_opt_in",
+        "authentication_method",
+        "private_note",
+        "license_plate",
+        "keyphrase_extraction",
+        "maiden_voyage",
+        "awesome_keys",
+    ] {
+        assert_eq!(
+            decide(None, &field(name)),
+            Decision::AllowElicitationWithReceipt,
+            "field {name:?}"
+        );
+    }
+    for message in [
+        "Send me the summary by SMS?",
+        "Which login name should the account use?",
+        "Enter the code language (python, rust)",
+        "Pick a secret santa partner",
+        "What is your favourite pinecone shape?",
+    ] {
+        assert_eq!(
+            decide(Some(message), &field("value")),
+            Decision::AllowElicitationWithReceipt,
+            "message {message:?}"
+        );
+    }
+}
