@@ -25,6 +25,9 @@ use tokio::sync::{oneshot, watch};
 
 use crate::{HostError, MAX_MESSAGE_BYTES};
 
+mod frame;
+pub use frame::{Frame, Framer, LineFault, classify_line};
+
 /// What the host learned about why a transport stopped working. The first fault wins: later
 /// ones are consequences.
 #[derive(Debug, Default)]
@@ -325,30 +328,19 @@ async fn reap(
     let _ = exit_tx.send(status);
 }
 
-/// One `\n`-terminated frame, or the news that a frame was over the limit (its bytes were
-/// skipped, so the reader stays in step with the next line).
-#[derive(Debug, PartialEq)]
-enum Frame {
-    Line(Vec<u8>),
-    TooLong,
-}
-
 /// Reads bounded frames. Cancel-safe: the only await is `fill_buf`, which consumes nothing,
-/// and every bit of state lives here, so a `receive` dropped by rmcp's `select!` loses nothing.
+/// and every bit of state lives in the framer, so a `receive` dropped by rmcp's `select!` loses
+/// nothing.
 struct FrameReader<R> {
     reader: R,
-    buf: Vec<u8>,
-    discarding: bool,
-    max: usize,
+    framer: Framer,
 }
 
 impl<R: AsyncBufRead + Unpin> FrameReader<R> {
     fn new(reader: R, max: usize) -> Self {
         FrameReader {
             reader,
-            buf: Vec::new(),
-            discarding: false,
-            max,
+            framer: Framer::new(max),
         }
     }
 
@@ -357,42 +349,14 @@ impl<R: AsyncBufRead + Unpin> FrameReader<R> {
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
-                if self.discarding {
-                    self.discarding = false;
-                    return Ok(Some(Frame::TooLong));
-                }
-                return Ok(
-                    (!self.buf.is_empty()).then(|| Frame::Line(std::mem::take(&mut self.buf)))
-                );
+                return Ok(self.framer.finish());
             }
-            let newline = available.iter().position(|&b| b == b'\n');
-            let chunk = &available[..newline.unwrap_or(available.len())];
-            if !self.discarding {
-                if self.buf.len() + chunk.len() > self.max {
-                    self.discarding = true;
-                    self.buf = Vec::new();
-                } else {
-                    self.buf.extend_from_slice(chunk);
-                }
-            }
-            let used = newline.map_or(chunk.len(), |i| i + 1);
+            let (used, frame) = self.framer.feed(available);
             self.reader.consume(used);
-            if newline.is_some() {
-                if std::mem::take(&mut self.discarding) {
-                    return Ok(Some(Frame::TooLong));
-                }
-                return Ok(Some(Frame::Line(std::mem::take(&mut self.buf))));
+            if frame.is_some() {
+                return Ok(frame);
             }
         }
-    }
-}
-
-fn excerpt(text: &str) -> String {
-    let short: String = text.chars().take(80).collect();
-    if short.len() < text.len() {
-        format!("{short:?}…")
-    } else {
-        format!("{short:?}")
     }
 }
 
@@ -404,7 +368,7 @@ impl StdioTransport {
             let frame = self.stdout.as_mut()?.next().await;
             self.line_number += 1;
             let number = self.line_number;
-            let mut line = match frame {
+            let line = match frame {
                 Ok(Some(Frame::Line(line))) => line,
                 Ok(None) => return self.ended().await,
                 Ok(Some(Frame::TooLong)) => {
@@ -415,32 +379,11 @@ impl StdioTransport {
                 }
                 Err(e) => return self.fail(format!("reading stdout failed: {e}")),
             };
-            if line.last() == Some(&b'\r') {
-                line.pop();
+            match classify_line(&line) {
+                Ok(None) => continue,
+                Ok(Some(message)) => return Some(message),
+                Err(fault) => return self.fail(fault.describe(number)),
             }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let text = match std::str::from_utf8(&line) {
-                Ok(text) => text,
-                Err(e) => {
-                    return self.fail(format!(
-                        "wrote invalid UTF-8 on stdout (line {number}, byte {}); MCP messages are UTF-8, so the connection was closed",
-                        e.valid_up_to()
-                    ));
-                }
-            };
-            return match serde_json::from_str::<ServerJsonRpcMessage>(text) {
-                Ok(message) => Some(message),
-                Err(error) if serde_json::from_str::<serde_json::Value>(text).is_ok() => self.fail(format!(
-                    "wrote JSON that is not a valid JSON-RPC message on stdout (line {number}: {error}): {}",
-                    excerpt(text)
-                )),
-                Err(_) => self.fail(format!(
-                    "wrote a line that is not JSON on stdout (line {number}): {}; stdout is reserved for MCP messages (logs belong on stderr), so the connection was closed",
-                    excerpt(text)
-                )),
-            };
         }
     }
 
@@ -544,6 +487,60 @@ mod tests {
         assert_eq!(
             frames.next().await.unwrap(),
             Some(Frame::Line(b"{\"partial\": 1}".to_vec()))
+        );
+    }
+
+    /// Feeds `data` to a framer in pieces of at most `piece` bytes, as a reader would.
+    fn frames(data: &[u8], piece: usize, max: usize) -> Vec<Frame> {
+        let mut framer = Framer::new(max);
+        let mut out = Vec::new();
+        let mut rest = data;
+        while !rest.is_empty() {
+            let (used, frame) = framer.feed(&rest[..piece.min(rest.len())]);
+            rest = &rest[used..];
+            out.extend(frame);
+        }
+        out.extend(framer.finish());
+        out
+    }
+
+    #[test]
+    fn framing_does_not_depend_on_how_the_bytes_arrive() {
+        let data: &[u8] = b"{\"a\":1}\r\n\nthis line is too long\nok\nlast one is too long";
+        let whole = frames(data, data.len(), 10);
+        assert_eq!(
+            whole,
+            [
+                Frame::Line(b"{\"a\":1}\r".to_vec()),
+                Frame::Line(Vec::new()),
+                Frame::TooLong,
+                Frame::Line(b"ok".to_vec()),
+                Frame::TooLong,
+            ]
+        );
+        for piece in 1..data.len() {
+            assert_eq!(frames(data, piece, 10), whole, "pieces of {piece} bytes");
+        }
+    }
+
+    #[test]
+    fn each_kind_of_line_is_told_apart() {
+        assert!(matches!(classify_line(b" \t\r"), Ok(None)));
+        let message = classify_line(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r");
+        assert!(matches!(message, Ok(Some(_))), "{message:?}");
+        let fault = classify_line(b"ok \xff}").unwrap_err();
+        assert_eq!(fault, LineFault::NotUtf8 { valid_up_to: 3 });
+        assert!(
+            fault
+                .describe(7)
+                .contains("invalid UTF-8 on stdout (line 7, byte 3)")
+        );
+        let fault = classify_line(b"{\"hello\": 1}").unwrap_err();
+        assert!(matches!(fault, LineFault::NotJsonRpc { .. }), "{fault:?}");
+        let fault = classify_line(b"Server started on port 3000").unwrap_err();
+        assert_eq!(
+            fault.describe(1),
+            "wrote a line that is not JSON on stdout (line 1): \"Server started on port 3000\"; stdout is reserved for MCP messages (logs belong on stderr), so the connection was closed"
         );
     }
 
