@@ -207,6 +207,9 @@ pub struct Session {
     recorded: Notify,
     kill: CancellationToken,
     killed: Mutex<Option<String>>,
+    /// Cancelled when the connection is closed ([`ElicitationBroker::end_session`]): nothing
+    /// asked for it can be answered any more.
+    ended: CancellationToken,
 }
 
 impl std::fmt::Debug for Session {
@@ -471,6 +474,7 @@ impl ElicitationBroker {
             recorded: Notify::new(),
             kill: CancellationToken::new(),
             killed: Mutex::new(None),
+            ended: CancellationToken::new(),
         })
     }
 
@@ -537,11 +541,15 @@ impl ElicitationBroker {
     /// Handles one elicitation from start to answer. The answer is what the server gets; the
     /// record is what the caller shows. Nothing but `decline`/`cancel` is ever answered unless
     /// the user consented, and nothing is answered before its receipt is on disk.
+    ///
+    /// `withdrawn` is cancelled when the request can no longer be answered (the server
+    /// cancelled it, or its connection ended): a prompt still asked then closes.
     pub async fn elicit(
         &self,
         session: &Session,
         params: &ElicitRequestParams,
         arrival: Arrival,
+        withdrawn: &CancellationToken,
     ) -> (ElicitResult, ElicitationRecord) {
         let arrived = Instant::now();
         let (correlation, calls) = self.correlate(session, &arrival);
@@ -682,10 +690,12 @@ impl ElicitationBroker {
         };
 
         match handling.prompt.assessment.decision {
-            Decision::AllowElicitationWithReceipt => self.ask(session, &mut handling).await,
+            Decision::AllowElicitationWithReceipt => {
+                self.ask(session, &mut handling, withdrawn).await
+            }
             Decision::HoldForElicitationEvidence => {
                 if handling.prompt.assessment.override_allowed {
-                    self.ask(session, &mut handling).await;
+                    self.ask(session, &mut handling, withdrawn).await;
                 } else {
                     self.ui.update(PromptUpdate::Refused {
                         prompt: Box::new(handling.prompt.clone()),
@@ -748,12 +758,25 @@ impl ElicitationBroker {
 
     /// Asks the user (queued behind earlier prompts), validates and checks what they answered,
     /// and for a URL opens it once the consent is on record.
-    async fn ask(&self, session: &Session, h: &mut Handling) {
+    async fn ask(&self, session: &Session, h: &mut Handling, withdrawn: &CancellationToken) {
         let _busy = Busy::new(session);
         let _turn = self.queue.lock().await;
+        // It ended while waiting its turn behind other prompts: nobody is asked.
+        if let Some(why) = ended_why(session, withdrawn) {
+            h.action = ElicitationAction::Cancel;
+            h.note = Some(why.into());
+            return;
+        }
         let held = h.prompt.assessment.decision == Decision::HoldForElicitationEvidence;
         let mut problems: Vec<FieldError> = Vec::new();
         for _ in 0..=MAX_INVALID_ANSWERS {
+            // Whatever ends this wait, the card closes: a dropped future (the call it belongs
+            // to was abandoned) included.
+            let shown = ShownCard {
+                ui: self.ui.clone(),
+                prompt_id: h.prompt.id,
+                open: true,
+            };
             let answer = tokio::select! {
                 answer = tokio::time::timeout(self.options.human_timeout, self.ui.ask(&h.prompt, &problems)) => match answer {
                     Ok(answer) => answer,
@@ -767,7 +790,16 @@ impl ElicitationBroker {
                     self.gave_up(h, "the session was killed; cancelled".into());
                     ConsentAnswer::plain(ConsentReply::Cancel)
                 }
+                _ = session.ended.cancelled() => {
+                    self.gave_up(h, ENDED_CONNECTION.into());
+                    ConsentAnswer::plain(ConsentReply::Cancel)
+                }
+                _ = withdrawn.cancelled() => {
+                    self.gave_up(h, ENDED_REQUEST.into());
+                    ConsentAnswer::plain(ConsentReply::Cancel)
+                }
             };
+            shown.answered();
             if held
                 && !answer.override_hold
                 && matches!(answer.reply, ConsentReply::Submit(_) | ConsentReply::Open)
@@ -1134,6 +1166,7 @@ impl ElicitationBroker {
 
     /// The connection closed: its pending elicitations can no longer complete.
     pub fn end_session(&self, session: &Session) {
+        session.ended.cancel();
         self.pending
             .lock()
             .expect("pending poisoned")
@@ -1203,8 +1236,9 @@ impl ElicitationBroker {
         }
     }
 
-    /// The broker stopped asking (the human timeout, the kill switch): the card closes with
-    /// why, so no UI goes on offering an answer nobody will read.
+    /// The broker stopped asking (the human timeout, the kill switch, the connection or the
+    /// request ended): the card closes with why, so no UI goes on offering an answer nobody
+    /// will read.
     fn gave_up(&self, h: &mut Handling, note: String) {
         self.ui.update(PromptUpdate::Closed {
             prompt_id: h.prompt.id,
@@ -1335,6 +1369,47 @@ pub fn truncate_for_display(mut text: String, max: usize) -> String {
         total - cut
     ));
     text
+}
+
+const ENDED_CONNECTION: &str = "the connection was closed; cancelled";
+const ENDED_REQUEST: &str = "the server withdrew the request, or its connection ended; cancelled";
+
+/// Why nothing may be asked any more for this request, if so.
+fn ended_why(session: &Session, withdrawn: &CancellationToken) -> Option<&'static str> {
+    if session.kill.is_cancelled() {
+        Some("the session was killed; cancelled")
+    } else if session.ended.is_cancelled() {
+        Some(ENDED_CONNECTION)
+    } else if withdrawn.is_cancelled() {
+        Some(ENDED_REQUEST)
+    } else {
+        None
+    }
+}
+
+/// A card being asked. Dropped before [`ShownCard::answered`] (the future asking it was
+/// dropped: its call was abandoned), it tells the UI the card is closed.
+struct ShownCard {
+    ui: Arc<dyn ConsentUi>,
+    prompt_id: u64,
+    open: bool,
+}
+
+impl ShownCard {
+    fn answered(mut self) {
+        self.open = false;
+    }
+}
+
+impl Drop for ShownCard {
+    fn drop(&mut self) {
+        if self.open {
+            self.ui.update(PromptUpdate::Closed {
+                prompt_id: self.prompt_id,
+                outcome: "the request it belongs to was abandoned; cancelled".into(),
+            });
+        }
+    }
 }
 
 /// See [`Session::forget_on_drop`].

@@ -204,8 +204,8 @@ pub fn answer_elicitation(
     let _ = events.send(HostEvent::Elicitation {
         server: server.to_string(),
         mode: kind,
-        message,
-        url,
+        message: shown(message),
+        url: url.map(shown),
         action,
         reason,
     });
@@ -227,11 +227,17 @@ pub fn brokered_event(
     HostEvent::Elicitation {
         server: server.to_string(),
         mode: record.mode,
-        message,
-        url: record.url.as_ref().map(|u| u.full.clone()),
+        message: shown(message),
+        url: record.url.as_ref().map(|u| shown(u.full.clone())),
         action: record.action,
         reason: format!("{} (receipt {})", record.decision, record.receipt_id),
     }
+}
+
+/// What an event keeps of a server's text: events are queued for every subscriber and printed,
+/// so a 16 MiB message is cut like on a card.
+fn shown(text: String) -> String {
+    crate::broker::truncate_for_display(text, crate::broker::MAX_SHOWN_MESSAGE_BYTES)
 }
 
 /// `{field: default}` for every property of a form schema that has a default.
@@ -280,7 +286,13 @@ impl ClientHandler for HostClient {
         };
         let (result, record) = session
             .broker()
-            .elicit(&session, &request, Arrival::Request(association))
+            .elicit(
+                &session,
+                &request,
+                Arrival::Request(association),
+                // Cancelled when the server cancels this request or the connection ends.
+                &context.ct,
+            )
             .await;
         self.emit(brokered_event(&self.server, &request, &record));
         Ok(result)
@@ -418,6 +430,29 @@ mod tests {
             panic!()
         };
         assert_eq!((action, mode), ("decline", "form"));
+    }
+
+    #[test]
+    fn a_huge_message_is_reported_cut() {
+        let (tx, mut rx) = broadcast::channel(4);
+        let huge: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "url", "message": "Sign in ".repeat(200_000),
+            "url": format!("https://example.com/{}", "p".repeat(1 << 20)), "elicitationId": "e1"}))
+        .unwrap();
+        answer_elicitation("s", ElicitationMode::DeclineAndLog, &huge, &tx);
+        let HostEvent::Elicitation { message, url, .. } = rx.try_recv().unwrap() else {
+            panic!()
+        };
+        let bound = crate::broker::MAX_SHOWN_MESSAGE_BYTES + 100;
+        assert!(message.len() <= bound && message.contains("truncated by Gatehouse"));
+        let url = url.unwrap();
+        assert!(url.len() <= bound && url.starts_with("https://example.com/ppp"));
+        // A short one is reported whole.
+        answer_elicitation("s", ElicitationMode::DeclineAndLog, &form(), &tx);
+        let HostEvent::Elicitation { message, .. } = rx.try_recv().unwrap() else {
+            panic!()
+        };
+        assert_eq!(message, "Who?");
     }
 
     #[test]

@@ -949,7 +949,14 @@ impl Connection {
             let url = url.clone();
             let (_, record) = session
                 .broker()
-                .elicit(session, &params, Arrival::Required { call })
+                // Asked within the host's own call: it ends with the call (a dropped call
+                // closes the card).
+                .elicit(
+                    session,
+                    &params,
+                    Arrival::Required { call },
+                    &CancellationToken::new(),
+                )
                 .await;
             if record.action != "accept" {
                 return Err(HostError::ElicitationIncomplete {
@@ -1090,6 +1097,7 @@ impl Connection {
                         key: key.clone(),
                         round,
                     },
+                    &CancellationToken::new(),
                 )
                 .await;
             let _ = self

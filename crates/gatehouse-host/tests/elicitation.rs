@@ -30,6 +30,7 @@ use gatehouse_host::connection::log_file_name;
 use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, PromptBody, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
+use gatehouse_host::desk::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 use gatehouse_host::gatekeeper::events;
 use gatehouse_host::tap::{Direction, system_clock};
 use gatehouse_host::{
@@ -376,6 +377,17 @@ impl Host {
         opener: &Arc<TestOpener>,
         human_timeout: Option<Duration>,
     ) -> Arc<ElicitationBroker> {
+        self.broker_for(policy, ui.clone(), opener, human_timeout)
+    }
+
+    /// A broker asking through any consent UI (the desktop's PromptDesk, say).
+    fn broker_for(
+        &self,
+        policy: Policy,
+        ui: Arc<dyn ConsentUi>,
+        opener: &Arc<TestOpener>,
+        human_timeout: Option<Duration>,
+    ) -> Arc<ElicitationBroker> {
         let mut options = BrokerOptions {
             user: USER.into(),
             ..BrokerOptions::default()
@@ -385,7 +397,7 @@ impl Host {
         }
         ElicitationBroker::new(
             Arc::new(policy),
-            ui.clone(),
+            ui,
             opener.clone(),
             self.gatekeeper.clone(),
             options,
@@ -1255,6 +1267,218 @@ async fn a_person_who_never_answers_is_timed_out_and_the_server_gets_cancel() {
     }
 }
 
+/// The desktop's prompt desk, recording nothing else.
+fn desk() -> Arc<PromptDesk> {
+    PromptDesk::new(Arc::new(|_| {}))
+}
+
+/// The desk's card for `prompt_id`.
+fn card(desk: &PromptDesk, prompt_id: u64) -> PromptCard {
+    desk.list()
+        .into_iter()
+        .find(|c| c.prompt.id == prompt_id)
+        .unwrap_or_else(|| panic!("no card {prompt_id} on the desk"))
+}
+
+/// Waits until the desk shows exactly one card waiting for an answer, and returns it.
+async fn asking_card(desk: &PromptDesk) -> PromptCard {
+    eventually("a card asking", Duration::from_secs(10), || {
+        let asking: Vec<PromptCard> = desk
+            .list()
+            .into_iter()
+            .filter(|c| c.state == CardState::Asking)
+            .collect();
+        (asking.len() == 1).then(|| asking[0].clone())
+    })
+    .await
+}
+
+/// Waits until the card is no longer open; asserts it was closed with one of `why` in its
+/// outcome.
+async fn closed_card(desk: &PromptDesk, prompt_id: u64, why: &[&str]) {
+    let closed = eventually("the card closed", Duration::from_secs(20), || {
+        let card = card(desk, prompt_id);
+        (card.state != CardState::Asking).then_some(card)
+    })
+    .await;
+    assert_eq!(closed.state, CardState::Closed, "{closed:?}");
+    let outcome = closed.outcome.unwrap_or_default();
+    assert!(why.iter().any(|w| outcome.contains(w)), "{outcome:?}");
+    assert_eq!(desk.pending(), 0, "a card still waits for the user");
+}
+
+#[tokio::test]
+async fn a_card_the_human_timeout_ended_is_closed_on_the_desk() {
+    // Before, the broker cancelled toward the server but the desk went on offering the card.
+    for era in ERAS {
+        let host = Host::demo();
+        let desk = desk();
+        let opener = Arc::new(TestOpener::default());
+        let broker = host.broker_for(
+            Policy::default_policy(),
+            desk.clone(),
+            &opener,
+            Some(Duration::from_millis(500)),
+        );
+        let server = host.demo_connection("absent", &broker, era).await;
+        let outcome = server
+            .call_tool("book_table", no_args(), &CallOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(received(&outcome), json!({"action": "cancel"}), "{era}");
+        closed_card(
+            &desk,
+            outcome.elicitations[0].prompt_id,
+            &["no answer within 0.5 s"],
+        )
+        .await;
+        server.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_card_closes_when_the_server_withdraws_its_elicitation() {
+    let host = Host::warn();
+    let desk = desk();
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker_for(Policy::default_policy(), desk.clone(), &opener, None);
+    let name = "withdraw";
+    let server = Arc::new(
+        host.connect(
+            name,
+            &fixture("elicit-withdraw"),
+            &broker,
+            EraPreference::Auto,
+        )
+        .await
+        .unwrap(),
+    );
+    server.approve_tools(&["t".into()]).await.unwrap();
+    let first = tokio::spawn({
+        let server = server.clone();
+        async move { server.call_tool("t", None, &CallOptions::default()).await }
+    });
+    let asked = asking_card(&desk).await;
+    assert_eq!(asked.prompt.message, "What is your name?");
+    // The server cancels its elicitation/create: nothing can answer it any more.
+    let then = json!({"then": "cancel"}).as_object().cloned();
+    let second = server
+        .call_tool("t", then, &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(text(&second), "withdrawn");
+    assert_eq!(text(&first.await.unwrap().unwrap()), "ok");
+    closed_card(&desk, asked.prompt.id, &["withdrew the request"]).await;
+    let receipt = host.receipt(&asked.prompt.receipt_id);
+    assert_eq!(str_of(&receipt, "action"), "cancel");
+    // The desk takes no answer for it any more.
+    assert!(
+        desk.answer(
+            asked.prompt.id,
+            WindowAnswer {
+                reply: WindowReply::Decline,
+                content: None,
+                override_hold: false,
+            },
+        )
+        .is_err()
+    );
+    Arc::into_inner(server).unwrap().close().await;
+}
+
+#[tokio::test]
+async fn a_card_closes_when_its_connection_ends() {
+    // The server exits while its elicitation is asked, and the host closes a connection whose
+    // elicitation is asked: in both cases nobody can use the answer, so the card closes.
+    let host = Host::warn();
+    let desk = desk();
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker_for(Policy::default_policy(), desk.clone(), &opener, None);
+    let spec = fixture("elicit-withdraw");
+
+    let exits = Arc::new(
+        host.connect("exits", &spec, &broker, EraPreference::Auto)
+            .await
+            .unwrap(),
+    );
+    exits.approve_tools(&["t".into()]).await.unwrap();
+    let first = tokio::spawn({
+        let server = exits.clone();
+        async move { server.call_tool("t", None, &CallOptions::default()).await }
+    });
+    let asked = asking_card(&desk).await;
+    let then = json!({"then": "exit"}).as_object().cloned();
+    let _ = exits.call_tool("t", then, &CallOptions::default()).await;
+    assert!(first.await.unwrap().is_err(), "the server exited mid-call");
+    // Closed by the broker (the request ended with the connection), then by the failed call
+    // (the process exited): whichever said it last.
+    closed_card(
+        &desk,
+        asked.prompt.id,
+        &["connection ended", "the server process exited"],
+    )
+    .await;
+    assert_eq!(
+        str_of(&host.receipt(&asked.prompt.receipt_id), "action"),
+        "cancel"
+    );
+
+    let closed = host
+        .connect("closed", &spec, &broker, EraPreference::Auto)
+        .await
+        .unwrap();
+    closed.approve_tools(&["t".into()]).await.unwrap();
+    // The host stops waiting for the call (its future is dropped) while the card is asked;
+    // the elicitation itself is the server's request and lives on until the connection ends.
+    let call = CallOptions::default();
+    let asked = tokio::select! {
+        outcome = closed.call_tool("t", None, &call) => {
+            panic!("the call ended before its elicitation was answered: {outcome:?}")
+        }
+        asked = asking_card(&desk) => asked,
+    };
+    closed.close().await;
+    closed_card(&desk, asked.prompt.id, &["connection was closed"]).await;
+    assert_eq!(
+        str_of(&host.receipt(&asked.prompt.receipt_id), "action"),
+        "cancel"
+    );
+}
+
+#[tokio::test]
+async fn a_card_closes_when_the_call_it_belongs_to_is_abandoned() {
+    // 2026-07-28: the input request is asked inside the host's own call. A caller that gives
+    // up on the call (its future dropped) used to leave the card asking forever.
+    let host = Host::demo();
+    let desk = desk();
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker_for(Policy::default_policy(), desk.clone(), &opener, None);
+    let server = host
+        .demo_connection("abandoned", &broker, Era::V2026_07_28)
+        .await;
+    let call = CallOptions::default();
+    let asked = tokio::select! {
+        outcome = server.call_tool("book_table", no_args(), &call) => {
+            panic!("the call ended before its prompt was answered: {outcome:?}")
+        }
+        asked = asking_card(&desk) => asked,
+    };
+    closed_card(&desk, asked.prompt.id, &["abandoned"]).await;
+    // The desk takes no answer for it any more.
+    assert!(
+        desk.answer(
+            asked.prompt.id,
+            WindowAnswer {
+                reply: WindowReply::Decline,
+                content: None,
+                override_hold: false,
+            },
+        )
+        .is_err()
+    );
+    server.close().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7. Receipts.
 
@@ -1274,11 +1498,29 @@ async fn a_receipt_too_large_for_the_log_is_written_truncated_never_lost() {
         .await
         .unwrap();
     server.approve_tools(&["t".into()]).await.unwrap();
+    let mut reported = host.events.subscribe();
     let outcome = server
         .call_tool("t", None, &CallOptions::default())
         .await
         .unwrap();
     assert_eq!(text(&outcome), "ok");
+    // What is shown and reported of the 1 MiB message is cut, visibly.
+    let shown = gatehouse_host::broker::MAX_SHOWN_MESSAGE_BYTES + 100;
+    let asked = ui.asked();
+    assert_eq!(asked.len(), 1, "{} asked", asked.len());
+    assert!(asked[0].prompt.message.len() <= shown);
+    assert!(asked[0].prompt.message.contains("truncated by Gatehouse"));
+    let mut reports = 0;
+    while let Ok(event) = reported.try_recv() {
+        if let HostEvent::Elicitation { message, .. } = event {
+            assert!(message.len() <= shown, "{} bytes reported", message.len());
+            assert!(
+                message.starts_with("Connect mmm") && message.contains("truncated by Gatehouse")
+            );
+            reports += 1;
+        }
+    }
+    assert_eq!(reports, 1);
     let receipts = host.records_of(events::ELICITATION_RECEIPT);
     assert_eq!(receipts.len(), 1, "the receipt was lost");
     let receipt = &receipts[0];
