@@ -103,18 +103,22 @@ fn data_dir() -> PathBuf {
         .join("gatehouse")
 }
 
+/// What this command was started with that a locked admin bundle forbids. The lock is read
+/// from the system's own admin directory, whatever --trust-roots says.
+fn lock_guard(context: &Context) -> admission::LockGuard {
+    admission::LockGuard {
+        system_dir: PathBuf::from(SYSTEM_TRUST_ROOTS),
+        asked: admission::Widening {
+            trust_roots: context.trust_roots_flag.clone(),
+            demo: context.demo,
+            policy: context.policy_path.clone(),
+        },
+    }
+}
+
 /// The trust settings as of `now`: in demo mode, with the demo bundle built.
 fn trust_settings(context: &Context, now: OffsetDateTime) -> Result<TrustSettings, Failure> {
-    // The lock is read from the system's own admin directory, whatever --trust-roots says.
-    admission::refuse_widening_under_lock(
-        Path::new(SYSTEM_TRUST_ROOTS),
-        &admission::Widening {
-            trust_roots: context.trust_roots_flag.as_deref(),
-            demo: context.demo,
-            policy: context.policy_path.as_deref(),
-        },
-        now,
-    )?;
+    lock_guard(context).check(now)?;
     let mut settings = context.trust.clone();
     if context.demo {
         settings.demo_bundle = Some(demo::local_demo_bundle(now).map_err(Failure::usage)?);
@@ -173,6 +177,7 @@ pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
     let opened = security::open(
         &settings,
         &paths,
+        lock_guard(context),
         now,
         system_clock(),
         |finding| match finding {

@@ -686,3 +686,47 @@ fn a_bound_interpreter_runs_in_a_fixed_directory_not_where_the_host_was_started(
     assert_eq!(report["admission"]["status"], "admitted", "{report}");
     assert_eq!(report["admission"]["identity"]["id"], "urn:test:bound");
 }
+
+#[test]
+fn approvals_of_an_unattested_command_belong_to_the_directory_it_runs_in() {
+    // In the warn posture the user approved the tool of `python3 -m srv` in their own
+    // project. The same command line run from a cloned repository starts that repository's
+    // srv.py (`-m` looks in the working directory first), offering the same tool: it is
+    // another server, and must not inherit the approval. Before, the key was the configured
+    // text (no cwd set), the same in both directories.
+    let env = Env::new();
+    let python = python_interpreter();
+    let fixture = common::fixture("misbehaving_stdio.py");
+    let repo = |name: &str| {
+        let dir = env.dir.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("srv.py"),
+            format!(
+                "import runpy, sys\nsys.argv = ['srv', 'record']\nrunpy.run_path({fixture:?}, run_name='__main__')\n"
+            ),
+        )
+        .unwrap();
+        dir
+    };
+    let (own, cloned) = (repo("own-project"), repo("cloned-repo"));
+    let command = format!("{} -m srv", python.display());
+    let run = |dir: &Path, args: &[&str]| {
+        let out = env
+            .cmd(&with(&["--json"], args))
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let report: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        (out.status.code(), report)
+    };
+    let (code, report) = run(&own, &["tools", "pin", "--stdio", &command, "--tool", "t"]);
+    assert_eq!(code, Some(0), "{report}");
+    let (code, report) = run(&own, &["call", "--stdio", &command, "t"]);
+    assert_eq!(code, Some(0), "approved where it was approved: {report}");
+
+    let (code, report) = run(&cloned, &["call", "--stdio", &command, "t"]);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["error"]["code"], "tool_not_admitted", "{report}");
+}

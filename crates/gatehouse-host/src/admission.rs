@@ -210,33 +210,91 @@ fn bundle_problem(source: BundleSource, path: Option<&Path>, error: &BundleError
     }
 }
 
+/// What a directory held: the bundles that verified, and the admins' locks among them.
+struct LoadedDir {
+    bundles: Vec<(VerifiedBundle, PathBuf)>,
+    /// Bundles that claim `locked` but did not verify (expired, say), with why, unless a
+    /// bundle of the same id did verify.
+    unverified_locks: Vec<(String, &'static str)>,
+}
+
+impl LoadedDir {
+    /// The lock in force: a locked bundle that verified, else one that claims `locked` and no
+    /// longer verifies. The latter admits nothing, but it still locks: whether the admins
+    /// meant to lift the lock is unknown (fail closed), so it lapses only when they replace
+    /// the bundle.
+    fn lock(&self) -> Option<AdminLock> {
+        self.bundles
+            .iter()
+            .find(|(b, _)| b.content().locked)
+            .map(|(b, _)| AdminLock {
+                label: b.label(),
+                unverified: None,
+            })
+            .or_else(|| {
+                self.unverified_locks
+                    .first()
+                    .map(|(label, code)| AdminLock {
+                        label: label.clone(),
+                        unverified: Some(code),
+                    })
+            })
+    }
+}
+
+/// A locked admin bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminLock {
+    /// `bundleId@version`.
+    pub label: String,
+    /// Why it did not verify (a bundle error code), when it did not.
+    pub unverified: Option<&'static str>,
+}
+
+impl AdminLock {
+    /// The label, with why it did not verify when it did not.
+    fn describe(&self) -> String {
+        match self.unverified {
+            None => self.label.clone(),
+            Some(code) => format!(
+                "{} (it no longer verifies: {code}; it still locks until the admins replace it)",
+                self.label
+            ),
+        }
+    }
+}
+
 fn load_dir(
     dir: &Path,
     source: BundleSource,
     now: OffsetDateTime,
     problems: &mut Vec<BundleProblem>,
-) -> Vec<(VerifiedBundle, PathBuf)> {
+) -> LoadedDir {
     let io_problem = |message: String| BundleProblem {
         source,
         path: Some(dir.display().to_string()),
         code: "bundle_unreadable",
         message,
     };
+    let mut loaded = LoadedDir {
+        bundles: Vec::new(),
+        unverified_locks: Vec::new(),
+    };
     let versions = match read_versions(dir) {
         Ok(v) => v,
         Err(message) => {
             problems.push(io_problem(message));
-            return Vec::new();
+            return loaded;
         }
     };
     let files = match bundle_files(dir) {
         Ok(files) => files,
         Err(message) => {
             problems.push(io_problem(message));
-            return Vec::new();
+            return loaded;
         }
     };
-    let mut loaded = Vec::new();
+    let mut claimed_locks = Vec::new();
     for path in files {
         let bytes = match read_bundle_file(&path) {
             Ok(bytes) => bytes,
@@ -250,60 +308,102 @@ fn load_dir(
                 continue;
             }
         };
-        let verified = Bundle::parse(&bytes).and_then(|bundle| {
+        let parsed = Bundle::parse(&bytes);
+        let claims_lock = parsed.as_ref().ok().and_then(|b| {
+            let c = b.content();
+            c.locked.then(|| {
+                (
+                    c.bundle_id.clone(),
+                    format!("{}@{}", c.bundle_id, c.version),
+                )
+            })
+        });
+        let verified = parsed.and_then(|bundle| {
             let record = versions.get(&bundle.content().bundle_id);
             let verified = bundle.verify(now, None, record.map(|r| r.version))?;
             check_record(&verified, record)?;
             Ok(verified)
         });
         match verified {
-            Ok(bundle) => loaded.push((bundle, path)),
-            Err(error) => problems.push(bundle_problem(source, Some(&path), &error)),
+            Ok(bundle) => loaded.bundles.push((bundle, path)),
+            Err(error) => {
+                if let Some((id, label)) = claims_lock {
+                    claimed_locks.push((id, label, error.code()));
+                }
+                problems.push(bundle_problem(source, Some(&path), &error))
+            }
         }
     }
+    // A stale copy of a bundle whose current version verified does not lock.
+    loaded.unverified_locks = claimed_locks
+        .into_iter()
+        .filter(|(id, _, _)| {
+            !loaded
+                .bundles
+                .iter()
+                .any(|(b, _)| &b.content().bundle_id == id)
+        })
+        .map(|(_, label, code)| (label, code))
+        .collect();
     loaded
 }
 
 /// What a front end was asked for that would widen the admins' policy if it were honoured.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Widening<'a> {
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Widening {
     /// An admin directory other than the system's (`--trust-roots`, `GATEHOUSE_TRUST_ROOTS`).
-    pub trust_roots: Option<&'a Path>,
+    pub trust_roots: Option<PathBuf>,
     /// Demo mode (`--demo`, `GATEHOUSE_DEMO`): the demo root, whose private keys are public.
     pub demo: bool,
     /// A policy file of the user's (`--policy`, `GATEHOUSE_POLICY`).
-    pub policy: Option<&'a Path>,
+    pub policy: Option<PathBuf>,
 }
 
-/// The label of a bundle in the admin directory `dir` that verifies at `now` (the same checks
-/// as [`Trust::load`]) and is `locked`.
-pub fn locked_bundle(dir: &Path, now: OffsetDateTime) -> Option<String> {
-    load_dir(dir, BundleSource::System, now, &mut Vec::new())
-        .into_iter()
-        .find(|(b, _)| b.content().locked)
-        .map(|(b, _)| b.label())
+/// What a front end was asked for, held against the admins' lock at start and again before
+/// each admission: a lock installed while the app runs refuses what it forbids from then on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockGuard {
+    /// The system's own admin directory (never one the user named).
+    pub system_dir: PathBuf,
+    pub asked: Widening,
+}
+
+impl LockGuard {
+    /// [`refuse_widening_under_lock`] at `now`.
+    pub fn check(&self, now: OffsetDateTime) -> Result<(), HostError> {
+        refuse_widening_under_lock(&self.system_dir, &self.asked, now)
+    }
+}
+
+/// The lock of the admin directory `dir` at `now` (the same checks as [`Trust::load`]): a
+/// locked bundle that verifies, else one that claims `locked` and no longer verifies.
+pub fn admin_lock(dir: &Path, now: OffsetDateTime) -> Option<AdminLock> {
+    load_dir(dir, BundleSource::System, now, &mut Vec::new()).lock()
 }
 
 /// Refuses, naming the lock, anything in `asked` that would widen what a locked admin bundle
 /// decides. `system_dir` is always the system's own admin directory (never one the user named),
 /// so `--trust-roots` elsewhere cannot hide its lock: under it, another directory is itself a
 /// widening. A locked bundle in the directory `--trust-roots` names forbids demo mode and a
-/// user policy too.
+/// user policy too. A locked bundle that no longer verifies (expired, say) still locks.
 pub fn refuse_widening_under_lock(
     system_dir: &Path,
-    asked: &Widening<'_>,
+    asked: &Widening,
     now: OffsetDateTime,
 ) -> Result<(), HostError> {
-    let elsewhere = asked.trust_roots.filter(|dir| !same_dir(dir, system_dir));
+    let elsewhere = asked
+        .trust_roots
+        .as_deref()
+        .filter(|dir| !same_dir(dir, system_dir));
     if elsewhere.is_none() && !asked.demo && asked.policy.is_none() {
         return Ok(());
     }
-    let system_lock = locked_bundle(system_dir, now);
+    let system_lock = admin_lock(system_dir, now);
     let lock = system_lock
         .clone()
-        .map(|label| (label, system_dir))
-        .or_else(|| elsewhere.and_then(|dir| locked_bundle(dir, now).map(|label| (label, dir))));
-    let Some((bundle, dir)) = lock else {
+        .map(|lock| (lock, system_dir))
+        .or_else(|| elsewhere.and_then(|dir| admin_lock(dir, now).map(|lock| (lock, dir))));
+    let Some((lock, dir)) = lock else {
         return Ok(());
     };
     let mut what = Vec::new();
@@ -316,7 +416,7 @@ pub fn refuse_widening_under_lock(
     if asked.demo {
         what.push("demo mode (--demo), whose keys are public".to_string());
     }
-    if let Some(policy) = asked.policy {
+    if let Some(policy) = &asked.policy {
         what.push(format!(
             "a user elicitation policy ({}, from --policy or GATEHOUSE_POLICY)",
             policy.display()
@@ -327,11 +427,12 @@ pub fn refuse_widening_under_lock(
     }
     Err(HostError::LockedByAdmin {
         detail: format!(
-            "{} cannot be used: the admin bundle {bundle} in {} is locked, so only the admins' settings apply; run without them, or ask your admin",
+            "{} cannot be used: the admin bundle {} in {} is locked, so only the admins' settings apply; run without them, or ask your admin",
             what.join(", and "),
+            lock.describe(),
             dir.display()
         ),
-        bundle,
+        bundle: lock.label,
     })
 }
 
@@ -349,18 +450,18 @@ impl Trust {
     pub fn load(settings: &TrustSettings, now: OffsetDateTime) -> Trust {
         let mut problems = Vec::new();
         let mut system: Vec<(VerifiedBundle, BundleSource, Option<PathBuf>)> = Vec::new();
-        for (bundle, path) in load_dir(
+        let admin = load_dir(
             &settings.system_dir,
             BundleSource::System,
             now,
             &mut problems,
-        ) {
+        );
+        // A locked bundle that no longer verifies admits nothing (it failed, so the posture
+        // is deny-by-default) but still keeps out the user's roots and the demo root.
+        let locked_by = admin.lock().map(|lock| lock.label);
+        for (bundle, path) in admin.bundles {
             system.push((bundle, BundleSource::System, Some(path)));
         }
-        let locked_by = system
-            .iter()
-            .find(|(b, _, _)| b.content().locked)
-            .map(|(b, _, _)| b.label());
         if let Some(bytes) = &settings.demo_bundle {
             // The demo root's private keys are public: a locked admin bundle never trusts it.
             // Front ends refuse `--demo` first (`refuse_widening_under_lock`); this is the
@@ -389,7 +490,8 @@ impl Trust {
         let mut all = system;
         match (&settings.user_dir, &locked_by) {
             (Some(dir), None) => {
-                for (bundle, path) in load_dir(dir, BundleSource::User, now, &mut problems) {
+                for (bundle, path) in load_dir(dir, BundleSource::User, now, &mut problems).bundles
+                {
                     all.push((bundle, BundleSource::User, Some(path)));
                 }
             }
@@ -512,6 +614,16 @@ impl Trust {
         self.sources.get(bundle_id).map(|(s, _)| *s)
     }
 
+    /// The SHA-256 of each loaded bundle's signed part: what tells two loads apart when
+    /// their summaries agree.
+    pub(crate) fn digests(&self) -> Vec<String> {
+        self.store
+            .bundles()
+            .iter()
+            .map(VerifiedBundle::signed_sha256_hex)
+            .collect()
+    }
+
     /// What is loaded, for display.
     pub fn summaries(&self) -> Vec<BundleSummary> {
         self.store
@@ -568,14 +680,23 @@ impl Trust {
                 let (command, args, cwd) =
                     (stdio.command.clone(), stdio.args.clone(), stdio.cwd.clone());
                 let this = self.stdio_candidates();
-                let resolved = tokio::task::spawn_blocking(move || {
-                    stdio_check(&this, &command, &args, cwd.as_deref(), path_env.as_deref())
+                let (resolved, workdir) = tokio::task::spawn_blocking(move || {
+                    (
+                        stdio_check(&this, &command, &args, cwd.as_deref(), path_env.as_deref()),
+                        working_directory(cwd.as_deref()),
+                    )
                 })
                 .await
                 .unwrap_or_else(|e| {
-                    StdioCheck::Failed(format!("the executable check failed: {e}"))
+                    (
+                        StdioCheck::Failed {
+                            program: None,
+                            detail: format!("the executable check failed: {e}"),
+                        },
+                        None,
+                    )
                 });
-                self.admit_stdio(server, spec, resolved, now)
+                self.admit_stdio(server, spec, resolved, workdir.as_deref(), now)
             }
         };
         verdict.posture = self.posture;
@@ -664,24 +785,26 @@ impl Trust {
         server: &str,
         spec: &ServerSpec,
         check: StdioCheck,
+        workdir: Option<&Path>,
         now: OffsetDateTime,
     ) -> Verdict {
         let mut verdict = Verdict::new(server, "stdio");
         verdict.command = Some(spec.describe());
         // Until admitted, approvals and suspensions are keyed by what actually runs: the
-        // resolved program (when it resolves), the arguments and the working directory, so a
-        // symlink or PATH change cannot inherit another server's approvals.
+        // resolved program (when it resolves), the arguments and the working directory it runs
+        // in, so a symlink, a PATH change or another directory cannot inherit another server's
+        // approvals or escape its suspension.
         let resolved = match &check {
-            StdioCheck::Failed(_) => None,
+            StdioCheck::Failed { program, .. } => program.clone(),
             StdioCheck::Unbound { program }
             | StdioCheck::ArgsDiffer { program, .. }
             | StdioCheck::BinaryChanged { program, .. }
             | StdioCheck::Ambiguous { program, .. }
             | StdioCheck::Bound { program, .. } => Some(program.clone()),
         };
-        verdict.approval_key = unattested_stdio_key(spec, resolved.as_deref());
+        verdict.approval_key = unattested_stdio_key(spec, resolved.as_deref(), workdir);
         let (bundle_id, policy_id, program) = match check {
-            StdioCheck::Failed(detail) => {
+            StdioCheck::Failed { detail, .. } => {
                 return verdict.refused(AdmissionReason::StdioBindingMismatch, detail);
             }
             StdioCheck::Unbound { program } => {
@@ -889,22 +1012,46 @@ impl Trust {
     }
 }
 
-/// The approval and suspension key of a stdio server that is not admitted: the whole command
-/// line and working directory (`python3 a.py` and `python3 b.py` share an executable but are
-/// different servers), with the program as resolved when it resolves, credentials redacted.
-fn unattested_stdio_key(spec: &ServerSpec, resolved: Option<&Path>) -> String {
+/// The approval and suspension key of a stdio server that is not admitted, the one key
+/// function for every such verdict: the whole command line (`python3 a.py` and `python3 b.py`
+/// share an executable but are different servers), with the program as resolved when it
+/// resolves, credentials redacted, and the directory it runs in (`workdir`, see
+/// [`working_directory`]): `python3 -m srv` runs another `srv` in another directory.
+fn unattested_stdio_key(
+    spec: &ServerSpec,
+    resolved: Option<&Path>,
+    workdir: Option<&Path>,
+) -> String {
     let ServerSpec::Stdio(s) = spec else {
         return format!("stdio:{}", spec.describe());
     };
     let program = resolved
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| s.command.clone());
+    // Unknown (the host's own directory is gone): a key no known directory shares.
+    let cwd = workdir.map_or_else(
+        || "(unknown working directory)".to_string(),
+        |d| d.display().to_string(),
+    );
     let key = serde_json::json!({
         "program": program,
         "args": crate::launch_risk::redact_args(&s.args),
-        "cwd": s.cwd.as_ref().map(|c| c.display().to_string()),
+        "cwd": cwd,
     });
     format!("stdio:{key}")
+}
+
+/// The directory a stdio server not admitted runs in: its configured `cwd` (relative to the
+/// host's own directory), or the host's directory when it sets none, resolved when it
+/// exists; `None` when the host's own directory cannot be read. (An admitted server runs in
+/// `/` whatever this says.)
+pub fn working_directory(cwd: Option<&Path>) -> Option<PathBuf> {
+    let dir = match cwd {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        Some(dir) => std::env::current_dir().ok()?.join(dir),
+        None => std::env::current_dir().ok()?,
+    };
+    Some(std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
 fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) -> String {
@@ -960,7 +1107,11 @@ struct Candidate {
 
 #[derive(Debug)]
 enum StdioCheck {
-    Failed(String),
+    /// The check could not be made; `program` when the command resolved.
+    Failed {
+        program: Option<PathBuf>,
+        detail: String,
+    },
     Unbound {
         program: PathBuf,
     },
@@ -1047,7 +1198,12 @@ fn stdio_check(
 ) -> StdioCheck {
     let program = match resolve_program(command, cwd, path_env) {
         Ok(program) => program,
-        Err(detail) => return StdioCheck::Failed(detail),
+        Err(detail) => {
+            return StdioCheck::Failed {
+                program: None,
+                detail,
+            };
+        }
     };
     let same_program: Vec<&Candidate> = candidates
         .iter()
@@ -1078,7 +1234,10 @@ fn stdio_check(
         };
     };
     match file_sha256(&program) {
-        Err(detail) => StdioCheck::Failed(detail),
+        Err(detail) => StdioCheck::Failed {
+            program: Some(program),
+            detail,
+        },
         Ok(actual) if actual != candidate.sha256 => StdioCheck::BinaryChanged {
             program,
             expected: hex::encode(candidate.sha256),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::HostError;
-use crate::admission::{Trust, TrustSettings, Verdict};
+use crate::admission::{LockGuard, Trust, TrustSettings, Verdict};
 use crate::config::{ServerSpec, write_atomically};
 use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
@@ -44,16 +44,20 @@ pub mod events {
     pub const SUSPENDED_REFUSED: &str = "suspended_refused";
     /// The installed bundles decide differently than when last loaded (a rotation, an expiry).
     pub const TRUST_RELOADED: &str = "trust_reloaded";
+    /// An admission refused because a locked admin bundle forbids what the front end was
+    /// started with (other trust roots, demo mode, a user policy): a lock installed since.
+    pub const LOCK_REFUSED: &str = "lock_refused";
 }
 
 /// What a trust decides with, for telling whether a reload changed anything: the bundles
-/// (label, lock, servers, signers, expiry), the posture and the problems.
+/// (label, lock, servers, signers, expiry, digest), the posture and the problems.
 fn trust_state(trust: &Trust) -> Value {
     json!({
         "bundles": trust.summaries().iter().map(|b| json!({
             "bundle": b.bundle, "locked": b.locked, "expires": b.expires,
             "servers": b.servers, "signers": b.signers, "source": b.source,
         })).collect::<Vec<_>>(),
+        "sha256": trust.digests(),
         "posture": trust.posture(),
         "locked_by": trust.locked_by(),
         "problems": trust.problems().iter().map(|p| json!({"code": p.code, "message": p.message})).collect::<Vec<_>>(),
@@ -357,6 +361,9 @@ pub struct Gatekeeper {
     /// How to load it again before each admission; `None` keeps the first one (tests,
     /// conformance mode).
     reload: Option<TrustSettings>,
+    /// What the front end was started with that a lock forbids, checked again before each
+    /// admission: a lock installed while it runs refuses it from then on.
+    guard: Option<LockGuard>,
     audit: Auditor,
     approvals: Approvals,
     suspensions: Suspensions,
@@ -381,6 +388,7 @@ impl Gatekeeper {
         Gatekeeper {
             trust: RwLock::new(Arc::new(trust)),
             reload: None,
+            guard: None,
             audit,
             approvals,
             suspensions: Suspensions::in_memory(),
@@ -396,9 +404,27 @@ impl Gatekeeper {
         self
     }
 
+    /// Refuses every admission, from the first one a lock is found at, while an admin bundle
+    /// is locked that forbids what `guard` says the front end was started with.
+    pub fn guarding(mut self, guard: LockGuard) -> Gatekeeper {
+        self.guard = Some(guard);
+        self
+    }
+
     /// Loads the trust again (when this gatekeeper reloads) as of `now` and, when what it
-    /// decides changed, records that first. Returns the trust to decide with.
+    /// decides changed, records that first. Returns the trust to decide with. Fails, recorded,
+    /// when a lock forbids what the front end was started with.
     pub fn reload_trust(&self, now: OffsetDateTime) -> Result<Arc<Trust>, HostError> {
+        if let Some(guard) = &self.guard
+            && let Err(error) = guard.check(now)
+        {
+            self.audit.record(
+                events::LOCK_REFUSED,
+                None,
+                json!({"code": error.code(), "detail": error.to_string()}),
+            )?;
+            return Err(error);
+        }
         let Some(settings) = &self.reload else {
             return Ok(self.trust());
         };
@@ -411,8 +437,10 @@ impl Gatekeeper {
                 None,
                 json!({"before": before, "after": after}),
             )?;
-            *current = Arc::new(fresh);
         }
+        // Always the fresh one: it is what is installed now, even where the summary above
+        // cannot tell the difference.
+        *current = Arc::new(fresh);
         Ok(current.clone())
     }
 

@@ -12,7 +12,7 @@ use gatehouse_audit::OpenReport;
 use time::OffsetDateTime;
 
 use crate::HostError;
-use crate::admission::{Trust, TrustSettings};
+use crate::admission::{LockGuard, Trust, TrustSettings};
 use crate::gatekeeper::{Approvals, Auditor, Gatekeeper, Suspensions};
 use crate::tap::Clock;
 
@@ -65,6 +65,8 @@ pub struct Security {
 
 /// Loads the trust roots as of `now`, opens (and if need be repairs) the audit log, and loads
 /// the approvals and suspensions. `found` sees each finding before the next step runs.
+/// `guard` (what the front end was started with that a lock forbids; the front end refused it
+/// already when a lock was in force at start) is checked again before each admission.
 ///
 /// Fails with [`HostError::AuditUnavailable`] when the audit log cannot be opened (nothing is
 /// decided that cannot be recorded), and with [`HostError::Config`] when the approvals or
@@ -72,6 +74,7 @@ pub struct Security {
 pub fn open(
     trust: &TrustSettings,
     paths: &SecurityPaths,
+    guard: LockGuard,
     now: OffsetDateTime,
     clock: Clock,
     mut found: impl FnMut(Finding<'_>),
@@ -87,7 +90,8 @@ pub fn open(
         gatekeeper: Arc::new(
             Gatekeeper::new(trust, auditor, approvals, clock)
                 .with_suspensions(suspensions)
-                .reloading(settings.clone()),
+                .reloading(settings.clone())
+                .guarding(guard),
         ),
         audit_report,
     })
@@ -99,6 +103,13 @@ mod tests {
 
     fn clock() -> Clock {
         Arc::new(|| time::macros::datetime!(2026-11-21 12:00 UTC))
+    }
+
+    fn guard(dir: &Path) -> LockGuard {
+        LockGuard {
+            system_dir: dir.join("no-system-roots"),
+            asked: Default::default(),
+        }
     }
 
     fn settings(dir: &Path) -> TrustSettings {
@@ -118,6 +129,7 @@ mod tests {
         let error = open(
             &settings(dir.path()),
             &paths,
+            guard(dir.path()),
             clock()(),
             clock(),
             |finding| {
@@ -146,6 +158,7 @@ mod tests {
         let error = open(
             &settings(dir.path()),
             &paths,
+            guard(dir.path()),
             clock()(),
             clock(),
             |finding| seen.push(matches!(finding, Finding::Trust(_))),
@@ -159,7 +172,15 @@ mod tests {
     fn a_clean_start_creates_the_log_and_reports_nothing_to_repair() {
         let dir = tempfile::tempdir().unwrap();
         let paths = SecurityPaths::in_data_dir(&dir.path().join("data"));
-        let security = open(&settings(dir.path()), &paths, clock()(), clock(), |_| {}).unwrap();
+        let security = open(
+            &settings(dir.path()),
+            &paths,
+            guard(dir.path()),
+            clock()(),
+            clock(),
+            |_| {},
+        )
+        .unwrap();
         assert!(security.audit_report.created);
         assert!(security.audit_report.recovery.is_empty());
         assert!(paths.audit.exists());

@@ -161,6 +161,14 @@ struct Running {
 
 impl Running {
     fn start(signed: &serde_json::Value) -> Running {
+        Self::start_with(signed, |_, _| {})
+    }
+
+    /// [`Running::start`], with the desk's options edited first (`dir`: the test's directory).
+    fn start_with(
+        signed: &serde_json::Value,
+        edit: impl FnOnce(&Path, &mut DeskOptions),
+    ) -> Running {
         let dir = tempfile::tempdir().unwrap();
         let admin = dir.path().join("admin");
         let program = dir.path().join("weather-mcp");
@@ -176,8 +184,9 @@ impl Running {
         let now = Arc::new(std::sync::Mutex::new(NOW));
         let clock_now = now.clone();
         let clock: Clock = Arc::new(move || *clock_now.lock().unwrap());
-        let desk = open(DeskOptions::new(desk_paths(dir.path(), &admin), clock))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut options = DeskOptions::new(desk_paths(dir.path(), &admin), clock);
+        edit(dir.path(), &mut options);
+        let desk = open(options).unwrap_or_else(|e| panic!("{e}"));
         Running {
             dir,
             admin,
@@ -233,11 +242,15 @@ impl Running {
     }
 
     fn reloads(&self) -> Vec<serde_json::Value> {
+        self.records("trust_reloaded")
+    }
+
+    fn records(&self, event: &str) -> Vec<serde_json::Value> {
         let log = std::fs::read_to_string(self.dir.path().join("data").join("audit.jsonl"))
             .unwrap_or_default();
         log.lines()
             .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|r| r["event"] == "trust_reloaded")
+            .filter(|r| r["event"] == event)
             .collect()
     }
 }
@@ -447,4 +460,183 @@ async fn one_command_bound_under_two_ids_is_refused_not_first_wins() {
         problems.iter().any(|m| m.contains("is bound as")),
         "{problems:?}"
     );
+}
+
+#[tokio::test]
+async fn a_lock_installed_while_the_desk_runs_refuses_the_user_policy_it_was_started_with() {
+    // The desk started with the user's own elicitation policy, allowed then (no lock). The
+    // admins then install a locked version: from the next admission on, that policy is a
+    // widening of a locked bundle, refused like at start, not kept until a restart.
+    let with_policy = |dir: &Path, options: &mut DeskOptions| {
+        let policy = dir.join("loose.toml");
+        std::fs::write(&policy, gatehouse_policy::policy::DEFAULT_POLICY_TOML).unwrap();
+        options.policy = Some(policy);
+    };
+    let running = Running::start_with(&version(1, json!(["BIND"])), with_policy);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+
+    let mut locked = version(2, json!(["BIND"]));
+    locked["locked"] = json!(true);
+    running.rotate(&locked);
+    let detail = running.reconnect().await;
+    assert!(!detail.row.connected, "{:?}", detail.row);
+    let reason = detail.row.reason.as_ref().unwrap();
+    assert_eq!(reason.code, "locked_by_admin", "{:?}", detail.row);
+    assert!(
+        reason.detail.contains("test-bundle@2") && reason.detail.contains("GATEHOUSE_POLICY"),
+        "{}",
+        reason.detail
+    );
+    let refusals = running.records("lock_refused");
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0]["data"]["code"], "locked_by_admin");
+    running.desk.shutdown().await;
+
+    // The same rotation under a desk started without a policy of the user's: admitted.
+    let running = Running::start(&version(1, json!(["BIND"])));
+    running.rotate(&locked);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert!(running.records("lock_refused").is_empty());
+    running.desk.shutdown().await;
+}
+
+#[test]
+fn a_locked_admin_bundle_that_no_longer_verifies_still_locks() {
+    // The admins' locked bundle expires (nobody rotated it in time). It admits nothing any
+    // more, but the lock is not lifted with it: whether the admins meant to lift it is
+    // unknown, so the user's own roots, the demo root, other trust roots and a user policy
+    // stay refused.
+    const LATER: OffsetDateTime = datetime!(2026-12-02 12:00 UTC);
+    let dir = tempfile::tempdir().unwrap();
+    let admin = dir.path().join("admin");
+    let mut locked = bundles::signed(json!([]));
+    locked["locked"] = json!(true);
+    locked["expires"] = json!("2026-12-01T00:00:00Z");
+    bundles::install(&admin, &locked);
+    let user = dir.path().join("user");
+    let mut own = bundles::signed(json!([]));
+    own["bundleId"] = json!("users-own");
+    bundles::install(&user, &own);
+    let demo = gatehouse_host::demo::demo_bundle(Path::new("/bin/sh"), LATER).unwrap();
+    let settings = TrustSettings {
+        system_dir: admin.clone(),
+        user_dir: Some(user.clone()),
+        posture_override: Some(gatehouse_attest::bundle::Posture::Warn),
+        demo_bundle: Some(demo),
+    };
+
+    let trust = Trust::load(&settings, LATER);
+    assert!(trust.summaries().is_empty(), "{:?}", trust.summaries());
+    assert_eq!(trust.locked_by(), Some("test-bundle@1"));
+    assert_eq!(
+        trust.posture(),
+        gatehouse_attest::bundle::Posture::DenyByDefault
+    );
+    let mut codes: Vec<&str> = trust.problems().iter().map(|p| p.code).collect();
+    codes.sort();
+    assert_eq!(
+        codes,
+        [
+            "bundle_expired",
+            "bundle_ignored_locked",
+            "demo_ignored_locked"
+        ]
+    );
+
+    let asked = gatehouse_host::admission::Widening {
+        trust_roots: Some(user.clone()),
+        demo: true,
+        policy: Some(dir.path().join("loose.toml")),
+    };
+    let error =
+        gatehouse_host::admission::refuse_widening_under_lock(&admin, &asked, LATER).unwrap_err();
+    assert_eq!(error.code(), "locked_by_admin");
+    let message = error.to_string();
+    assert!(
+        message.contains("test-bundle@1")
+            && message.contains("bundle_expired")
+            && message.contains("--trust-roots")
+            && message.contains("--demo")
+            && message.contains("GATEHOUSE_POLICY"),
+        "{message}"
+    );
+    let mut options = DeskOptions::new(desk_paths(dir.path(), &admin), Arc::new(|| LATER));
+    options.policy = Some(dir.path().join("loose.toml"));
+    std::fs::write(
+        dir.path().join("loose.toml"),
+        gatehouse_policy::policy::DEFAULT_POLICY_TOML,
+    )
+    .unwrap();
+    let error = refused(options);
+    assert!(error.contains("locked_by_admin"), "{error}");
+
+    // Still valid, the same bundle locks as before.
+    assert!(gatehouse_host::admission::refuse_widening_under_lock(&admin, &asked, NOW).is_err());
+
+    // An expired bundle that was not locked locks nothing.
+    let open_dir = dir.path().join("expired-open");
+    let mut unlocked = locked.clone();
+    unlocked["locked"] = json!(false);
+    bundles::install(&open_dir, &unlocked);
+    gatehouse_host::admission::refuse_widening_under_lock(&open_dir, &asked, LATER)
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // A stale locked copy next to the current, unlocked version of the same bundle (recorded
+    // as installed) is an old version, not the admins' word: no lock.
+    let rotated = dir.path().join("rotated");
+    let mut v1 = bundles::signed(json!([]));
+    v1["locked"] = json!(true);
+    bundles::install(&rotated, &v1);
+    std::fs::rename(
+        rotated.join("test-bundle.json"),
+        rotated.join("old-copy.json"),
+    )
+    .unwrap();
+    let mut v2 = bundles::signed(json!([]));
+    v2["version"] = json!(2);
+    let path = bundles::install(&rotated, &v2);
+    let installed = gatehouse_attest::bundle::Bundle::parse(&std::fs::read(path).unwrap())
+        .unwrap()
+        .verify(NOW, None, None)
+        .unwrap();
+    gatehouse_host::admission::record_version(&rotated, &installed).unwrap();
+    gatehouse_host::admission::refuse_widening_under_lock(&rotated, &asked, NOW)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let trust = Trust::load(
+        &TrustSettings {
+            system_dir: rotated,
+            ..settings
+        },
+        NOW,
+    );
+    assert_eq!(trust.locked_by(), None);
+    let codes: Vec<&str> = trust.problems().iter().map(|p| p.code).collect();
+    assert_eq!(codes, ["bundle_rollback"]);
+}
+
+#[tokio::test]
+async fn a_changed_bundle_is_judged_as_installed_even_under_the_same_version_and_servers() {
+    // What a summary shows (label, servers, signers, expiry) stays the same; the binding's
+    // hash changes (a bundle hand-copied over the installed one, with no versions record to
+    // refuse it). Admission decides with the bundle on disk, not the one it loaded first.
+    let running = Running::start(&version(1, json!(["BIND"])));
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+
+    let mut same_label = version(1, json!(["BIND"]));
+    same_label["servers"] = Running::servers(&running.program, &same_label["servers"]);
+    same_label["servers"][0]["stdio"]["sha256"] = json!("ab".repeat(32));
+    bundles::install(&running.admin, &same_label);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, "refused", "{:?}", detail.row);
+    assert_eq!(detail.row.reason.as_ref().unwrap().code, "binary_changed");
+    let reloads = running.reloads();
+    assert_eq!(reloads.len(), 1, "{reloads:?}");
+    assert_ne!(
+        reloads[0]["data"]["before"]["sha256"],
+        reloads[0]["data"]["after"]["sha256"]
+    );
+    running.desk.shutdown().await;
 }

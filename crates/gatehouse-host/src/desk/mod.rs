@@ -333,15 +333,17 @@ impl Desk {
         notify: Notifier,
     ) -> Result<Arc<Desk>, DeskError> {
         let paths = &options.paths;
-        crate::admission::refuse_widening_under_lock(
-            &paths.system_trust_roots,
-            &crate::admission::Widening {
+        // Refused at start when a lock is in force, and before each admission after (a lock
+        // installed while the app runs).
+        let guard = crate::admission::LockGuard {
+            system_dir: paths.system_trust_roots.clone(),
+            asked: crate::admission::Widening {
                 trust_roots: None,
                 demo: options.demo,
-                policy: options.policy.as_deref(),
+                policy: options.policy.clone(),
             },
-            (options.clock)(),
-        )?;
+        };
+        guard.check((options.clock)())?;
         let policy = crate::config::load_policy(options.policy.as_deref())
             .map_err(|e| DeskError::new("policy_invalid", e))?;
         let mut trust = TrustSettings {
@@ -363,6 +365,7 @@ impl Desk {
         let opened = security::open(
             &trust,
             &SecurityPaths::in_data_dir(&paths.data),
+            guard,
             now,
             options.clock.clone(),
             |_| {},
