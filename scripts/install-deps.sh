@@ -51,7 +51,7 @@ fi
 command -v cargo >/dev/null 2>&1 || { echo "install-deps: cargo is missing; install Rust (rustup) first" >&2; exit 2; }
 
 # Cargo tools from crates.io, at pinned versions: tauri-driver (WebDriver for the app's
-# webview) and tauri-cli (builds the .deb).
+# webview), tauri-cli (builds the .deb) and cargo-fuzz (scripts/fuzz.sh).
 cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
 installed=$(cargo install --list)
 cargo_tool() { # crate version binary
@@ -62,6 +62,7 @@ cargo_tool() { # crate version binary
 }
 cargo_tool tauri-driver 2.1.0 tauri-driver
 cargo_tool tauri-cli 2.12.4 cargo-tauri
+cargo_tool cargo-fuzz 0.13.1 cargo-fuzz
 
 # npm tools, exactly as locked. Re-run only when the lockfile changed since the last install.
 stamp=node_modules/.gatehouse-lock.sha256

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Fuzzes every parser that takes untrusted bytes (fuzz/fuzz_targets/, cargo-fuzz with
+# libFuzzer): SECONDS per target (default 20, what the test command runs; docs/fuzzing.md
+# records the long runs). Each target starts from seeds written from the project's own test
+# data (ATSA vectors, trust-root bundles, the shipped policy, the form and URL corpora, stdio
+# fixtures) plus what earlier runs found (fuzz/corpus/, not committed). A crash, a failed
+# property or a leak of memory past the limit fails the script and leaves the input under
+# fuzz/artifacts/TARGET/: reproduce with `cargo fuzz run --sanitizer none -O TARGET FILE`
+# from fuzz/.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-20}
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
+shift $(( $# > 0 ? 1 : 0 ))
+all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame)
+targets=("${@:-${all[@]}}")
+for t in "${targets[@]}"; do
+  [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: no target '$t' (targets: ${all[*]})" >&2; exit 2; }
+done
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: cargo-fuzz is missing: run scripts/install-deps.sh" >&2
+  exit 2
+fi
+
+# Seeds: one file per case of the project's own test data, rewritten on every run.
+seeds=fuzz/corpus-seeds
+rm -rf "$seeds"
+python3 - "$seeds" <<'PY'
+import glob, json, os, sys
+out = sys.argv[1]
+def put(target, name, data):
+    d = os.path.join(out, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+for path in sorted(glob.glob("tests/vectors/atsa/*.json")):
+    raw = open(path, "rb").read()
+    name = os.path.basename(path)
+    put("json_strict", name, raw)
+    try:
+        vector = json.loads(raw)
+    except ValueError:
+        continue
+    doc = vector.get("sad") if isinstance(vector, dict) else None
+    put("atsa_verify", name, json.dumps(doc).encode() if doc is not None else raw)
+for path in sorted(glob.glob("trust-roots/**/*.json", recursive=True) + glob.glob("fuzz/seeds/bundle/*.json")):
+    put("bundle", os.path.basename(path), open(path, "rb").read())
+for path in sorted(glob.glob("policies/*.toml")):
+    put("policy_toml", os.path.basename(path), open(path, "rb").read())
+for case in json.load(open("crates/gatehouse-policy/tests/corpus/forms.json")):
+    seed = {"schema": case.get("schema"), "content": case.get("content", {}), "message": case.get("message", "")}
+    put("form_schema", case["name"], json.dumps(seed))
+for case in json.load(open("crates/gatehouse-policy/tests/corpus/urls.json")):
+    put("url_check", case["name"], case["url"])
+# stdio: a line limit byte, a piece size byte, then what a server writes.
+frames = [
+    b'{"jsonrpc":"2.0","id":1,"result":{}}\n',
+    b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}\n\n',
+    b'not json\n{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"no"}}',
+    b'{"jsonrpc":"2.0","id":2,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}\r\n',
+]
+for i, f in enumerate(frames):
+    put("stdio_frame", "frame-%d" % i, bytes([200, 7]) + f)
+PY
+
+cd fuzz
+export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-target}
+echo "fuzz: building ${#targets[@]} target(s)" >&2
+if (( ${#targets[@]} == ${#all[@]} )); then
+  cargo fuzz build --sanitizer none -O >&2
+else
+  for t in "${targets[@]}"; do cargo fuzz build --sanitizer none -O "$t" >&2; done
+fi
+
+failed=()
+for t in "${targets[@]}"; do
+  mkdir -p "corpus/$t" "artifacts/$t"
+  echo "fuzz: $t for ${seconds}s" >&2
+  log=$(mktemp)
+  if cargo fuzz run --sanitizer none -O "$t" "corpus/$t" "corpus-seeds/$t" -- \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix="artifacts/$t/" >"$log" 2>&1; then
+    grep -E '^(#[0-9]+.*DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$log" | sed "s/^/fuzz: $t: /" >&2 || true
+  else
+    tail -n 40 "$log" >&2
+    failed+=("$t")
+  fi
+  rm -f "$log"
+done
+if (( ${#failed[@]} )); then
+  echo "fuzz: FAILED: ${failed[*]} (inputs under fuzz/artifacts/)" >&2
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} target(s), ${seconds}s each, no failure" >&2
