@@ -109,6 +109,21 @@ pub enum Command {
     /// Show the elicitation policy and try it on a URL or a form schema (exit 0 allow, 1 not).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Be one MCP server for an AI client, on stdin/stdout: the tools of admitted servers,
+    /// offered as SERVER__TOOL, every call through the gate and the audit log.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Which client this is, as recorded with each of its calls (a-z, 0-9, _ and -; for
+    /// example claude_desktop). Default: unnamed.
+    #[arg(long, value_name = "ID")]
+    pub client: Option<String>,
+    /// Seconds the first tool listing waits for the servers to connect; slower ones are
+    /// offered when they are ready (notifications/tools/list_changed).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub startup_wait: f64,
 }
 
 #[derive(Debug, Subcommand)]

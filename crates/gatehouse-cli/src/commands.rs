@@ -97,7 +97,7 @@ fn default_log_dir() -> Option<PathBuf> {
     dirs::data_dir().map(|d| d.join("gatehouse").join("logs"))
 }
 
-fn data_dir() -> PathBuf {
+pub(crate) fn data_dir() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from(".local/share"))
         .join("gatehouse")
@@ -105,7 +105,7 @@ fn data_dir() -> PathBuf {
 
 /// What this command was started with that a locked admin bundle forbids. The lock is read
 /// from the system's own admin directory, whatever --trust-roots says.
-fn lock_guard(context: &Context) -> admission::LockGuard {
+pub(crate) fn lock_guard(context: &Context) -> admission::LockGuard {
     admission::LockGuard {
         system_dir: PathBuf::from(SYSTEM_TRUST_ROOTS),
         asked: admission::Widening {
@@ -253,6 +253,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Attest(command) => crate::admin::attest_async(&context, command).await,
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
         Command::Policy(command) => crate::policy::run(&context, command),
+        Command::Serve(args) => crate::serve::run(&context, &args).await,
     }
 }
 
@@ -572,7 +573,7 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
     let connection = connect_with(&context, &name, &spec, gatekeeper).await?;
     let options = CallOptions {
         cancel: Some(ctrl_c_token()),
-        timeout: None,
+        ..CallOptions::default()
     };
     let (outcome, failed_records) = connection
         .call_tool_traced(&tool, arguments, &options)
@@ -651,7 +652,7 @@ async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
                         arguments,
                         &CallOptions {
                             cancel: Some(ctrl_c_token()),
-                            timeout: None,
+                            ..CallOptions::default()
                         },
                     )
                     .await

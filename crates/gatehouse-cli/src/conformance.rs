@@ -228,7 +228,7 @@ fn sample_arguments(schema: &JsonObject) -> JsonObject {
 /// without `resultType` is complete.
 async fn request_state(connection: &Connection) -> Result<(), HostError> {
     let options = CallOptions::default();
-    let permit = connection.authorize("test_mrtr_echo_state").await?;
+    let permit = connection.authorize("test_mrtr_echo_state", None).await?;
     let first = connection
         .call_tool_round(
             &permit,

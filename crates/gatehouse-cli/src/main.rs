@@ -13,6 +13,7 @@ mod conformance;
 mod consent;
 mod output;
 mod policy;
+mod serve;
 
 use std::process::ExitCode;
 

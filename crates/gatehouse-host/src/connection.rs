@@ -105,6 +105,8 @@ pub struct CallOptions {
     pub cancel: Option<CancellationToken>,
     /// Overrides the connection's request timeout.
     pub timeout: Option<Duration>,
+    /// The downstream client that asked (the gateway), recorded with the gate's decision.
+    pub caller: Option<crate::caller::Caller>,
 }
 
 /// The final result of a tool call.
@@ -146,6 +148,7 @@ pub struct Connection {
     events: broadcast::Sender<HostEvent>,
     mode: ElicitationMode,
     tools_stale: Arc<AtomicBool>,
+    tools_refresh: tokio::sync::Mutex<()>,
     progress: Arc<ProgressCount>,
     tools_cache: Mutex<Option<Vec<Tool>>>,
     request_timeout: Duration,
@@ -437,6 +440,7 @@ impl Connection {
             events,
             mode: options.elicitation,
             tools_stale,
+            tools_refresh: tokio::sync::Mutex::new(()),
             progress: wire.progress,
             tools_cache: Mutex::new(None),
             request_timeout: options.request_timeout,
@@ -502,6 +506,10 @@ impl Connection {
     /// Every tool, across all pages. Cached until the server sends `list_changed`; a refresh
     /// that fails (the request, or recording a pin mismatch it found) is tried again next time.
     pub async fn tools(&self) -> Result<Vec<Tool>, HostError> {
+        // One refresh at a time: a caller that came while another refreshed waits for its
+        // list instead of taking the cache the other just found stale (two front ends, or a
+        // gateway listing while a list_changed is handled).
+        let _refreshing = self.tools_refresh.lock().await;
         if !self.tools_stale.swap(false, Ordering::SeqCst)
             && let Some(tools) = self
                 .tools_cache
@@ -616,7 +624,11 @@ impl Connection {
     /// The gate's decision for a call to `name`, recorded in the audit log before it takes
     /// effect. The tool list is fetched first if it never was (or changed), so pins are
     /// checked against what the server currently says.
-    pub async fn authorize(&self, name: &str) -> Result<Permit, HostError> {
+    pub async fn authorize(
+        &self,
+        name: &str,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<Permit, HostError> {
         let fresh = self
             .tools_cache
             .lock()
@@ -627,7 +639,8 @@ impl Connection {
             self.tools().await?;
         }
         let gate = self.tool_gate.lock().expect("tool gate poisoned");
-        self.gatekeeper.authorize(&self.verdict, &gate, name)
+        self.gatekeeper
+            .authorize(&self.verdict, &gate, name, caller)
     }
 
     /// Calls a tool. Each round is one `tools/call` ([`Connection::call_tool_round`]):
@@ -656,7 +669,7 @@ impl Connection {
         arguments: Option<JsonObject>,
         options: &CallOptions,
     ) -> (Result<ToolOutcome, HostError>, Vec<ElicitationRecord>) {
-        let permit = match self.authorize(name).await {
+        let permit = match self.authorize(name, options.caller.as_ref()).await {
             Ok(permit) => permit,
             Err(error) => return (Err(error), Vec::new()),
         };

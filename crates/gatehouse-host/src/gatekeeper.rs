@@ -582,21 +582,29 @@ impl Gatekeeper {
         verdict: &Verdict,
         gate: &ToolGate,
         tool: &str,
+        caller: Option<&crate::caller::Caller>,
     ) -> Result<Permit, HostError> {
         let server = verdict.audit_server();
+        // Who asked, when a downstream client did; absent for the user's own calls.
+        let with_caller = |mut data: Value| {
+            if let Some(caller) = caller {
+                data["caller"] = json!(caller);
+            }
+            data
+        };
         match gate.check(tool) {
             Ok(permit) => {
                 self.audit.record(
                     events::TOOL_CALL,
                     Some(&server),
-                    json!({
+                    with_caller(json!({
                         "decision": "allowed",
                         "tool": tool,
                         "scope": permit.scope().label(),
                         "pinned": permit.pinned(),
                         "admission": verdict.status.as_str(),
                         "name": verdict.server,
-                    }),
+                    })),
                 )?;
                 Ok(permit)
             }
@@ -604,7 +612,7 @@ impl Gatekeeper {
                 self.audit.record(
                     events::TOOL_CALL,
                     Some(&server),
-                    json!({
+                    with_caller(json!({
                         "decision": "denied",
                         "tool": tool,
                         "reason": denial.reason.as_str(),
@@ -612,7 +620,7 @@ impl Gatekeeper {
                         "detail": denial.detail,
                         "admission": verdict.status.as_str(),
                         "name": verdict.server,
-                    }),
+                    })),
                 )?;
                 Err(tool_denied(&verdict.server, denial))
             }

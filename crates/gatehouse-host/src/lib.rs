@@ -18,6 +18,7 @@
 
 pub mod admission;
 pub mod broker;
+pub mod caller;
 pub mod client;
 pub mod config;
 pub mod connection;
@@ -28,6 +29,7 @@ pub mod era;
 pub mod error;
 pub mod fetch;
 pub mod gatekeeper;
+pub mod host;
 pub mod http;
 pub mod launch_risk;
 pub mod secrets;
@@ -37,6 +39,7 @@ pub mod tap;
 
 pub use admission::{Trust, TrustSettings, Verdict};
 pub use broker::{BrokerOptions, ElicitationBroker, ElicitationRecord, Session};
+pub use caller::{Caller, DownstreamTransport};
 pub use client::{ElicitationMode, HostEvent};
 pub use config::{ServerSpec, ServersFile};
 pub use connection::{CallOptions, ConnectOptions, Connection, ToolOutcome};

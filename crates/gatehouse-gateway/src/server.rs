@@ -1,0 +1,222 @@
+//! The downstream MCP server: one server for an AI client, offering the gate's allowed tools
+//! of every live upstream connection under [`crate::names`], and running each call through
+//! the host (gated, audited with the client named, elicitations through the broker).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gatehouse_attest::gate::ToolStatus;
+use gatehouse_host::host::{ApiError, Host};
+use gatehouse_host::{CallOptions, Caller, DownstreamTransport, HostEvent};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio::sync::{Notify, broadcast, watch};
+
+use crate::names::NameTable;
+
+/// How long a listing waits for the upstream servers' first connection before it offers what
+/// is ready (the rest follows with `notifications/tools/list_changed`).
+pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(10);
+
+const INSTRUCTIONS: &str = "Gatehouse: the tools of the MCP servers Gatehouse admitted, offered as SERVER__TOOL. Every call passes Gatehouse's gate and is recorded in its audit log; a refused call returns a tool error that says why and what to do.";
+
+/// What is offered: the renamed definitions of the allowed tools, in order, and the table
+/// that resolves the name of every tool of a live connection, allowed or not: a call to a
+/// hidden or blocked tool goes to the gate, which refuses and records it with the client.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Offer {
+    table: NameTable,
+    tools: Vec<Tool>,
+}
+
+/// One downstream client's server.
+pub struct Gateway {
+    host: Arc<Host>,
+    client: String,
+    transport: DownstreamTransport,
+    offer: Mutex<Offer>,
+    /// Flips to true when the first connection of every upstream server ended either way.
+    started: watch::Receiver<bool>,
+    startup_wait: Duration,
+    /// Woken by the host when a server's state changed (admission, reconnect, suspension).
+    changed: Arc<Notify>,
+}
+
+impl Gateway {
+    pub fn new(
+        host: Arc<Host>,
+        client: String,
+        transport: DownstreamTransport,
+        started: watch::Receiver<bool>,
+        changed: Arc<Notify>,
+    ) -> Gateway {
+        Gateway {
+            host,
+            client,
+            transport,
+            offer: Mutex::new(Offer::default()),
+            started,
+            startup_wait: DEFAULT_STARTUP_WAIT,
+            changed,
+        }
+    }
+
+    pub fn with_startup_wait(mut self, wait: Duration) -> Gateway {
+        self.startup_wait = wait;
+        self
+    }
+
+    /// Computes the offer afresh; true when it differs from the last one.
+    async fn refresh(&self) -> (Offer, bool) {
+        let live = self.host.live_tools().await;
+        let (table, collisions) =
+            NameTable::build(live.iter().map(|(s, g)| (s.as_str(), g.tool.name.as_ref())));
+        for collision in &collisions {
+            eprintln!(
+                "gatehouse serve: not offering {:?}: the name stands for more than one tool ({:?})",
+                collision.name, collision.pairs
+            );
+        }
+        let tools = live
+            .iter()
+            .filter(|(_, gated)| gated.status == ToolStatus::Allowed)
+            .filter_map(|(server, gated)| {
+                let name = crate::names::offered_name(server, &gated.tool.name);
+                table.resolve(&name)?;
+                let mut offered = gated.tool.clone();
+                offered.name = name.into();
+                Some(offered)
+            })
+            .collect();
+        let offer = Offer { table, tools };
+        let mut current = self.offer.lock().expect("offer poisoned");
+        let changed = *current != offer;
+        *current = offer.clone();
+        (offer, changed)
+    }
+
+    async fn wait_for_start(&self) {
+        let mut started = self.started.clone();
+        let _ = tokio::time::timeout(self.startup_wait, started.wait_for(|s| *s)).await;
+    }
+
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        let claimed = context
+            .peer
+            .peer_info()
+            .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
+        Caller::new(&self.client, self.transport, claimed.as_deref())
+    }
+
+    /// Sends `notifications/tools/list_changed` whenever what is offered changes, until the
+    /// client is gone.
+    async fn watch_changes(self: Arc<Self>, peer: rmcp::Peer<RoleServer>) {
+        let mut events = self.host.subscribe();
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(HostEvent::ToolsChanged { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                () = self.changed.notified() => {}
+            }
+            let (_, changed) = self.refresh().await;
+            if changed && peer.notify_tool_list_changed().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A refusal or failure as a tool error the model can read: what happened, the stable code,
+/// what to do.
+fn tool_error(offered: &str, error: &ApiError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "Gatehouse did not complete {offered}: {} (code {})",
+        error.message, error.code
+    ))])
+}
+
+/// The handler rmcp serves; shares the gateway with the change watcher.
+#[derive(Clone)]
+pub struct GatewayHandler(pub Arc<Gateway>);
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("gatehouse", env!("CARGO_PKG_VERSION")).with_title("Gatehouse"),
+        )
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        tokio::spawn(self.0.clone().watch_changes(context.peer));
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.0.wait_for_start().await;
+        let (offer, _) = self.0.refresh().await;
+        Ok(ListToolsResult::with_all_items(offer.tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let gateway = &self.0;
+        let name = request.name.to_string();
+        let resolve = |offer: &Offer| {
+            offer
+                .table
+                .resolve(&name)
+                .map(|(s, t)| (s.to_string(), t.to_string()))
+        };
+        let known = resolve(&gateway.offer.lock().expect("offer poisoned"));
+        let target = match known {
+            Some(target) => Some(target),
+            // Not in the last listing (the client did not list, or it changed): once afresh.
+            None => {
+                gateway.wait_for_start().await;
+                resolve(&gateway.refresh().await.0)
+            }
+        };
+        let Some((server, tool)) = target else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "no server connected through Gatehouse has a tool named {name:?}: list the tools again"
+                ),
+                None,
+            ));
+        };
+        let options = CallOptions {
+            cancel: Some(context.ct.clone()),
+            caller: Some(gateway.caller(&context)),
+            ..CallOptions::default()
+        };
+        let result = match gateway
+            .host
+            .call(&server, &tool, request.arguments, &options)
+            .await
+        {
+            Ok(outcome) => outcome.result,
+            Err(error) => tool_error(&name, &error),
+        };
+        Ok(CallToolResponse::Complete(result))
+    }
+}

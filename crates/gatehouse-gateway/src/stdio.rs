@@ -1,0 +1,57 @@
+//! `gatehouse serve` on stdio: what Claude Desktop, Cursor and the other clients launch.
+
+use std::sync::Arc;
+
+use gatehouse_host::DownstreamTransport;
+use gatehouse_host::host::Host;
+use rmcp::ServiceExt;
+use rmcp::service::ServerInitializeError;
+use tokio::sync::{Notify, watch};
+
+use crate::server::{Gateway, GatewayHandler};
+
+/// Serves one client on this process's stdin/stdout until it closes stdin. Upstream servers
+/// connect all at once in the background. `changed` is the notify the host was opened with.
+/// Only rmcp writes to stdout.
+pub async fn serve_stdio(
+    host: Arc<Host>,
+    changed: Arc<Notify>,
+    client: String,
+    startup_wait: std::time::Duration,
+) -> Result<(), String> {
+    let (started_tx, started) = watch::channel(false);
+    let connecting = host.clone();
+    tokio::spawn(async move {
+        connecting.connect_all().await;
+        let _ = started_tx.send(true);
+    });
+    let gateway = Arc::new(
+        Gateway::new(
+            host.clone(),
+            client,
+            DownstreamTransport::Stdio,
+            started,
+            changed,
+        )
+        .with_startup_wait(startup_wait),
+    );
+    let running = match GatewayHandler(gateway)
+        .serve(rmcp::transport::stdio())
+        .await
+    {
+        Ok(running) => running,
+        // The client left before asking anything.
+        Err(ServerInitializeError::ConnectionClosed(_)) => {
+            host.shutdown().await;
+            return Ok(());
+        }
+        Err(error) => {
+            host.shutdown().await;
+            return Err(format!("the client's handshake failed: {error}"));
+        }
+    };
+    let quit = running.waiting().await;
+    host.shutdown().await;
+    quit.map(|_| ())
+        .map_err(|e| format!("the stdio session failed: {e}"))
+}

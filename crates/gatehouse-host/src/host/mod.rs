@@ -1,0 +1,1123 @@
+//! The host API every front end calls: one long-lived host (one gatekeeper, one audit log, one
+//! broker, live connections by name, the demo servers) behind one method per action. The
+//! front ends add only their surface: the desktop app its window and card UI
+//! ([`crate::desk`]), the gateway its downstream MCP server. Each passes in its paths, the
+//! [`ConsentUi`] that asks its person, and a [`Notifier`] for [`Change`]s.
+//!
+//! Decisions never arrive here as events: a consent UI answers through its own typed calls.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_attest::bundle::Posture;
+use gatehouse_attest::gate::ToolStatus;
+use gatehouse_audit::OpenReport;
+use rmcp::model::Tool;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::{Mutex, broadcast};
+
+use crate::admission::{BundleProblem, BundleSummary, TrustSettings};
+use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
+use crate::config::{ServerEntry, ServersFile, import, validate_server_name};
+use crate::consent::{ConsentUi, IdentityBanner, SystemBrowser, UrlOpener};
+use crate::era::{Era, EraPreference};
+use crate::gatekeeper::Gatekeeper;
+use crate::secrets::{SecretStore, SecretValue};
+use crate::security::{self, AUDIT_FILE, SecurityPaths};
+use crate::tap::{Clock, TrafficEntry, TrafficTap};
+use crate::{
+    CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, ServerSpec,
+    demo,
+};
+
+pub use gatehouse_policy::FieldError;
+
+/// What changed, for the window to refetch. Never a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A prompt card changed; `attention` when a new one needs the user.
+    Prompts {
+        prompt_id: u64,
+        attention: bool,
+    },
+    Servers {
+        name: String,
+    },
+    Audit,
+    Traffic {
+        server: String,
+    },
+}
+
+/// How the host tells its front end that something changed.
+pub type Notifier = Arc<dyn Fn(Change) + Send + Sync>;
+
+/// An error for the window: a stable code and a sentence saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApiError {
+    /// Stable snake_case, one of the host's codes.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn unknown_prompt(prompt_id: u64) -> ApiError {
+        ApiError::new(
+            "unknown_prompt",
+            format!("there is no prompt {prompt_id}; it may have been dismissed"),
+        )
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(error: HostError) -> Self {
+        ApiError::new(error.code(), error.to_string())
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
+/// Where the host keeps things: from the shell's path resolver, the CLI's defaults, or a
+/// test's temp dir.
+#[derive(Debug, Clone)]
+pub struct HostPaths {
+    /// `servers.json`.
+    pub config: PathBuf,
+    /// The audit log, approvals, suspensions.
+    pub data: PathBuf,
+    /// Servers' stderr logs.
+    pub logs: PathBuf,
+    /// User-level trust roots (ignored under a locked admin bundle).
+    pub user_trust_roots: Option<PathBuf>,
+    /// System trust roots, normally `/etc/gatehouse/trust-roots`.
+    pub system_trust_roots: PathBuf,
+}
+
+impl HostPaths {
+    pub fn audit(&self) -> PathBuf {
+        self.data.join(AUDIT_FILE)
+    }
+}
+
+#[derive(Clone)]
+pub struct HostOptions {
+    pub paths: HostPaths,
+    /// The embedded demo: the DEMO-ONLY trust root and the demo server in both eras.
+    pub demo: bool,
+    /// The demo server's executable, instead of [`demo::locate_demo_server`]'s.
+    pub demo_server: Option<PathBuf>,
+    pub posture_override: Option<Posture>,
+    /// The elicitation policy file; `None` is the shipped default.
+    pub policy: Option<PathBuf>,
+    pub prompt_timeout: Duration,
+    pub request_timeout: Duration,
+    pub clock: Clock,
+    /// Where consented URLs go: the system browser in the app.
+    pub opener: Arc<dyn UrlOpener>,
+    /// The audit log, instead of the one in the data directory (the CLI's `--audit`).
+    pub audit_file: Option<PathBuf>,
+    /// An admin directory to load instead of `paths.system_trust_roots` (the CLI's
+    /// `--trust-roots`): a widening a locked bundle in the system's directory refuses.
+    pub admin_trust_roots: Option<PathBuf>,
+    /// The era to speak to configured servers (the CLI's `--era`; the demo's `demo-2025`
+    /// always speaks 2025-11-25).
+    pub request_era: EraPreference,
+}
+
+impl HostOptions {
+    fn demo_server(&self) -> Result<PathBuf, ApiError> {
+        match &self.demo_server {
+            Some(path) => Ok(path.clone()),
+            None => demo::locate_demo_server().map_err(|e| ApiError::new("demo_unavailable", e)),
+        }
+    }
+
+    /// The audit log in use.
+    pub fn audit_path(&self) -> PathBuf {
+        self.audit_file
+            .clone()
+            .unwrap_or_else(|| self.paths.audit())
+    }
+
+    pub fn new(paths: HostPaths, clock: Clock) -> HostOptions {
+        HostOptions {
+            paths,
+            demo: false,
+            demo_server: None,
+            posture_override: None,
+            policy: None,
+            prompt_timeout: crate::broker::DEFAULT_HUMAN_TIMEOUT,
+            request_timeout: Duration::from_secs(60),
+            clock,
+            opener: Arc::new(SystemBrowser),
+            audit_file: None,
+            admin_trust_roots: None,
+            request_era: EraPreference::Auto,
+        }
+    }
+}
+
+/// The demo server under two names: one speaks whatever it negotiates (2026-07-28), the
+/// other only 2025-11-25, so both eras' elicitation flows can be tried side by side.
+pub const DEMO_LEGACY_NAME: &str = "demo-2025";
+
+/// A server's state as the Servers view shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerRow {
+    pub name: String,
+    pub transport: &'static str,
+    pub target: String,
+    pub demo: bool,
+    /// `admitted`, `refused`, `unattested`, `suspended`, `connecting`, `not_connected`, `error`.
+    pub status: &'static str,
+    pub reason: Option<RowReason>,
+    pub headline: String,
+    /// A live connection exists (admitted, or unattested under the warn posture).
+    pub connected: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RowReason {
+    pub code: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockedTool {
+    pub tool: Tool,
+    pub reason: &'static str,
+    pub expected: String,
+    pub actual: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ToolGroups {
+    pub allowed: Vec<Tool>,
+    pub hidden: Vec<Tool>,
+    pub blocked: Vec<BlockedTool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerDetail {
+    pub row: ServerRow,
+    pub banner: Option<IdentityBanner>,
+    pub era: Option<Era>,
+    pub tools: ToolGroups,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallOutcome {
+    pub is_error: bool,
+    pub text: String,
+    pub result: Value,
+    pub elicitations: Vec<ElicitationRecord>,
+}
+
+/// A server to add from the window.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewServer {
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Goes to the keychain; the file only names it.
+    #[serde(default)]
+    pub bearer_token: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ImportOutcome {
+    pub imported: Vec<String>,
+    pub skipped: Vec<String>,
+    pub secrets_moved: Vec<String>,
+    pub warnings: Vec<String>,
+    /// Held back until the user confirms each by name (`confirmed`), with the exact settings.
+    pub quarantined: Vec<crate::config::Quarantined>,
+    pub refused: Vec<crate::config::RefusedImport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditVerdict {
+    pub ok: bool,
+    pub records: u64,
+    pub problem: Option<ApiError>,
+}
+
+/// Something opening the audit log had to repair or record, for the user to act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditWarning {
+    /// The event of the record the log wrote about it: `audit_torn_tail` or
+    /// `audit_head_mismatch`, so the Audit view can filter for it.
+    pub code: String,
+    pub message: String,
+}
+
+impl AuditWarning {
+    /// One warning per finding in the report; none for a log that opened clean.
+    pub fn from_report(report: &OpenReport) -> Vec<AuditWarning> {
+        let mut warnings = Vec::new();
+        if let Some(torn) = &report.recovery.torn_tail {
+            warnings.push(AuditWarning {
+                code: gatehouse_audit::EVENT_TORN_TAIL.to_string(),
+                message: format!(
+                    "The audit log's last record was torn (a crash mid-write). Its {} bytes were moved to {} and the repair was recorded as record {}. Check the whole log with Verify chain in the Audit view, or run `gatehouse audit verify`.",
+                    torn.bytes,
+                    torn.side_file.display(),
+                    torn.seq
+                ),
+            });
+        }
+        if let Some(mismatch) = &report.recovery.head_mismatch {
+            warnings.push(AuditWarning {
+                code: gatehouse_audit::EVENT_HEAD_MISMATCH.to_string(),
+                message: format!(
+                    "The audit log's head does not match its end ({}): {}. This was recorded as record {}. Run `gatehouse audit verify` (or Verify chain in the Audit view) and compare the log with any copy of it kept elsewhere.",
+                    mismatch.problem.code(),
+                    mismatch.detail,
+                    mismatch.seq
+                ),
+            });
+        }
+        warnings
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    pub posture: Posture,
+    pub posture_reason: String,
+    pub locked_by: Option<String>,
+    pub bundles: Vec<BundleSummary>,
+    pub problems: Vec<BundleProblem>,
+    pub policy: Value,
+    pub paths: Value,
+    pub demo: bool,
+    /// What opening the audit log repaired or recorded when the app started; empty when it
+    /// opened clean.
+    pub audit_warnings: Vec<AuditWarning>,
+}
+
+enum Slot {
+    Connecting,
+    Connected(Arc<Connection>),
+    Failed(ServerRow),
+}
+
+/// The long-lived host: what every front end calls.
+pub struct Host {
+    options: HostOptions,
+    trust: TrustSettings,
+    tap: Arc<TrafficTap>,
+    secrets: Arc<dyn SecretStore>,
+    events: broadcast::Sender<HostEvent>,
+    gatekeeper: Arc<Gatekeeper>,
+    audit_warnings: Vec<AuditWarning>,
+    broker: Arc<ElicitationBroker>,
+    slots: Mutex<BTreeMap<String, Slot>>,
+    notify: Notifier,
+}
+
+const TAP_CAPACITY: usize = 10_000;
+
+impl Host {
+    /// Opens the audit log and loads the trust roots and the policy. Fails, with what to fix,
+    /// when any of them cannot be used: nothing is decided that cannot be recorded.
+    /// Elicitations are put to the person through `consent`.
+    pub fn open(
+        options: HostOptions,
+        secrets: Arc<dyn SecretStore>,
+        consent: Arc<dyn ConsentUi>,
+        notify: Notifier,
+    ) -> Result<Arc<Host>, ApiError> {
+        let paths = &options.paths;
+        // Refused at start when a lock is in force, and before each admission after (a lock
+        // installed while the app runs).
+        let guard = crate::admission::LockGuard {
+            system_dir: paths.system_trust_roots.clone(),
+            asked: crate::admission::Widening {
+                trust_roots: options.admin_trust_roots.clone(),
+                demo: options.demo,
+                policy: options.policy.clone(),
+            },
+        };
+        guard.check((options.clock)())?;
+        let policy = crate::config::load_policy(options.policy.as_deref())
+            .map_err(|e| ApiError::new("policy_invalid", e))?;
+        let mut trust = TrustSettings {
+            system_dir: options
+                .admin_trust_roots
+                .clone()
+                .unwrap_or_else(|| paths.system_trust_roots.clone()),
+            user_dir: paths.user_trust_roots.clone(),
+            posture_override: options.posture_override,
+            demo_bundle: None,
+        };
+        let now = (options.clock)();
+        if options.demo {
+            let server = options.demo_server()?;
+            trust.demo_bundle = Some(
+                demo::demo_bundle(&server, now)
+                    .map_err(|e| ApiError::new("demo_unavailable", e))?,
+            );
+        }
+        // The window learns what opening found from the result: if a step fails the desk does
+        // not open, and that error is what the window shows.
+        let opened = security::open(
+            &trust,
+            &SecurityPaths {
+                audit: options.audit_path(),
+                ..SecurityPaths::in_data_dir(&paths.data)
+            },
+            guard,
+            now,
+            options.clock.clone(),
+            |_| {},
+        )?;
+        let gatekeeper = opened.gatekeeper;
+        let audit_warnings = AuditWarning::from_report(&opened.audit_report);
+        let broker = ElicitationBroker::new(
+            Arc::new(policy),
+            consent,
+            options.opener.clone(),
+            gatekeeper.clone(),
+            BrokerOptions {
+                human_timeout: options.prompt_timeout,
+                ..Default::default()
+            },
+        );
+        let (events, _) = broadcast::channel(256);
+        Ok(Arc::new(Host {
+            tap: Arc::new(TrafficTap::new(TAP_CAPACITY, options.clock.clone())),
+            options,
+            trust,
+            secrets,
+            events,
+            gatekeeper,
+            audit_warnings,
+            broker,
+            slots: Mutex::new(BTreeMap::new()),
+            notify,
+        }))
+    }
+
+    fn config(&self) -> Result<ServersFile, ApiError> {
+        Ok(ServersFile::load(&self.options.paths.config)?)
+    }
+
+    /// Every server the window lists: the demo ones first in demo mode, then `servers.json`.
+    fn specs(&self) -> Result<Vec<(String, ServerSpec, bool)>, ApiError> {
+        let mut specs = Vec::new();
+        let config = self.config()?;
+        if self.options.demo {
+            let spec = demo::demo_server_spec_at(&self.options.demo_server()?);
+            for name in [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME] {
+                if !config.servers.contains_key(name) {
+                    specs.push((name.to_string(), spec.clone(), true));
+                }
+            }
+        }
+        for (name, entry) in &config.servers {
+            specs.push((name.clone(), entry.to_spec(name)?, false));
+        }
+        Ok(specs)
+    }
+
+    fn spec(&self, name: &str) -> Result<(ServerSpec, bool), ApiError> {
+        self.specs()?
+            .into_iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, spec, demo)| (spec, demo))
+            .ok_or_else(|| {
+                ApiError::new(
+                    "unknown_server",
+                    format!("no server named {name:?}; add it in Servers first"),
+                )
+            })
+    }
+
+    fn row_for(&self, name: &str, spec: &ServerSpec, demo: bool, slot: Option<&Slot>) -> ServerRow {
+        let connected = matches!(slot, Some(Slot::Connected(_)));
+        let base = |status, reason: Option<RowReason>, headline: String| ServerRow {
+            name: name.to_string(),
+            transport: spec.transport_name(),
+            target: spec.describe(),
+            demo,
+            status,
+            reason,
+            headline,
+            connected,
+        };
+        match slot {
+            None => base("not_connected", None, "not connected yet".into()),
+            Some(Slot::Connecting) => base("connecting", None, "connecting…".into()),
+            Some(Slot::Failed(row)) => row.clone(),
+            Some(Slot::Connected(connection)) => {
+                let verdict = connection.verdict();
+                let status = if connection.session().is_some_and(|s| s.killed().is_some()) {
+                    "suspended"
+                } else {
+                    verdict.status.as_str()
+                };
+                base(
+                    status,
+                    verdict.reason.map(|code| RowReason {
+                        code: code.to_string(),
+                        detail: verdict.detail.clone(),
+                    }),
+                    verdict.headline(),
+                )
+            }
+        }
+    }
+
+    /// Every server and what is known of its admission.
+    pub async fn servers(&self) -> Result<Vec<ServerRow>, ApiError> {
+        let specs = self.specs()?;
+        let slots = self.slots.lock().await;
+        Ok(specs
+            .iter()
+            .map(|(name, spec, demo)| self.row_for(name, spec, *demo, slots.get(name)))
+            .collect())
+    }
+
+    /// The live connection to `name`, connecting (admission first) when there is none.
+    async fn connection(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
+        let (spec, demo) = self.spec(name)?;
+        {
+            let mut slots = self.slots.lock().await;
+            match slots.get(name) {
+                Some(Slot::Connected(c)) if c.session().is_none_or(|s| s.killed().is_none()) => {
+                    return Ok(c.clone());
+                }
+                Some(Slot::Connecting) => {
+                    return Err(ApiError::new(
+                        "connecting",
+                        format!("{name:?} is still connecting; try again in a moment"),
+                    ));
+                }
+                _ => {}
+            }
+            slots.insert(name.to_string(), Slot::Connecting);
+        }
+        (self.notify)(Change::Servers { name: name.into() });
+        let options = ConnectOptions {
+            era: if name == DEMO_LEGACY_NAME && demo {
+                EraPreference::Only(Era::V2025_11_25)
+            } else {
+                self.options.request_era
+            },
+            elicitation: ElicitationMode::DeclineAndLog,
+            request_timeout: self.options.request_timeout,
+            log_dir: Some(self.options.paths.logs.clone()),
+            broker: Some(self.broker.clone()),
+            ..ConnectOptions::default()
+        };
+        let result = Connection::connect(
+            name,
+            &spec,
+            self.secrets.clone(),
+            self.tap.clone(),
+            self.events.clone(),
+            &options,
+            self.gatekeeper.clone(),
+        )
+        .await;
+        let outcome = {
+            let mut slots = self.slots.lock().await;
+            match result {
+                Ok(connection) => {
+                    let connection = Arc::new(connection);
+                    slots.insert(name.to_string(), Slot::Connected(connection.clone()));
+                    Ok(connection)
+                }
+                Err(error) => {
+                    let row = failed_row(name, &spec, demo, &error);
+                    slots.insert(name.to_string(), Slot::Failed(row));
+                    Err(ApiError::from(error))
+                }
+            }
+        };
+        (self.notify)(Change::Servers { name: name.into() });
+        (self.notify)(Change::Audit);
+        (self.notify)(Change::Traffic {
+            server: name.into(),
+        });
+        outcome
+    }
+
+    /// The detail of a server whose connection failed (admission or transport), if it did.
+    async fn failed_detail(
+        &self,
+        name: &str,
+        spec: &ServerSpec,
+        demo: bool,
+    ) -> Option<ServerDetail> {
+        let slots = self.slots.lock().await;
+        let slot @ Slot::Failed(_) = slots.get(name)? else {
+            return None;
+        };
+        Some(ServerDetail {
+            row: self.row_for(name, spec, demo, Some(slot)),
+            banner: None,
+            era: None,
+            tools: ToolGroups::default(),
+        })
+    }
+
+    /// Connects anew (the Connect / Reconnect button): a refused server is admitted afresh,
+    /// a live connection is closed and replaced; then describes it.
+    pub async fn connect(&self, name: &str) -> Result<ServerDetail, ApiError> {
+        self.spec(name)?;
+        let stale = {
+            let mut slots = self.slots.lock().await;
+            if let Some(Slot::Connecting) = slots.get(name) {
+                return Err(ApiError::new(
+                    "connecting",
+                    format!("{name:?} is still connecting; try again in a moment"),
+                ));
+            }
+            slots.remove(name)
+        };
+        close_slot(stale).await;
+        self.server_detail(name).await
+    }
+
+    /// Describes the server: identity and tools by gate status. Connects on first sight only;
+    /// a server that failed admission is described as it failed, never re-admitted here (that
+    /// is [`Host::connect`]), so looking at it cannot loop through admissions.
+    pub async fn server_detail(&self, name: &str) -> Result<ServerDetail, ApiError> {
+        let (spec, demo) = self.spec(name)?;
+        if let Some(failed) = self.failed_detail(name, &spec, demo).await {
+            return Ok(failed);
+        }
+        let connection = match self.connection(name).await {
+            Ok(connection) => connection,
+            Err(error) => return self.failed_detail(name, &spec, demo).await.ok_or(error),
+        };
+        let gated = connection.gated_tools().await?;
+        let mut tools = ToolGroups::default();
+        for gated in gated {
+            match gated.status {
+                ToolStatus::Allowed => tools.allowed.push(gated.tool),
+                ToolStatus::Hidden => tools.hidden.push(gated.tool),
+                ToolStatus::Blocked {
+                    reason,
+                    expected,
+                    actual,
+                } => tools.blocked.push(BlockedTool {
+                    tool: gated.tool,
+                    reason: reason.as_str(),
+                    expected,
+                    actual,
+                }),
+            }
+        }
+        let slots = self.slots.lock().await;
+        Ok(ServerDetail {
+            row: self.row_for(name, &spec, demo, slots.get(name)),
+            banner: Some(IdentityBanner::from_verdict(connection.verdict())),
+            era: Some(connection.era()),
+            tools,
+        })
+    }
+
+    /// Connects every listed server that is not connected (the window does this at start).
+    /// All at once: a slow or refused server delays nothing else.
+    pub async fn connect_all(&self) {
+        let names: Vec<String> = match self.specs() {
+            Ok(specs) => specs.into_iter().map(|(n, _, _)| n).collect(),
+            Err(_) => return,
+        };
+        futures::future::join_all(names.iter().map(|name| self.connection(name))).await;
+    }
+
+    /// Every tool of every live connection with the gate's status for it, by server in list
+    /// order: allowed (admitted servers' allow-listed tools and, in the warn posture, the
+    /// approved tools of unattested ones), hidden or pin-blocked. Servers that failed, are
+    /// suspended or are still connecting have none; one whose listing failed has none until
+    /// it lists again. What a gateway offers (the allowed ones) and resolves calls against.
+    pub async fn live_tools(&self) -> Vec<(String, crate::connection::GatedTool)> {
+        let live: Vec<(String, Arc<Connection>)> = {
+            let slots = self.slots.lock().await;
+            let Ok(specs) = self.specs() else {
+                return Vec::new();
+            };
+            specs
+                .into_iter()
+                .filter_map(|(name, _, _)| match slots.get(&name) {
+                    Some(Slot::Connected(c))
+                        if c.session().is_none_or(|s| s.killed().is_none()) =>
+                    {
+                        Some((name, c.clone()))
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let listed = futures::future::join_all(live.iter().map(|(_, c)| c.gated_tools())).await;
+        live.into_iter()
+            .zip(listed)
+            .flat_map(|((name, _), gated)| {
+                gated
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |tool| (name.clone(), tool))
+            })
+            .collect()
+    }
+
+    /// Calls a tool for a front end that wants the outcome as the host produced it (the
+    /// gateway): gated and audited as every call, with `options.caller` in the record.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: &CallOptions,
+    ) -> Result<crate::ToolOutcome, ApiError> {
+        let connection = self.connection(server).await?;
+        let outcome = connection.call_tool(tool, arguments, options).await;
+        (self.notify)(Change::Audit);
+        (self.notify)(Change::Traffic {
+            server: server.into(),
+        });
+        Ok(outcome?)
+    }
+
+    /// What servers do that a front end passes on (progress, list changes, logs).
+    pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
+        self.events.subscribe()
+    }
+
+    /// Calls a tool; elicitations it causes become prompt cards meanwhile.
+    pub async fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<CallOutcome, ApiError> {
+        let connection = self.connection(server).await?;
+        let (outcome, _records) = connection
+            .call_tool_traced(tool, Some(arguments), &CallOptions::default())
+            .await;
+        (self.notify)(Change::Audit);
+        (self.notify)(Change::Traffic {
+            server: server.into(),
+        });
+        (self.notify)(Change::Servers {
+            name: server.into(),
+        });
+        let outcome = outcome?;
+        let text = crate::connection::result_text(&outcome.result);
+        Ok(CallOutcome {
+            is_error: outcome.is_error(),
+            text,
+            result: serde_json::to_value(&outcome.result).unwrap_or(Value::Null),
+            elicitations: outcome.elicitations,
+        })
+    }
+
+    /// Adds a server to `servers.json`; a bearer token goes to the keychain first.
+    pub async fn add_server(&self, new: NewServer) -> Result<ServerRow, ApiError> {
+        validate_server_name(&new.name)?;
+        let mut config = self.config()?;
+        if config.servers.contains_key(&new.name)
+            || (self.options.demo
+                && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&new.name.as_str()))
+        {
+            return Err(ApiError::new(
+                "server_exists",
+                format!("a server named {:?} exists; choose another name", new.name),
+            ));
+        }
+        let spec = match (new.kind.as_str(), &new.command, &new.url) {
+            ("stdio", Some(command), None) if !command.trim().is_empty() => {
+                ServerSpec::Stdio(crate::config::StdioSpec {
+                    command: command.trim().to_string(),
+                    args: new.args.clone(),
+                    env: Vec::new(),
+                    cwd: None,
+                })
+            }
+            ("http", None, Some(url)) => ServerSpec::adhoc_http(url.trim())?,
+            _ => {
+                return Err(ApiError::new(
+                    "server_invalid",
+                    "a stdio server needs a command (and optional arguments); an HTTP server needs a URL",
+                ));
+            }
+        };
+        if new.bearer_token.is_some() && new.kind != "http" {
+            return Err(ApiError::new(
+                "server_invalid",
+                "a bearer token only goes with an HTTP server",
+            ));
+        }
+        let mut entry = ServerEntry::from(&spec);
+        if let Some(token) = new.bearer_token.as_deref().filter(|t| !t.is_empty()) {
+            let secret = format!("{}-bearer", new.name);
+            self.secrets.set(&secret, &SecretValue::new(token))?;
+            entry.bearer_token_secret = Some(secret);
+        }
+        // Validated the way it will be read back.
+        entry.to_spec(&new.name)?;
+        config.servers.insert(new.name.clone(), entry);
+        config.save(&self.options.paths.config)?;
+        (self.notify)(Change::Servers {
+            name: new.name.clone(),
+        });
+        Ok(self.row_for(&new.name, &spec, false, None))
+    }
+
+    /// Imports an `mcpServers` (or VS Code) file's content; literal credentials move to the
+    /// keychain. Entries that set what a server runs are imported only when named in
+    /// `confirmed` (the user saw their exact settings in an earlier report).
+    pub async fn import_servers(
+        &self,
+        text: &str,
+        confirmed: &[String],
+    ) -> Result<ImportOutcome, ApiError> {
+        // In demo mode the demo's names are taken, as for Add: an imported "demo" would stand
+        // in the list where the built-in one was. Checked before anything (a secret) moves, in
+        // every shape import accepts.
+        if self.options.demo
+            && let Ok(root) = serde_json::from_str::<Value>(text)
+            && let Some(Value::Object(servers)) = crate::config::import_servers_object(&root)
+            && let Some(taken) = [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME]
+                .into_iter()
+                .find(|name| servers.contains_key(*name))
+        {
+            return Err(ApiError::new(
+                "server_exists",
+                format!(
+                    "the file names a server {taken:?}, which is the built-in demo server's name in demo mode; rename it in the file and import again (nothing was imported)"
+                ),
+            ));
+        }
+        let mut config = self.config()?;
+        let report = import(
+            text,
+            std::path::Path::new("the imported file"),
+            &mut config,
+            self.secrets.as_ref(),
+            false,
+            confirmed,
+        )?;
+        config.save(&self.options.paths.config)?;
+        (self.notify)(Change::Servers {
+            name: String::new(),
+        });
+        Ok(ImportOutcome {
+            imported: report.imported,
+            skipped: report.skipped,
+            secrets_moved: report.secrets_moved,
+            warnings: report.warnings,
+            quarantined: report.quarantined,
+            refused: report.refused,
+        })
+    }
+
+    /// Lifts a suspension (after the kill switch); the next use reconnects.
+    pub async fn resume(&self, name: &str) -> Result<ServerRow, ApiError> {
+        let (spec, demo) = self.spec(name)?;
+        let verdict = self.gatekeeper.admit(name, &spec).await?;
+        self.gatekeeper.resume(&verdict)?;
+        let stale = self.slots.lock().await.remove(name);
+        close_slot(stale).await;
+        (self.notify)(Change::Servers { name: name.into() });
+        (self.notify)(Change::Audit);
+        Ok(self.row_for(name, &spec, demo, None))
+    }
+
+    /// Audit records, oldest first, filtered by server id and event type.
+    pub fn audit(
+        &self,
+        server: Option<String>,
+        event: Option<String>,
+    ) -> Result<Vec<Value>, ApiError> {
+        let records = gatehouse_audit::read(self.options.audit_path())
+            .map_err(|e| ApiError::new("audit_unreadable", e.to_string()))?;
+        let filter = gatehouse_audit::Filter { server, event };
+        Ok(filter
+            .apply(records)
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+            .collect())
+    }
+
+    /// Verifies the audit log's hash chain.
+    pub fn verify_audit(&self) -> Result<AuditVerdict, ApiError> {
+        let report = gatehouse_audit::verify(self.options.audit_path())
+            .map_err(|e| ApiError::new("audit_unreadable", e.to_string()))?;
+        Ok(AuditVerdict {
+            ok: report.ok,
+            records: report.records,
+            problem: report
+                .first_broken
+                .as_ref()
+                .map(|b| ApiError::new(b.kind.code(), format!("line {}: {}", b.line, b.detail))),
+        })
+    }
+
+    /// The raw JSON-RPC recorded for one server, or all.
+    pub fn traffic(&self, server: Option<&str>) -> Vec<TrafficEntry> {
+        self.tap.entries(server)
+    }
+
+    pub fn settings(&self) -> Settings {
+        let trust = self.gatekeeper.trust();
+        let paths = &self.options.paths;
+        Settings {
+            posture: trust.posture(),
+            posture_reason: trust.posture_reason().to_string(),
+            locked_by: trust.locked_by().map(str::to_string),
+            bundles: trust.summaries(),
+            problems: trust.problems().to_vec(),
+            policy: json!({
+                "path": self.options.policy,
+                "source": if self.options.policy.is_some() { "file" } else { "shipped default" },
+            }),
+            paths: json!({
+                "config": paths.config,
+                "data": paths.data,
+                "logs": paths.logs,
+                "audit": self.options.audit_path(),
+                "userTrustRoots": paths.user_trust_roots,
+                "systemTrustRoots": paths.system_trust_roots,
+            }),
+            demo: self.options.demo,
+            audit_warnings: self.audit_warnings.clone(),
+        }
+    }
+
+    /// The trust settings the host was opened with.
+    pub fn trust_settings(&self) -> &TrustSettings {
+        &self.trust
+    }
+
+    /// Closes every connection (the app is quitting).
+    pub async fn shutdown(&self) {
+        let slots = std::mem::take(&mut *self.slots.lock().await);
+        for (_, slot) in slots {
+            close_slot(Some(slot)).await;
+        }
+    }
+}
+
+/// Closes a connection taken out of the slots in order. One a call still uses goes when that
+/// call drops it (a stdio child is killed on drop).
+async fn close_slot(slot: Option<Slot>) {
+    if let Some(Slot::Connected(connection)) = slot
+        && let Ok(connection) = Arc::try_unwrap(connection)
+    {
+        connection.close().await;
+    }
+}
+
+fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> ServerRow {
+    let (status, headline) = match error {
+        HostError::NotAdmitted { status, .. } => {
+            (*status, format!("not admitted: {}", error.code()))
+        }
+        HostError::Suspended { .. } => ("suspended", "suspended after elicitation abuse".into()),
+        _ => ("error", "could not connect".into()),
+    };
+    ServerRow {
+        name: name.to_string(),
+        transport: spec.transport_name(),
+        target: spec.describe(),
+        demo,
+        status,
+        reason: Some(RowReason {
+            code: error.code().to_string(),
+            detail: error.to_string(),
+        }),
+        headline,
+        connected: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gatekeeper::Auditor;
+    use crate::secrets::MemoryStore;
+
+    fn paths(dir: &std::path::Path) -> HostPaths {
+        HostPaths {
+            config: dir.join("servers.json"),
+            data: dir.join("data"),
+            logs: dir.join("logs"),
+            user_trust_roots: None,
+            system_trust_roots: dir.join("no-system-roots"),
+        }
+    }
+
+    fn clock() -> Clock {
+        Arc::new(|| time::macros::datetime!(2026-11-21 12:00 UTC))
+    }
+
+    fn no_consent() -> Arc<dyn ConsentUi> {
+        Arc::new(crate::consent::ScriptedConsent::new(Vec::new()))
+    }
+
+    fn open_desk(dir: &std::path::Path) -> Arc<Host> {
+        Host::open(
+            HostOptions::new(paths(dir), clock()),
+            Arc::new(MemoryStore::default()),
+            no_consent(),
+            Arc::new(|_| {}),
+        )
+        .expect("the host opens")
+    }
+
+    fn open_with_policy(dir: &std::path::Path, policy: Option<PathBuf>) -> Result<(), ApiError> {
+        let mut options = HostOptions::new(paths(dir), clock());
+        options.policy = policy;
+        Host::open(
+            options,
+            Arc::new(MemoryStore::default()),
+            no_consent(),
+            Arc::new(|_| {}),
+        )
+        .map(|_| ())
+    }
+
+    /// An audit log with three records, as an earlier run of the app left it.
+    fn audit_log_with_records(dir: &std::path::Path) -> PathBuf {
+        let audit = paths(dir).audit();
+        let (auditor, _) = Auditor::open(&audit, clock()).unwrap();
+        for n in 0..3 {
+            auditor
+                .record("tool_call", Some("demo"), json!({ "n": n }))
+                .unwrap();
+        }
+        audit
+    }
+
+    fn warning_codes(desk: &Host) -> Vec<String> {
+        desk.settings()
+            .audit_warnings
+            .into_iter()
+            .map(|w| w.code)
+            .collect()
+    }
+
+    #[test]
+    fn settings_report_a_torn_audit_tail_found_at_open_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = audit_log_with_records(dir.path());
+        // A crash mid-write: half a record, no newline.
+        let mut bytes = std::fs::read(&audit).unwrap();
+        bytes.extend_from_slice(br#"{"seq":4,"time":"2026-"#);
+        std::fs::write(&audit, &bytes).unwrap();
+
+        let desk = open_desk(dir.path());
+        let settings = desk.settings();
+        assert_eq!(settings.audit_warnings.len(), 1, "{settings:?}");
+        let warning = &settings.audit_warnings[0];
+        assert_eq!(warning.code, gatehouse_audit::EVENT_TORN_TAIL);
+        assert!(
+            warning.message.contains("audit.jsonl.torn-4"),
+            "names the side file: {}",
+            warning.message
+        );
+        assert!(
+            warning.message.contains("gatehouse audit verify"),
+            "says what to do: {}",
+            warning.message
+        );
+        let json = serde_json::to_value(&settings).unwrap();
+        assert_eq!(
+            json["auditWarnings"][0]["code"], "audit_torn_tail",
+            "{json}"
+        );
+        assert_eq!(
+            json["auditWarnings"][0]["message"],
+            warning.message.as_str()
+        );
+        drop(desk);
+
+        // The repair is done and recorded: the next start has nothing to report.
+        assert!(warning_codes(&open_desk(dir.path())).is_empty());
+    }
+
+    #[test]
+    fn settings_report_an_audit_head_that_does_not_match_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let audit = audit_log_with_records(dir.path());
+        std::fs::remove_file(gatehouse_audit::head_path(&audit)).unwrap();
+
+        let desk = open_desk(dir.path());
+        let settings = desk.settings();
+        assert_eq!(
+            warning_codes(&desk),
+            [gatehouse_audit::EVENT_HEAD_MISMATCH],
+            "{settings:?}"
+        );
+        let message = &settings.audit_warnings[0].message;
+        assert!(message.contains("(missing)"), "{message}");
+        assert!(message.contains("gatehouse audit verify"), "{message}");
+    }
+
+    #[test]
+    fn settings_have_no_audit_warning_for_a_new_or_clean_log() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(warning_codes(&open_desk(dir.path())).is_empty(), "new log");
+        audit_log_with_records(dir.path());
+        let desk = open_desk(dir.path());
+        assert!(warning_codes(&desk).is_empty(), "clean log");
+        let json = serde_json::to_value(desk.settings()).unwrap();
+        assert_eq!(json["auditWarnings"], json!([]));
+    }
+
+    #[test]
+    fn a_policy_file_that_cannot_be_used_stops_the_desk_with_policy_invalid_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            open_with_policy(dir.path(), None).is_ok(),
+            "shipped default"
+        );
+
+        let missing = dir.path().join("missing.toml");
+        let error = open_with_policy(dir.path(), Some(missing.clone())).unwrap_err();
+        assert_eq!(error.code, "policy_invalid");
+        assert!(
+            error.message.contains(&missing.display().to_string()),
+            "{}",
+            error.message
+        );
+
+        let broken = dir.path().join("broken.toml");
+        std::fs::write(&broken, "this is = = not toml").unwrap();
+        let error = open_with_policy(dir.path(), Some(broken.clone())).unwrap_err();
+        assert_eq!(error.code, "policy_invalid");
+        assert!(error.message.contains("broken.toml"), "{}", error.message);
+
+        // The shipped default, as a file, is accepted.
+        let good = dir.path().join("default.toml");
+        std::fs::write(&good, gatehouse_policy::policy::DEFAULT_POLICY_TOML).unwrap();
+        open_with_policy(dir.path(), Some(good)).expect("the shipped policy as a file");
+    }
+}
