@@ -19,6 +19,7 @@
 pub mod admission;
 pub mod broker;
 pub mod client;
+pub mod clients;
 pub mod config;
 pub mod connection;
 pub mod consent;
