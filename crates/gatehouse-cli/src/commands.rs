@@ -97,7 +97,7 @@ fn default_log_dir() -> Option<PathBuf> {
     dirs::data_dir().map(|d| d.join("gatehouse").join("logs"))
 }
 
-fn data_dir() -> PathBuf {
+pub(crate) fn data_dir() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from(".local/share"))
         .join("gatehouse")
@@ -253,6 +253,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Attest(command) => crate::admin::attest_async(&context, command).await,
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
         Command::Policy(command) => crate::policy::run(&context, command),
+        Command::Clients(command) => crate::clients::run(&context, command).await,
     }
 }
 

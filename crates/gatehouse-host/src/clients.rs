@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use backup::BackupStore;
 pub use connect::{ConnectOutcome, ConnectRequest, RestoreOutcome, connect, restore};
+pub use document::{ENTRY_NAME, serve_args};
 
 use crate::HostError;
 use crate::config::ImportReport;
