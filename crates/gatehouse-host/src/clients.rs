@@ -334,10 +334,10 @@ impl ClientErrorCode {
 pub struct ClientError {
     pub code: ClientErrorCode,
     pub message: String,
-    /// The import's report when the import is why connect refused.
-    pub import: Option<ImportReport>,
+    /// The import's report when the import is why connect refused (boxed: errors stay small).
+    pub import: Option<Box<ImportReport>>,
     /// An error from the host (keychain, servers.json): its own code and exit status.
-    pub host: Option<HostError>,
+    pub host: Option<Box<HostError>>,
 }
 
 impl ClientError {
@@ -379,7 +379,7 @@ impl From<HostError> for ClientError {
             code: ClientErrorCode::ClientIo,
             message: error.to_string(),
             import: None,
-            host: Some(error),
+            host: Some(Box::new(error)),
         }
     }
 }

@@ -159,7 +159,7 @@ pub fn connect(
                 held.join(", ")
             ),
         );
-        error.import = Some(report);
+        error.import = Some(Box::new(report));
         return Err(error);
     }
     let mut already_configured = Vec::new();
@@ -183,7 +183,7 @@ pub fn connect(
                 client.display_name()
             ),
         );
-        error.import = Some(report);
+        error.import = Some(Box::new(report));
         return Err(error);
     }
 
