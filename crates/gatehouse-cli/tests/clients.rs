@@ -588,3 +588,66 @@ fn a_keychain_failure_leaves_the_client_file_and_no_backup() {
 fn read_or_empty(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
+
+#[test]
+fn connect_moves_a_literal_token_into_a_real_keychain() {
+    // A gnome-keyring on a private D-Bus session bus, as tests/keychain.rs runs it.
+    for tool in ["dbus-run-session", "gnome-keyring-daemon", "secret-tool"] {
+        let found = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(
+            found,
+            "{tool} is not installed; run scripts/install-deps.sh (or apt-get install dbus gnome-keyring libsecret-tools)"
+        );
+    }
+    let home = Home::new();
+    let text = r#"{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_live_5eCr3t", "LOG_LEVEL": "debug"}}}}"#;
+    let file = home.write(".config/Claude/claude_desktop_config.json", text);
+    let script = r#"set -eu
+eval "$(printf 'test-password' | gnome-keyring-daemon --unlock --components=secrets --daemonize)"
+"$1" --config "$2" --json clients connect claude_desktop
+printf '\n--- keyring: '
+secret-tool lookup service gatehouse username gh.GITHUB_TOKEN"#;
+    let out = std::process::Command::new("dbus-run-session")
+        .args(["--", "bash", "-c", script, "session"])
+        .arg(env!("CARGO_BIN_EXE_gatehouse"))
+        .arg(home.env.config())
+        .current_dir(&home.project)
+        .env("HOME", home.env.dir.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("GATEHOUSE_CONFIG")
+        .env("GATEHOUSE_TRUST_ROOTS", home.env.trust_roots())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (report, keyring) = stdout.split_once("\n--- keyring: ").unwrap();
+    assert_eq!(keyring.trim(), "ghp_live_5eCr3t");
+    let report: Value = serde_json::from_str(report).unwrap();
+    assert_eq!(
+        report["import"]["secrets_moved"],
+        json!(["gh: env.GITHUB_TOKEN -> gh.GITHUB_TOKEN"])
+    );
+    let servers = read(&home.env.config());
+    assert!(!servers.contains("ghp_live_5eCr3t"), "{servers}");
+    assert!(servers.contains("${secret:gh.GITHUB_TOKEN}"), "{servers}");
+    assert!(!read(&file).contains("ghp_live_5eCr3t"));
+    // The backup holds the client's file as it was, token included: private to the user.
+    let backup = home.path(".local/share/gatehouse/clients/claude_desktop.backup.json");
+    assert_eq!(read(&backup), text);
+    assert_eq!(
+        std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
