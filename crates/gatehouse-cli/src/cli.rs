@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::EraPreference;
+use gatehouse_host::clients::ClientId;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -112,6 +113,10 @@ pub enum Command {
     /// Be one MCP server for an AI client, on stdin/stdout: the tools of admitted servers,
     /// offered as SERVER__TOOL, every call through the gate and the audit log.
     Serve(ServeArgs),
+    /// Connect AI clients (Claude Desktop, Claude Code, Cursor, VS Code) through Gatehouse,
+    /// and give them their own servers back.
+    #[command(subcommand)]
+    Clients(ClientsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -124,6 +129,44 @@ pub struct ServeArgs {
     /// offered when they are ready (notifications/tools/list_changed).
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub startup_wait: f64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientsCommand {
+    /// The AI clients' MCP config files on this machine: how many servers each has, whether it
+    /// is connected through Gatehouse, whether a backup waits to be restored.
+    List,
+    /// Import a client's servers into servers.json (as `servers import` does), back its file
+    /// up, and rewrite it so its only MCP server is `gatehouse serve --client CLIENT`. Nothing
+    /// changes unless every server comes in.
+    Connect {
+        /// claude_desktop, claude_code, cursor or vscode.
+        #[arg(value_parser = <ClientId as std::str::FromStr>::from_str)]
+        client: ClientId,
+        /// Claude Code only: the project's .mcp.json in the current directory instead of
+        /// ~/.claude.json.
+        #[arg(long)]
+        project: bool,
+        /// Import this server although it sets code-loading environment variables or a
+        /// working directory (see `servers import`). Repeat for each server.
+        #[arg(long = "allow-launch-settings", value_name = "NAME")]
+        allow_launch_settings: Vec<String>,
+        /// Replace servers of the same name already in servers.json (default: refuse).
+        #[arg(long)]
+        replace: bool,
+    },
+    /// Put back the client's file as it was before `connect`, byte for byte. The servers
+    /// imported into servers.json stay there.
+    Restore {
+        #[arg(value_parser = <ClientId as std::str::FromStr>::from_str)]
+        client: ClientId,
+        /// Claude Code only: the project's .mcp.json in the current directory.
+        #[arg(long)]
+        project: bool,
+        /// Restore even though the file changed since Gatehouse wrote it (those changes are lost).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -254,6 +254,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
         Command::Policy(command) => crate::policy::run(&context, command),
         Command::Serve(args) => crate::serve::run(&context, &args).await,
+        Command::Clients(command) => crate::clients::run(&context, command).await,
     }
 }
 

@@ -8,6 +8,7 @@
 mod admin;
 mod audit;
 mod cli;
+mod clients;
 mod commands;
 mod conformance;
 mod consent;

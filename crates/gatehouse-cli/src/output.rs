@@ -325,6 +325,14 @@ pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
     for moved in &report.secrets_moved {
         println!("  moved to the keychain: {moved}");
     }
+    print_held_back(report);
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// The entries an import held back (quarantined, with their exact settings) or refused.
+pub fn print_held_back(report: &ImportReport) {
     for held in &report.quarantined {
         println!(
             "  ! {} (not imported: it sets what the server runs; check, then import again with --allow-launch-settings {}):",
@@ -341,9 +349,6 @@ pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
             refused.code.as_str(),
             refused.detail
         );
-    }
-    for warning in &report.warnings {
-        eprintln!("warning: {warning}");
     }
 }
 

@@ -20,6 +20,7 @@ pub mod admission;
 pub mod broker;
 pub mod caller;
 pub mod client;
+pub mod clients;
 pub mod config;
 pub mod connection;
 pub mod consent;
