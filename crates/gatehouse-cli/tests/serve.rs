@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Env, fixture, repo};
+use common::{Env, demo_bin, fixture, repo};
 use serde_json::{Value, json};
 
 fn node() -> PathBuf {
@@ -26,20 +26,28 @@ fn node() -> PathBuf {
 /// Runs the TypeScript client's `steps` against `gatehouse <args>` under `env` (the same
 /// isolation as every CLI test) and returns one JSON value per step.
 fn ts_client(env: &Env, steps: Value, args: &[&str]) -> Vec<Value> {
-    let gatehouse = env!("CARGO_BIN_EXE_gatehouse");
+    let mut all: Vec<String> = vec![
+        "--config".into(),
+        env.config().display().to_string(),
+        "--log-dir".into(),
+        env.logs().display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    ts_client_launching(env, steps, env!("CARGO_BIN_EXE_gatehouse"), &all)
+}
+
+/// The TypeScript client launching `program args` as its MCP server, as a client's config
+/// file says; the servers file is the test's (GATEHOUSE_CONFIG).
+fn ts_client_launching(env: &Env, steps: Value, program: &str, args: &[String]) -> Vec<Value> {
     let mut command = Command::new(node());
     command
         .arg(repo().join("tests/gateway/ts-client.mjs"))
         .arg(steps.to_string())
         .arg("--")
-        .arg(gatehouse)
-        .arg("--config")
-        .arg(env.config())
-        .arg("--log-dir")
-        .arg(env.logs())
+        .arg(program)
         .args(args)
         .env("HOME", env.dir.path())
-        .env_remove("GATEHOUSE_CONFIG")
+        .env("GATEHOUSE_CONFIG", env.config())
         .env_remove("GATEHOUSE_AUDIT")
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_DATA_HOME")
@@ -304,4 +312,55 @@ fn serve_refuses_a_bad_client_id_before_starting() {
     let (code, _, stderr) = env.run(&["serve", "--client", "Claude Desktop"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("client id"), "{stderr}");
+}
+
+#[test]
+fn a_client_connected_with_gatehouse_clients_reaches_its_own_servers_through_the_gate() {
+    let env = Env::new();
+    let desktop = env
+        .dir
+        .path()
+        .join(".config/Claude/claude_desktop_config.json");
+    std::fs::create_dir_all(desktop.parent().unwrap()).unwrap();
+    std::fs::write(
+        &desktop,
+        json!({"mcpServers": {"mine": {"command": demo_bin(), "args": []}}}).to_string(),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = env.run(&["clients", "connect", "claude_desktop"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // What Claude Desktop will launch, exactly as written into its file.
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&desktop).unwrap()).unwrap();
+    let entry = &written["mcpServers"]["gatehouse"];
+    let program = entry["command"].as_str().unwrap().to_string();
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    // The imported server is unattested: in the warn posture it is offered once approved.
+    let steps = json!([{"op": "list"}]);
+    let out = ts_client_launching(&env, steps.clone(), &program, &args);
+    assert!(
+        names(&out[0]).is_empty(),
+        "nothing before approval: {}",
+        out[0]
+    );
+    env.approve(&["mine"]);
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "mine__echo", "arguments": {"message": "from claude desktop"}},
+    ]);
+    let out = ts_client_launching(&env, steps, &program, &args);
+    assert!(
+        names(&out[0]).contains(&"mine__echo".to_string()),
+        "{}",
+        out[0]
+    );
+    assert_eq!(text(&out[1]), "from claude desktop");
+    let calls = tool_calls(&env, "echo");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["data"]["name"], "mine");
+    assert_eq!(calls[0]["data"]["caller"]["client"], "claude_desktop");
 }
