@@ -364,3 +364,75 @@ fn a_client_connected_with_gatehouse_clients_reaches_its_own_servers_through_the
     assert_eq!(calls[0]["data"]["name"], "mine");
     assert_eq!(calls[0]["data"]["caller"]["client"], "claude_desktop");
 }
+
+/// The MCP Inspector's CLI mode (npm @modelcontextprotocol/inspector, pinned): another client
+/// no one here wrote, launching `gatehouse serve` the way its users do.
+fn inspector(env: &Env, method_args: &[&str]) -> (bool, String) {
+    let out =
+        Command::new(node())
+            .arg(repo().join(
+                "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
+            ))
+            .arg("--cli")
+            .arg(env!("CARGO_BIN_EXE_gatehouse"))
+            // The Inspector takes --config for itself: the servers file goes by environment.
+            .args(["--log-dir", &env.logs().display().to_string()])
+            .args(["--demo", "serve", "--client", "inspector"])
+            .args(method_args)
+            .env("HOME", env.dir.path())
+            .env("GATEHOUSE_CONFIG", env.config())
+            .env_remove("GATEHOUSE_AUDIT")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env("GATEHOUSE_TRUST_ROOTS", env.trust_roots())
+            .env("GATEHOUSE_POSTURE", "warn")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls_through_serve() {
+    let env = Env::new();
+    let (ok, listed) = inspector(&env, &["--method", "tools/list"]);
+    assert!(ok, "{listed}");
+    let listed: Value = serde_json::from_str(&listed).unwrap_or_else(|e| panic!("{e}: {listed}"));
+    let offered: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        offered.contains(&"demo__echo") && offered.contains(&"demo-2025__echo"),
+        "{offered:?}"
+    );
+    assert!(!offered.contains(&"demo__fail"), "{offered:?}");
+
+    let (ok, called) = inspector(
+        &env,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "demo__echo",
+            "--tool-arg",
+            "message=inspected",
+        ],
+    );
+    assert!(ok, "{called}");
+    let called: Value = serde_json::from_str(&called).unwrap_or_else(|e| panic!("{e}: {called}"));
+    assert_eq!(called["content"][0]["text"], "inspected");
+    let calls = tool_calls(&env, "echo");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["data"]["caller"]["client"], "inspector");
+    assert!(calls[0]["data"]["caller"]["claimed"].is_string());
+}
