@@ -6,8 +6,9 @@
 //
 // Steps, run in order; one JSON line per step on stdout:
 //   {"op":"list"}                                   -> {"op":"list","names":[...],"tools":[...]}
-//   {"op":"call","name":N,"arguments":{},"abortAfterMs":M?}
-//                                                   -> {"op":"call","result":{...}} or {"op":"call","error":{"code":C,"message":M}}
+//   {"op":"call","name":N,"arguments":{},"abortAfterMs":M?,"progress":true?}
+//                                                   -> {"op":"call","result":{...},"progress":[...]} or {"op":"call","error":{"code":C,"message":M}}
+//     (progress: asks for progress and lists the notifications received, in order)
 //   {"op":"waitListChanged","atLeast":K,"timeoutMs":T}
 //                                                   -> {"op":"waitListChanged","seen":true|false,"count":C}
 //     (seen: at least K notifications/tools/list_changed arrived since the last mark, or the start)
@@ -43,10 +44,12 @@ for (const step of steps) {
   } else if (step.op === 'call') {
     const controller = new AbortController();
     if (step.abortAfterMs) setTimeout(() => controller.abort('the test gave up'), step.abortAfterMs);
+    const progress = [];
+    const onprogress = step.progress ? (p) => progress.push(p) : undefined;
     try {
       const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined,
-        { signal: controller.signal, timeout: 120000 });
-      out({ op: 'call', result });
+        { signal: controller.signal, timeout: 120000, onprogress });
+      out(step.progress ? { op: 'call', result, progress } : { op: 'call', result });
     } catch (error) {
       out({ op: 'call', error: { code: error.code ?? null, message: String(error.message ?? error) } });
     }

@@ -436,3 +436,30 @@ fn the_mcp_inspector_cli_lists_and_calls_through_serve() {
     assert_eq!(calls[0]["data"]["caller"]["client"], "inspector");
     assert!(calls[0]["data"]["caller"]["claimed"].is_string());
 }
+
+#[test]
+fn progress_passes_from_the_upstream_server_to_the_client_under_the_clients_token() {
+    let env = Env::new();
+    let steps = json!([
+        {"op": "call", "name": "demo-2025__slow", "arguments": {"steps": 3, "delay_ms": 50}, "progress": true},
+        {"op": "call", "name": "demo__slow", "arguments": {"steps": 2, "delay_ms": 50}, "progress": true},
+        // A client that asks for no progress gets none.
+        {"op": "call", "name": "demo-2025__slow", "arguments": {"steps": 2, "delay_ms": 50}},
+    ]);
+    let out = ts_client(&env, steps, &["--demo", "serve"]);
+    let progress = |call: &Value| -> Vec<(f64, Option<f64>)> {
+        call["progress"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no progress in {call}"))
+            .iter()
+            .map(|p| (p["progress"].as_f64().unwrap(), p["total"].as_f64()))
+            .collect()
+    };
+    assert_eq!(
+        progress(&out[0]),
+        vec![(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+    assert_eq!(progress(&out[1]), vec![(1.0, Some(2.0)), (2.0, Some(2.0))]);
+    assert!(out[2].get("progress").is_none());
+    assert!(text(&out[2]).contains("done"), "{}", out[2]);
+}

@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::host::{ApiError, Host};
-use gatehouse_host::{CallOptions, Caller, DownstreamTransport, HostEvent};
+use gatehouse_host::{CallOptions, CallProgress, Caller, DownstreamTransport, HostEvent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    RequestParamsMeta, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{Notify, broadcast, mpsc, watch};
 
 use crate::names::NameTable;
 
@@ -32,6 +33,32 @@ struct Offer {
     table: NameTable,
     tools: Vec<Tool>,
 }
+
+/// Sends the call's progress to the downstream client under the client's own token, until
+/// the call drops its end of the channel.
+fn forward_progress(
+    mut progress: mpsc::Receiver<CallProgress>,
+    token: ProgressToken,
+    peer: rmcp::Peer<RoleServer>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(update) = progress.recv().await {
+            let mut note = ProgressNotificationParam::new(token.clone(), update.progress);
+            if let Some(total) = update.total {
+                note = note.with_total(total);
+            }
+            if let Some(message) = update.message {
+                note = note.with_message(message);
+            }
+            if peer.notify_progress(note).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// How many progress notifications of one call may wait to be sent.
+const PROGRESS_QUEUE: usize = 64;
 
 /// One downstream client's server.
 pub struct Gateway {
@@ -204,16 +231,36 @@ impl ServerHandler for GatewayHandler {
                 None,
             ));
         };
+        // Progress only when the client asked for it (rmcp moves `_meta` into the context).
+        let asked = request
+            .progress_token()
+            .or_else(|| context.meta.get_progress_token());
+        let (progress, forwarder) = match asked {
+            Some(token) => {
+                let (tx, rx) = mpsc::channel(PROGRESS_QUEUE);
+                (
+                    Some(tx),
+                    Some(forward_progress(rx, token, context.peer.clone())),
+                )
+            }
+            None => (None, None),
+        };
         let options = CallOptions {
             cancel: Some(context.ct.clone()),
             caller: Some(gateway.caller(&context)),
+            progress,
             ..CallOptions::default()
         };
-        let result = match gateway
+        let outcome = gateway
             .host
             .call(&server, &tool, request.arguments, &options)
-            .await
-        {
+            .await;
+        // The call's progress went out before its result.
+        drop(options);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        let result = match outcome {
             Ok(outcome) => outcome.result,
             Err(error) => tool_error(&name, &error),
         };

@@ -107,6 +107,17 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// The downstream client that asked (the gateway), recorded with the gate's decision.
     pub caller: Option<crate::caller::Caller>,
+    /// Where the server's progress for this call goes, in order (what arrived before the
+    /// result is delivered before the call returns). Best effort: a full channel drops one.
+    pub progress: Option<tokio::sync::mpsc::Sender<CallProgress>>,
+}
+
+/// A progress notification of one call's request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallProgress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
 }
 
 /// The final result of a tool call.
@@ -693,11 +704,19 @@ impl Connection {
             ..options.clone()
         };
         let why = Mutex::new(None);
+        let mut progress_events = options.progress.as_ref().map(|_| self.events.subscribe());
         let outcome = tokio::select! {
             biased;
             outcome = self.drive_call(&permit, name, arguments, &options, Some(call)) => outcome,
             never = self.watch_urls_in_call(&session, call, name, &cancel, &why) => match never {},
+            never = self.pass_progress(&session, call, progress_events.as_mut(), options.progress.as_ref()) => match never {},
         };
+        // Progress reported before the result (drive_call waited for it) is still queued.
+        if let (Some(events), Some(to)) = (progress_events.as_mut(), options.progress.as_ref()) {
+            while let Ok(event) = events.try_recv() {
+                self.progress_of_call(&session, call, &event, to);
+            }
+        }
         // Cancelled because a URL flow ended without completing: say which way it ended.
         let outcome = match (outcome, why.into_inner().expect("why poisoned")) {
             (Err(HostError::Cancelled { .. }), Some(error)) => Err(error),
@@ -841,6 +860,55 @@ impl Connection {
     /// While a call runs, waits on each URL flow it opened through `elicitation/create`
     /// (2025-11-25): the card offers Cancel until the completion arrives, and Cancel cancels
     /// the call. Never resolves; the call's own end drops it.
+    /// Hands the server's progress for host call `call` to `to`: a notification counts when its
+    /// token is the one the call's current request was sent with. Never resolves.
+    async fn pass_progress(
+        &self,
+        session: &Arc<Session>,
+        call: u64,
+        events: Option<&mut broadcast::Receiver<HostEvent>>,
+        to: Option<&tokio::sync::mpsc::Sender<CallProgress>>,
+    ) -> std::convert::Infallible {
+        let (Some(events), Some(to)) = (events, to) else {
+            return std::future::pending().await;
+        };
+        loop {
+            match events.recv().await {
+                Ok(event) => self.progress_of_call(session, call, &event, to),
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
+            }
+        }
+    }
+
+    fn progress_of_call(
+        &self,
+        session: &Session,
+        call: u64,
+        event: &HostEvent,
+        to: &tokio::sync::mpsc::Sender<CallProgress>,
+    ) {
+        let HostEvent::Progress {
+            server,
+            token,
+            progress,
+            total,
+            message,
+        } = event
+        else {
+            return;
+        };
+        let current = session.inflight().last_of_call(call);
+        if *server == self.server && current.and_then(|r| r.progress_token).as_ref() == Some(token)
+        {
+            let _ = to.try_send(CallProgress {
+                progress: *progress,
+                total: *total,
+                message: message.clone(),
+            });
+        }
+    }
+
     async fn watch_urls_in_call(
         &self,
         session: &Arc<Session>,

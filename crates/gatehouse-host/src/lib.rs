@@ -43,7 +43,7 @@ pub use broker::{BrokerOptions, ElicitationBroker, ElicitationRecord, Session};
 pub use caller::{Caller, DownstreamTransport};
 pub use client::{ElicitationMode, HostEvent};
 pub use config::{ServerSpec, ServersFile};
-pub use connection::{CallOptions, ConnectOptions, Connection, ToolOutcome};
+pub use connection::{CallOptions, CallProgress, ConnectOptions, Connection, ToolOutcome};
 pub use consent::{ConsentUi, Prompt, ScriptedConsent, SystemBrowser, UrlOpener};
 pub use era::{Era, EraPreference};
 pub use error::HostError;

@@ -322,6 +322,10 @@ pub struct OutRequest {
     /// The host-side call it belongs to ([`InFlight::expect_call`]).
     #[serde(skip)]
     pub call: Option<u64>,
+    /// `_meta.progressToken` as sent (rmcp gives every request one): the server's progress
+    /// notifications for this request carry it.
+    #[serde(skip)]
+    pub progress_token: Option<Value>,
 }
 
 /// At most this many unanswered requests are remembered per connection.
@@ -399,6 +403,7 @@ impl InFlight {
             method: method.to_string(),
             tool,
             call,
+            progress_token: message.pointer("/params/_meta/progressToken").cloned(),
         };
         if let Some(call) = call {
             self.last

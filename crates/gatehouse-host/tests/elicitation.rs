@@ -1438,7 +1438,14 @@ async fn a_card_closes_when_its_connection_ends() {
         asked = asking_card(&desk) => asked,
     };
     closed.close().await;
-    closed_card(&desk, asked.prompt.id, &["connection was closed"]).await;
+    // Closing ends the connection's requests too: whichever of the two the broker heard
+    // first says why (seen both ways on a loaded machine).
+    closed_card(
+        &desk,
+        asked.prompt.id,
+        &["connection was closed", "its connection ended"],
+    )
+    .await;
     assert_eq!(
         str_of(&host.receipt(&asked.prompt.receipt_id), "action"),
         "cancel"
