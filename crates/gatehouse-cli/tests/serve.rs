@@ -439,3 +439,122 @@ fn progress_passes_from_the_upstream_server_to_the_client_under_the_clients_toke
     assert!(out[2].get("progress").is_none());
     assert!(text(&out[2]).contains("done"), "{}", out[2]);
 }
+
+/// `gatehouse --demo serve` with raw pipes, for a client that misbehaves.
+struct RawClient {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawClient {
+    fn start(env: &Env) -> RawClient {
+        let mut command = env.cmd(&["--demo", "serve", "--client", "raw"]);
+        command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut client = RawClient {
+            child,
+            stdin,
+            lines,
+        };
+        client.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+        client.answer(1);
+        client.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        client
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The response to request `id` (notifications and other responses are skipped).
+    fn answer(&mut self, id: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to request {id}"));
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+}
+
+impl Drop for RawClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_client_sending_garbage_or_an_oversized_message_gets_errors_and_the_gateway_keeps_serving() {
+    let env = Env::new();
+    let mut client = RawClient::start(&env);
+    client.send(b"this is not json");
+    client.send(br#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#);
+    assert!(client.answer(2)["error"].is_object());
+    // Over the 16 MiB line limit: dropped, never buffered whole.
+    let mut huge = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__echo","arguments":{"message":""#.to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 17 * 1024 * 1024));
+    huge.extend(br#""}}}"#);
+    client.send(&huge);
+    client.send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"demo__echo","arguments":{"message":"still here"}}}"#);
+    let echo = client.answer(4);
+    assert_eq!(echo["result"]["content"][0]["text"], "still here", "{echo}");
+    // The oversized call never reached the gate: one echo recorded, the small one.
+    assert_eq!(tool_calls(&env, "echo").len(), 1);
+}
+
+#[test]
+fn a_client_that_disconnects_mid_call_ends_the_upstream_call_and_gatehouse_exits() {
+    let env = Env::new();
+    let mut client = RawClient::start(&env);
+    client.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo-2025__slow","arguments":{"steps":100,"delay_ms":300}}}"#);
+    // The call is under way upstream (the gate recorded it), then the client goes away.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tool_calls(&env, "slow").is_empty() {
+        assert!(Instant::now() < deadline, "the call never reached the gate");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    drop(client.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = client.child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gatehouse serve kept running without its client"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The demo server heard the cancel before its connection was closed.
+    let log = std::fs::read_to_string(env.logs().join("demo-2025.stderr.log")).unwrap_or_default();
+    assert!(log.contains("slow tool cancelled"), "{log}");
+}
