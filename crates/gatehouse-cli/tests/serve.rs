@@ -558,3 +558,39 @@ fn a_client_that_disconnects_mid_call_ends_the_upstream_call_and_gatehouse_exits
     let log = std::fs::read_to_string(env.logs().join("demo-2025.stderr.log")).unwrap_or_default();
     assert!(log.contains("slow tool cancelled"), "{log}");
 }
+
+#[test]
+fn both_protocol_eras_work_downstream_with_gatehouse_itself_as_the_client() {
+    let env = Env::new();
+    let serve = format!(
+        "{} --demo serve --client nested",
+        env!("CARGO_BIN_EXE_gatehouse")
+    );
+    for era in ["2026-07-28", "2025-11-25"] {
+        // The outer gatehouse sees the gateway as an unattested stdio server (warn posture):
+        // its tools are offered to it once approved.
+        let (code, stdout, stderr) = env.run(&["--era", era, "tools", "pin", "--stdio", &serve]);
+        assert_eq!(code, 0, "{era}: {stdout}{stderr}");
+        let (code, connected) = env.json(&["--era", era, "connect", "--stdio", &serve]);
+        assert_eq!(code, 0, "{era}: {connected}");
+        assert_eq!(connected["summary"]["protocol_version"], era, "{connected}");
+        let (code, out) = env.json(&[
+            "--era",
+            era,
+            "call",
+            "--stdio",
+            &serve,
+            "demo__echo",
+            "--args",
+            r#"{"message":"nested"}"#,
+        ]);
+        assert_eq!(code, 0, "{era}: {out}");
+        assert_eq!(out["result"]["content"][0]["text"], "nested", "{out}");
+    }
+    // Inside, each call passed the gate for the nested client.
+    let nested: Vec<Value> = tool_calls(&env, "echo")
+        .into_iter()
+        .filter(|r| r["data"]["caller"]["client"] == "nested")
+        .collect();
+    assert_eq!(nested.len(), 2, "{nested:?}");
+}
