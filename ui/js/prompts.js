@@ -43,7 +43,16 @@ const seenAsking = new Set();
 let onNewAsking = () => {};
 
 /** Sets up the view and the dialog; `whenAsking` is called when a new card needs an answer. */
-export function init({ whenAsking }) {
+export // The AI client whose call through the gateway caused the prompt: the id it was set up
+// with (not verified: any local program can claim one) and the name it gave itself.
+function callerLine(caller) {
+  return el('p', { class: 'caller' }, 'During a call from the AI client ',
+    el('strong', { 'data-testid': 'caller' }, caller.client ?? ''),
+    ` over ${caller.transport ?? ''}`,
+    caller.claimed ? el('span', { class: 'muted' }, ` (it says it is ${caller.claimed})`) : '');
+}
+
+function init({ whenAsking }) {
   listRoot = document.getElementById('prompt-list');
   countBadge = document.querySelector('[data-testid=prompt-count]');
   dialog = document.getElementById('prompt-dialog');
@@ -329,6 +338,7 @@ function renderCard(card, where) {
     el('p', { class: 'said-label' }, 'The server says, in its own words:'),
     el('p', { class: 'message', 'data-testid': 'message' }, prompt.message ?? '')),
   el('p', { class: 'origin muted' }, 'Caused by: ', el('code', { 'data-testid': 'origin' }, prompt.origin ?? '')),
+  prompt.caller ? callerLine(prompt.caller) : null,
   mode === 'url' ? urlBlock(prompt) : null,
   reasonsBlock(prompt.assessment),
   held && card.state === 'asking'

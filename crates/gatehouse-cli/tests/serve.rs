@@ -205,6 +205,12 @@ fn without_a_consent_ui_an_elicitation_is_declined_never_forwarded_and_receipted
     assert_eq!(receipts.len(), 2, "{receipts:?}");
     for receipt in &receipts {
         assert_eq!(receipt["data"]["action"], "decline", "{receipt}");
+        // The receipt names the AI client whose call caused the elicitation.
+        assert_eq!(receipt["data"]["caller"]["client"], "ts_test", "{receipt}");
+        assert_eq!(
+            receipt["data"]["caller"]["claimed"],
+            "ts-sdk-test-client 1.0.0"
+        );
     }
 }
 

@@ -283,6 +283,16 @@ impl Session {
             .unwrap_or_default()
     }
 
+    /// Host call `call` was made for a downstream client: its elicitations name it.
+    /// Kept with the call's requests in flight, and forgotten with them.
+    pub fn set_caller(&self, call: u64, caller: crate::caller::Caller) {
+        self.inflight.set_caller(call, caller);
+    }
+
+    fn caller_of(&self, call: u64) -> Option<crate::caller::Caller> {
+        self.inflight.caller_of(call)
+    }
+
     pub fn end_call(&self, call: u64) -> Vec<ElicitationRecord> {
         self.inflight.forget_call(call);
         self.calls
@@ -518,6 +528,7 @@ impl ElicitationBroker {
         session: &Session,
         message: String,
         origin: Option<String>,
+        caller: Option<crate::caller::Caller>,
         assessment: Assessment,
         body: PromptBody,
     ) -> Prompt {
@@ -532,6 +543,7 @@ impl ElicitationBroker {
             era: session.era(),
             message,
             origin,
+            caller,
             assessment,
             body,
             ready_in: Duration::ZERO,
@@ -673,7 +685,8 @@ impl ElicitationBroker {
         // The broker's own holds (mode, elicitationId) and the abuse tracker added reasons after
         // the policy decided: whether the user may override is decided again over all of them.
         assessment.override_allowed = gatehouse_policy::override_allowed(&self.policy, &assessment);
-        let mut prompt = self.new_prompt(session, message, origin, assessment, body);
+        let caller = calls.iter().find_map(|call| session.caller_of(*call));
+        let mut prompt = self.new_prompt(session, message, origin, caller, assessment, body);
         prompt.ready_in = arrived.elapsed();
         let mut handling = Handling {
             prompt,
@@ -948,6 +961,7 @@ impl ElicitationBroker {
             "admission": verdict.status.as_str(),
             "origin": verdict.origin,
             "command": verdict.command,
+            "caller": h.prompt.caller,
             "user": self.options.user,
             "session_id": Value::Null,
             "era": h.prompt.era.as_str(),
@@ -1283,10 +1297,12 @@ impl ElicitationBroker {
             assessment.push(reason);
         }
         let (correlation, calls) = self.correlate(session, &Arrival::Request(Association::Unknown));
+        let caller = calls.iter().find_map(|call| session.caller_of(*call));
         let prompt = self.new_prompt(
             session,
             message,
             None,
+            caller,
             assessment,
             PromptBody::Unsupported {
                 detail: detail.to_string(),

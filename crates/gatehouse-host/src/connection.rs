@@ -684,7 +684,13 @@ impl Connection {
             Ok(permit) => permit,
             Err(error) => return (Err(error), Vec::new()),
         };
-        let call = self.session.as_ref().map(|s| (s.clone(), s.begin_call()));
+        let call = self.session.as_ref().map(|s| {
+            let call = s.begin_call();
+            if let Some(caller) = &options.caller {
+                s.set_caller(call, caller.clone());
+            }
+            (s.clone(), call)
+        });
         let Some((session, call)) = call else {
             let outcome = self
                 .drive_call(&permit, name, arguments, options, None)

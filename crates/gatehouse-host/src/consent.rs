@@ -167,6 +167,10 @@ pub struct Prompt {
     pub message: String,
     /// The request that caused it, e.g. `tools/call "book_table"`.
     pub origin: Option<String>,
+    /// The downstream client whose call caused it (through the gateway), as the host knows
+    /// it: the client id it was set up with and the name it claimed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<crate::caller::Caller>,
     pub assessment: Assessment,
     pub body: PromptBody,
     /// From the elicitation's arrival to this prompt being ready: the host's own latency,

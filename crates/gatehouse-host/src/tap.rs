@@ -340,6 +340,8 @@ pub struct InFlight {
     expected: Mutex<VecDeque<(String, u64)>>,
     /// The last request sent for each host call, answered or not.
     last: Mutex<std::collections::HashMap<u64, OutRequest>>,
+    /// The downstream client of each host call a gateway made.
+    callers: Mutex<std::collections::HashMap<u64, crate::caller::Caller>>,
 }
 
 impl InFlight {
@@ -355,7 +357,23 @@ impl InFlight {
     /// request of it still unanswered. Called whenever the call ends, for any reason (answered,
     /// timed out, cancelled, killed, dropped), so a later `elicitation/create` can never be tied
     /// to a request the host gave up on.
+    pub fn set_caller(&self, call: u64, caller: crate::caller::Caller) {
+        self.callers
+            .lock()
+            .expect("in-flight poisoned")
+            .insert(call, caller);
+    }
+
+    pub fn caller_of(&self, call: u64) -> Option<crate::caller::Caller> {
+        self.callers
+            .lock()
+            .expect("in-flight poisoned")
+            .get(&call)
+            .cloned()
+    }
+
     pub fn forget_call(&self, call: u64) {
+        self.callers.lock().expect("in-flight poisoned").remove(&call);
         self.expected
             .lock()
             .expect("in-flight poisoned")

@@ -1656,3 +1656,70 @@ async fn a_receipt_records_who_asked_what_for_which_request_and_the_chain_verifi
         );
     }
 }
+
+#[tokio::test]
+async fn a_card_names_the_ai_client_whose_call_caused_it_and_the_users_own_calls_name_none() {
+    let host = Host::warn();
+    let desk = desk();
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker_for(Policy::default_policy(), desk.clone(), &opener, None);
+    let server = Arc::new(
+        host.connect(
+            "asks",
+            &fixture("elicit-withdraw"),
+            &broker,
+            EraPreference::Auto,
+        )
+        .await
+        .unwrap(),
+    );
+    server.approve_tools(&["t".into()]).await.unwrap();
+    let caller = gatehouse_host::Caller::new(
+        "claude_code",
+        gatehouse_host::DownstreamTransport::Stdio,
+        Some("claude-code 2.1"),
+    );
+    for (who, expected) in [(Some(caller.clone()), Some("claude_code")), (None, None)] {
+        let call = tokio::spawn({
+            let server = server.clone();
+            let options = CallOptions {
+                caller: who,
+                ..CallOptions::default()
+            };
+            async move { server.call_tool("t", None, &options).await }
+        });
+        let asked = asking_card(&desk).await;
+        assert_eq!(
+            asked.prompt.caller.as_ref().map(|c| c.client.as_str()),
+            expected,
+            "{:?}",
+            asked.prompt
+        );
+        desk.answer(
+            asked.prompt.id,
+            WindowAnswer {
+                reply: WindowReply::Decline,
+                content: None,
+                override_hold: false,
+            },
+        )
+        .unwrap();
+        // The fixture answers its call only when told to end it; the receipt is written
+        // before the answer goes out.
+        let receipt = eventually("the receipt", Duration::from_secs(10), || {
+            host.records_of(events::ELICITATION_RECEIPT)
+                .into_iter()
+                .find(|r| r.data["receipt_id"] == asked.prompt.receipt_id.as_str())
+        })
+        .await;
+        assert_eq!(
+            receipt.data["caller"]["client"].as_str(),
+            expected,
+            "{:?}",
+            receipt.data
+        );
+        call.abort();
+        let _ = call.await;
+    }
+    Arc::into_inner(server).unwrap().close().await;
+}
