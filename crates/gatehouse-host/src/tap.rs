@@ -353,10 +353,8 @@ impl InFlight {
             .push_back((tool.to_string(), call));
     }
 
-    /// Forgets everything of host call `call`: its announcements, its last request and every
-    /// request of it still unanswered. Called whenever the call ends, for any reason (answered,
-    /// timed out, cancelled, killed, dropped), so a later `elicitation/create` can never be tied
-    /// to a request the host gave up on.
+    /// Host call `call` was made for a downstream client (the gateway); forgotten with the
+    /// call.
     pub fn set_caller(&self, call: u64, caller: crate::caller::Caller) {
         self.callers
             .lock()
@@ -372,8 +370,15 @@ impl InFlight {
             .cloned()
     }
 
+    /// Forgets everything of host call `call`: its announcements, its caller, its last request
+    /// and every request of it still unanswered. Called whenever the call ends, for any reason
+    /// (answered, timed out, cancelled, killed, dropped), so a later `elicitation/create` can
+    /// never be tied to a request the host gave up on.
     pub fn forget_call(&self, call: u64) {
-        self.callers.lock().expect("in-flight poisoned").remove(&call);
+        self.callers
+            .lock()
+            .expect("in-flight poisoned")
+            .remove(&call);
         self.expected
             .lock()
             .expect("in-flight poisoned")
