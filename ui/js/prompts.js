@@ -42,8 +42,7 @@ let lastListKey = '';
 const seenAsking = new Set();
 let onNewAsking = () => {};
 
-/** Sets up the view and the dialog; `whenAsking` is called when a new card needs an answer. */
-export // The AI client whose call through the gateway caused the prompt: the id it was set up
+// The AI client whose call through the gateway caused the prompt: the id it was set up
 // with (not verified: any local program can claim one) and the name it gave itself.
 function callerLine(caller) {
   return el('p', { class: 'caller' }, 'During a call from the AI client ',
@@ -52,7 +51,8 @@ function callerLine(caller) {
     caller.claimed ? el('span', { class: 'muted' }, ` (it says it is ${caller.claimed})`) : '');
 }
 
-function init({ whenAsking }) {
+/** Sets up the view and the dialog; `whenAsking` is called when a new card needs an answer. */
+export function init({ whenAsking }) {
   listRoot = document.getElementById('prompt-list');
   countBadge = document.querySelector('[data-testid=prompt-count]');
   dialog = document.getElementById('prompt-dialog');
