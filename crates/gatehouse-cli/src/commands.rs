@@ -277,7 +277,10 @@ fn resolve_target(
         )),
         (Some(name), false) => {
             let config = load_config(context)?;
-            if context.demo && name == demo::DEMO_SERVER_NAME && !config.servers.contains_key(name)
+            // The demo under both its names, as the desktop app and the gateway offer it.
+            if context.demo
+                && [demo::DEMO_SERVER_NAME, demo::DEMO_LEGACY_NAME].contains(&name)
+                && !config.servers.contains_key(name)
             {
                 let spec = demo::demo_server_spec().map_err(Failure::usage)?;
                 return Ok((name.to_string(), spec));
@@ -364,13 +367,22 @@ pub async fn connect_with(
         &format!("connecting to {name} ({})", spec.describe()),
         context.json,
     );
+    let mut options = context.options.clone();
+    // The demo's legacy name speaks only 2025-11-25 (a configured server of that name is the
+    // user's own and speaks what it is asked).
+    if context.demo
+        && name == demo::DEMO_LEGACY_NAME
+        && !load_config(context)?.servers.contains_key(name)
+    {
+        options.era = demo::demo_era(name, options.era);
+    }
     let result = Connection::connect(
         name,
         spec,
         context.secrets.clone(),
         context.tap.clone(),
         context.events.clone(),
-        &context.options,
+        &options,
         gatekeeper,
     )
     .await;

@@ -29,6 +29,34 @@ fn audit_records(env: &Env, args: &[&str]) -> Vec<Value> {
 }
 
 #[test]
+fn the_cli_offers_the_demo_under_both_names_as_the_app_and_the_gateway_do() {
+    let env = Env::new();
+    let demo = with(&["--demo"], &DENY);
+    for (name, era) in [("demo", "2026-07-28"), ("demo-2025", "2025-11-25")] {
+        let (code, out) = env.json(&with(&demo, &["connect", name]));
+        assert_eq!(code, 0, "{name}: {out}");
+        assert_eq!(out["admission"]["status"], "admitted", "{out}");
+        assert_eq!(out["summary"]["protocol_version"], era, "{name}: {out}");
+        let (code, out) = env.json(&with(
+            &demo,
+            &[
+                "call",
+                name,
+                "echo",
+                "--args",
+                r#"{"message":"both names"}"#,
+            ],
+        ));
+        assert_eq!(code, 0, "{name}: {out}");
+        assert_eq!(out["result"]["content"][0]["text"], "both names");
+    }
+    // Without --demo neither name means anything.
+    let (code, out) = env.json(&with(&DENY, &["connect", "demo-2025"]));
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(out["error"]["code"], "unknown_server", "{out}");
+}
+
+#[test]
 fn the_demo_run_admits_the_demo_server_and_refuses_a_tampered_attestation() {
     let env = Env::new();
     let demo = with(&["--demo"], &DENY);

@@ -29,6 +29,20 @@ const SIGNER_KEY: &str = include_str!("../../../trust-roots/demo/DEMO-ONLY-signe
 /// The demo server's name in demo mode.
 pub const DEMO_SERVER_NAME: &str = "demo";
 
+/// The demo server under two names: one speaks whatever it negotiates (2026-07-28), the
+/// other only 2025-11-25, so both eras' elicitation flows can be tried side by side. Every
+/// front end offers both.
+pub const DEMO_LEGACY_NAME: &str = "demo-2025";
+
+/// The era a demo server name speaks: `demo-2025` only 2025-11-25, `demo` what it is asked.
+pub fn demo_era(name: &str, asked: crate::EraPreference) -> crate::EraPreference {
+    if name == DEMO_LEGACY_NAME {
+        crate::EraPreference::Only(crate::Era::V2025_11_25)
+    } else {
+        asked
+    }
+}
+
 /// The demo server's executable name.
 pub const DEMO_SERVER_BINARY: &str = "gatehouse-demo-server";
 

@@ -171,9 +171,7 @@ impl HostOptions {
     }
 }
 
-/// The demo server under two names: one speaks whatever it negotiates (2026-07-28), the
-/// other only 2025-11-25, so both eras' elicitation flows can be tried side by side.
-pub const DEMO_LEGACY_NAME: &str = "demo-2025";
+pub use crate::demo::DEMO_LEGACY_NAME;
 
 /// A server's state as the Servers view shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -522,8 +520,8 @@ impl Host {
         }
         (self.notify)(Change::Servers { name: name.into() });
         let options = ConnectOptions {
-            era: if name == DEMO_LEGACY_NAME && demo {
-                EraPreference::Only(Era::V2025_11_25)
+            era: if demo {
+                demo::demo_era(name, self.options.request_era)
             } else {
                 self.options.request_era
             },
