@@ -65,7 +65,8 @@ pub struct Cli {
     pub prompt_timeout: f64,
 
     /// Demo mode: also trust the DEMO-ONLY bundle for the embedded demo server, available as
-    /// the server "demo". Verdicts it supports are labelled DEMO.
+    /// the servers "demo" (2026-07-28) and "demo-2025" (2025-11-25). Verdicts it supports are
+    /// labelled DEMO.
     #[arg(long, global = true)]
     pub demo: bool,
 
