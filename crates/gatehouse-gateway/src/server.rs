@@ -71,6 +71,24 @@ pub struct Gateway {
     startup_wait: Duration,
     /// Woken by the host when a server's state changed (admission, reconnect, suspension).
     changed: Arc<Notify>,
+    /// Calls under way, so the host is not closed under a call that is still cancelling.
+    calls: watch::Sender<usize>,
+}
+
+/// Counts a call as under way while it lives.
+struct CallUnderWay<'a>(&'a watch::Sender<usize>);
+
+impl<'a> CallUnderWay<'a> {
+    fn start(calls: &'a watch::Sender<usize>) -> CallUnderWay<'a> {
+        calls.send_modify(|n| *n += 1);
+        CallUnderWay(calls)
+    }
+}
+
+impl Drop for CallUnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 impl Gateway {
@@ -89,6 +107,7 @@ impl Gateway {
             started,
             startup_wait: DEFAULT_STARTUP_WAIT,
             changed,
+            calls: watch::channel(0).0,
         }
     }
 
@@ -124,6 +143,16 @@ impl Gateway {
         let changed = *current != offer;
         *current = offer.clone();
         (offer, changed)
+    }
+
+    /// Waits (at most `limit`) until no call is under way: when the client left, rmcp
+    /// cancelled its calls, and each sends `notifications/cancelled` upstream as it ends.
+    /// True when there were calls to wait for.
+    pub async fn calls_ended(&self, limit: Duration) -> bool {
+        let mut calls = self.calls.subscribe();
+        let busy = *calls.borrow() > 0;
+        let _ = tokio::time::timeout(limit, calls.wait_for(|n| *n == 0)).await;
+        busy
     }
 
     async fn wait_for_start(&self) {
@@ -207,6 +236,7 @@ impl ServerHandler for GatewayHandler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let gateway = &self.0;
+        let _under_way = CallUnderWay::start(&gateway.calls);
         let name = request.name.to_string();
         let resolve = |offer: &Offer| {
             offer

@@ -10,6 +10,11 @@ use tokio::sync::{Notify, watch};
 
 use crate::server::{Gateway, GatewayHandler};
 
+/// How long calls cancelled by a departing client get to end.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+/// Then how long their cancellations get to reach the servers' pipes.
+const FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// Serves one client on this process's stdin/stdout until it closes stdin. Upstream servers
 /// connect all at once in the background. `changed` is the notify the host was opened with.
 /// Only rmcp writes to stdout.
@@ -35,7 +40,7 @@ pub async fn serve_stdio(
         )
         .with_startup_wait(startup_wait),
     );
-    let running = match GatewayHandler(gateway)
+    let running = match GatewayHandler(gateway.clone())
         .serve(rmcp::transport::stdio())
         .await
     {
@@ -51,6 +56,12 @@ pub async fn serve_stdio(
         }
     };
     let quit = running.waiting().await;
+    // The client is gone: its calls were cancelled; let them tell their servers before the
+    // connections close. A cancelled call queued its notifications/cancelled with rmcp, whose
+    // session drops what it has not written once it is cancelled: a moment to write it.
+    if gateway.calls_ended(CANCEL_GRACE).await {
+        tokio::time::sleep(FLUSH_GRACE).await;
+    }
     host.shutdown().await;
     quit.map(|_| ())
         .map_err(|e| format!("the stdio session failed: {e}"))
