@@ -355,7 +355,8 @@ fn a_client_connected_with_gatehouse_clients_reaches_its_own_servers_through_the
 
 /// The MCP Inspector's CLI mode (npm @modelcontextprotocol/inspector, pinned): another client
 /// no one here wrote, launching `gatehouse serve` the way its users do.
-fn inspector(env: &Env, method_args: &[&str]) -> (bool, String) {
+/// Whether it succeeded, its stdout (the JSON result) and its stderr (serve's notes).
+fn inspector(env: &Env, method_args: &[&str]) -> (bool, String, String) {
     let mut command = Command::new(node());
     command
         .arg(
@@ -373,19 +374,16 @@ fn inspector(env: &Env, method_args: &[&str]) -> (bool, String) {
     let out = command.output().unwrap();
     (
         out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
 #[test]
 fn the_mcp_inspector_cli_lists_and_calls_through_serve() {
     let env = Env::new();
-    let (ok, listed) = inspector(&env, &["--method", "tools/list"]);
-    assert!(ok, "{listed}");
+    let (ok, listed, notes) = inspector(&env, &["--method", "tools/list"]);
+    assert!(ok, "{listed}{notes}");
     let listed: Value = serde_json::from_str(&listed).unwrap_or_else(|e| panic!("{e}: {listed}"));
     let offered: Vec<&str> = listed["tools"]
         .as_array()
@@ -399,7 +397,7 @@ fn the_mcp_inspector_cli_lists_and_calls_through_serve() {
     );
     assert!(!offered.contains(&"demo__fail"), "{offered:?}");
 
-    let (ok, called) = inspector(
+    let (ok, called, notes) = inspector(
         &env,
         &[
             "--method",
@@ -410,7 +408,7 @@ fn the_mcp_inspector_cli_lists_and_calls_through_serve() {
             "message=inspected",
         ],
     );
-    assert!(ok, "{called}");
+    assert!(ok, "{called}{notes}");
     let called: Value = serde_json::from_str(&called).unwrap_or_else(|e| panic!("{e}: {called}"));
     assert_eq!(called["content"][0]["text"], "inspected");
     let calls = tool_calls(&env, "echo");
@@ -437,13 +435,68 @@ fn progress_passes_from_the_upstream_server_to_the_client_under_the_clients_toke
             .map(|p| (p["progress"].as_f64().unwrap(), p["total"].as_f64()))
             .collect()
     };
-    assert_eq!(
-        progress(&out[0]),
-        vec![(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
-    );
-    assert_eq!(progress(&out[1]), vec![(1.0, Some(2.0)), (2.0, Some(2.0))]);
+    // The SDK hands a progress notification to its handler a microtask late, after a
+    // response read in the same chunk has retired the token (typescript-sdk issue #2580):
+    // the last step can be lost on a busy machine. What reaches the model is in order; that
+    // every step goes out, before the result, is checked on the wire below.
+    let in_order_prefix = |got: Vec<(f64, Option<f64>)>, steps: u32| {
+        let want: Vec<(f64, Option<f64>)> = (1..=steps)
+            .map(|k| (f64::from(k), Some(f64::from(steps))))
+            .collect();
+        assert!(
+            got.len() + 1 >= want.len() && want.starts_with(&got),
+            "{got:?} is not {want:?} (or it without its last step)"
+        );
+    };
+    in_order_prefix(progress(&out[0]), 3);
+    in_order_prefix(progress(&out[1]), 2);
     assert!(out[2].get("progress").is_none());
     assert!(text(&out[2]).contains("done"), "{}", out[2]);
+}
+
+#[test]
+fn every_progress_step_goes_out_under_the_clients_token_before_the_result() {
+    let env = Env::new();
+    let mut raw = RawClient::start(&env);
+    for (id, tool, token) in [
+        (2, "demo-2025__slow", json!("client-token-7")),
+        (3, "demo__slow", json!(41)),
+    ] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": tool, "arguments": {"steps": 3, "delay_ms": 20},
+            "_meta": {"progressToken": token}}});
+        raw.send(call.to_string().as_bytes());
+        let mut seen = Vec::new();
+        let result = loop {
+            let message = raw.next_message();
+            if message["id"] == json!(id) {
+                break message;
+            }
+            if message["method"] == "notifications/progress" {
+                seen.push(message["params"].clone());
+            }
+        };
+        assert!(result["result"]["isError"] != json!(true), "{result}");
+        let steps: Vec<(Value, f64, f64)> = seen
+            .iter()
+            .map(|p| {
+                (
+                    p["progressToken"].clone(),
+                    p["progress"].as_f64().unwrap(),
+                    p["total"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            vec![
+                (token.clone(), 1.0, 3.0),
+                (token.clone(), 2.0, 3.0),
+                (token.clone(), 3.0, 3.0)
+            ],
+            "{tool}"
+        );
+    }
 }
 
 /// `gatehouse --demo serve` with raw pipes, for a client that misbehaves.
@@ -490,6 +543,15 @@ impl RawClient {
         stdin.write_all(line).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// The next message the gateway sends.
+    fn next_message(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no message within 30 s"));
+        serde_json::from_str(&line).unwrap()
     }
 
     /// The response to request `id` (notifications and other responses are skipped).
