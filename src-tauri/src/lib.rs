@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_attest::bundle::Posture;
+use gatehouse_gateway::bridge;
 use gatehouse_host::KeyringStore;
 use gatehouse_host::SecretStore;
 use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
@@ -55,10 +56,11 @@ pub struct Launch {
     pub connect_at_start: bool,
     /// When `main` began.
     pub started: Option<std::time::Instant>,
+    /// Serve AI clients' `gatehouse serve` on the bridge socket (gatehouse_gateway::bridge).
+    pub bridge: bool,
 }
 
-const USAGE: &str =
-    "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn]";
+const USAGE: &str = "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn] [--no-bridge]";
 
 impl Launch {
     /// From the command line: `--demo`, `--policy FILE`, `--posture POSTURE` (or
@@ -79,12 +81,14 @@ impl Launch {
             policy: std::env::var_os("GATEHOUSE_POLICY").map(PathBuf::from),
             posture,
             connect_at_start: true,
+            bridge: true,
             ..Launch::default()
         };
         let mut args = args.into_iter().skip(1);
         while let Some(arg) = args.next() {
             match arg.as_str() {
                 "--demo" => launch.demo = true,
+                "--no-bridge" => launch.bridge = false,
                 "--policy" => {
                     launch.policy = Some(
                         args.next()
@@ -205,11 +209,30 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
             let desk = Desk::open(options, secrets, notifier(handle.clone()))
                 .map_err(|e| e.to_string())?;
             app.manage(desk.clone());
+            if launch.bridge {
+                tauri::async_runtime::spawn(serve_bridge(desk.host().clone()));
+            }
             if launch.connect_at_start {
                 tauri::async_runtime::spawn(async move { desk.connect_all().await });
             }
             Ok(())
         })
+}
+
+/// Serves AI clients' `gatehouse serve` on the bridge socket for as long as the app runs. A
+/// bridge that cannot be opened leaves the app working: `serve` then runs its own host.
+async fn serve_bridge(host: Arc<gatehouse_host::host::Host>) {
+    let listener = match bridge::socket_path().and_then(|path| bridge::BridgeListener::bind(&path))
+    {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::warn!(code = error.code.as_str(), message = %error.message, "AI clients cannot reach this app");
+            eprintln!("gatehouse-desktop: AI clients cannot reach this app: {error}");
+            return;
+        }
+    };
+    tracing::info!(socket = %listener.path().display(), "serving AI clients");
+    listener.serve(host).await;
 }
 
 /// Runs the desktop app.

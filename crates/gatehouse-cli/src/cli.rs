@@ -130,6 +130,10 @@ pub struct ServeArgs {
     /// offered when they are ready (notifications/tools/list_changed).
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub startup_wait: f64,
+    /// Run the host in this process even when the desktop app is running (by default the
+    /// client is bridged to the app: its servers, gate, audit log and consent dialog).
+    #[arg(long)]
+    pub no_bridge: bool,
 }
 
 #[derive(Debug, Subcommand)]

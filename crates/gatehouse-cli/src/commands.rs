@@ -198,6 +198,24 @@ fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
     }
 }
 
+/// The flags (or their environment variables) that describe a host of their own: servers,
+/// trust, posture, policy or audit log other than the user's defaults. `serve` with any of
+/// them runs that host in-process instead of bridging to the desktop app's.
+fn own_host_flags(cli: &Cli) -> Vec<&'static str> {
+    [
+        ("--config", cli.config.is_some()),
+        ("--trust-roots", cli.trust_roots.is_some()),
+        ("--posture", cli.posture.is_some()),
+        ("--audit", cli.audit.is_some()),
+        ("--policy", cli.policy.is_some()),
+        ("--demo", cli.demo),
+        ("--log-dir", cli.log_dir.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect()
+}
+
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
     let mut tap = TrafficTap::new(TAP_CAPACITY, system_clock());
     if let Some(path) = &cli.traffic_log {
@@ -206,6 +224,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             .map_err(|e| Failure::usage(format!("--traffic-log {}: {e}", path.display())))?;
     }
     let (events, _) = broadcast::channel(256);
+    let own_host = own_host_flags(&cli);
     let context = Context {
         json: cli.json,
         config_path: cli.config.clone().unwrap_or_else(default_config_path),
@@ -253,7 +272,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Attest(command) => crate::admin::attest_async(&context, command).await,
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,
         Command::Policy(command) => crate::policy::run(&context, command),
-        Command::Serve(args) => crate::serve::run(&context, &args).await,
+        Command::Serve(args) => crate::serve::run(&context, &args, &own_host).await,
         Command::Clients(command) => crate::clients::run(&context, command).await,
     }
 }

@@ -1,27 +1,52 @@
-//! `gatehouse serve`: Gatehouse as one MCP server for an AI client, on stdio. The host runs in
-//! this process (headless: elicitations are declined, see gatehouse_gateway::headless); the
-//! client's calls pass the same gate and audit log as the CLI's own.
+//! `gatehouse serve`: Gatehouse as one MCP server for an AI client, on stdio. While the
+//! desktop app runs, the client is bridged to the app's host (gatehouse_gateway::bridge): one
+//! set of servers, one gate, one audit log, the app's consent dialog. Otherwise, or with
+//! `--no-bridge` or a flag that describes another host, the host runs in this process,
+//! headless (elicitations are declined, see gatehouse_gateway::headless); the client's calls
+//! pass the same gate and audit log as the CLI's own.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gatehouse_gateway::HeadlessConsent;
+use gatehouse_gateway::{HeadlessConsent, bridge};
 use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
 use gatehouse_host::caller::{UNNAMED_CLIENT, validate_client_id};
-use gatehouse_host::host::{Change, Host, HostOptions, HostPaths};
+use gatehouse_host::host::{Host, HostOptions, HostPaths};
 use gatehouse_host::tap::system_clock;
-use tokio::sync::Notify;
 
 use crate::cli::ServeArgs;
 use crate::commands::{Context, Failure, data_dir};
 
-pub async fn run(context: &Context, args: &ServeArgs) -> Result<u8, Failure> {
+pub async fn run(
+    context: &Context,
+    args: &ServeArgs,
+    own_host: &[&'static str],
+) -> Result<u8, Failure> {
     let client = args.client.as_deref().unwrap_or(UNNAMED_CLIENT);
     validate_client_id(client).map_err(Failure::usage)?;
     if args.startup_wait < 0.0 || !args.startup_wait.is_finite() || args.startup_wait > 600.0 {
         return Err(Failure::usage(
             "--startup-wait must be between 0 and 600 seconds",
         ));
+    }
+    let startup_wait = std::time::Duration::from_secs_f64(args.startup_wait);
+    if args.no_bridge || !own_host.is_empty() {
+        let why = if args.no_bridge {
+            "--no-bridge".to_string()
+        } else {
+            own_host.join(", ")
+        };
+        eprintln!("gatehouse serve: running the host in this process ({why})");
+    } else if let Some(bridged) = bridge(client, startup_wait).await? {
+        bridged
+            .pipe(tokio::io::stdin(), tokio::io::stdout())
+            .await
+            .map_err(|e| Failure {
+                code: e.code.as_str(),
+                message: e.message,
+                exit: 2,
+            })?;
+        return Ok(0);
     }
     // Refused here with the CLI's exit code for a refusal; the host checks again before each
     // admission (a lock installed while it serves).
@@ -46,19 +71,11 @@ pub async fn run(context: &Context, args: &ServeArgs) -> Result<u8, Failure> {
     options.audit_file = Some(context.audit_path.clone());
     options.admin_trust_roots = context.trust_roots_flag.clone();
     options.request_era = context.options.era;
-    // The gateway hears of every change of a server's state; it then checks whether what it
-    // offers changed.
-    let changed = Arc::new(Notify::new());
-    let notify = changed.clone();
     let host = Host::open(
         options,
         context.secrets.clone(),
         Arc::new(HeadlessConsent),
-        Arc::new(move |change| {
-            if matches!(change, Change::Servers { .. }) {
-                notify.notify_one();
-            }
-        }),
+        Arc::new(|_| {}),
     )
     .map_err(|e| Failure {
         code: e.code,
@@ -71,17 +88,54 @@ pub async fn run(context: &Context, args: &ServeArgs) -> Result<u8, Failure> {
             problem.code, problem.message
         );
     }
-    gatehouse_gateway::stdio::serve_stdio(
-        host,
-        changed,
-        client.to_string(),
-        std::time::Duration::from_secs_f64(args.startup_wait),
-    )
-    .await
-    .map_err(|message| Failure {
-        code: "serve_failed",
-        message,
-        exit: 2,
-    })?;
+    gatehouse_gateway::stdio::serve_stdio(host, client.to_string(), startup_wait)
+        .await
+        .map_err(|message| Failure {
+            code: "serve_failed",
+            message,
+            exit: 2,
+        })?;
     Ok(0)
+}
+
+/// The desktop app's host, when it runs: `None` when no app listens (or there is no runtime
+/// directory for its socket), and the host then runs here. A bridge that is there but fails
+/// its checks stops `serve`: the client is handed to nothing unchecked.
+async fn bridge(
+    client: &str,
+    startup_wait: std::time::Duration,
+) -> Result<Option<bridge::Bridged>, Failure> {
+    let path = match bridge::socket_path() {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!(
+                "gatehouse serve: running the host in this process: {}",
+                error.message
+            );
+            return Ok(None);
+        }
+    };
+    match bridge::connect(&path, client, startup_wait).await {
+        Ok(Some(bridged)) => {
+            eprintln!(
+                "gatehouse serve: bridged to the desktop app ({})",
+                path.display()
+            );
+            Ok(Some(bridged))
+        }
+        Ok(None) => {
+            eprintln!(
+                "gatehouse serve: the desktop app is not running; running the host in this process"
+            );
+            Ok(None)
+        }
+        Err(error) => Err(Failure {
+            code: error.code.as_str(),
+            message: format!(
+                "{}; or run gatehouse serve --no-bridge to use a host of its own",
+                error.message
+            ),
+            exit: 2,
+        }),
+    }
 }

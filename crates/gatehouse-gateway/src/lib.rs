@@ -2,6 +2,7 @@
 //! gateway; the gateway offers the gate's allowed tools of the upstream servers the host
 //! admitted, and every call passes the host's gate and audit, with the client named.
 
+pub mod bridge;
 pub mod headless;
 pub mod names;
 pub mod server;

@@ -15,7 +15,8 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use tokio::sync::{Notify, broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio_util::sync::CancellationToken;
 
 use crate::names::NameTable;
 
@@ -69,10 +70,11 @@ pub struct Gateway {
     /// Flips to true when the first connection of every upstream server ended either way.
     started: watch::Receiver<bool>,
     startup_wait: Duration,
-    /// Woken by the host when a server's state changed (admission, reconnect, suspension).
-    changed: Arc<Notify>,
     /// Calls under way, so the host is not closed under a call that is still cancelling.
     calls: watch::Sender<usize>,
+    /// Cancelled when the client's session ended: stops the change watcher (a long-lived
+    /// host outlives its gateway clients).
+    ended: CancellationToken,
 }
 
 /// Counts a call as under way while it lives.
@@ -92,23 +94,24 @@ impl Drop for CallUnderWay<'_> {
 }
 
 impl Gateway {
-    pub fn new(
-        host: Arc<Host>,
-        client: String,
-        transport: DownstreamTransport,
-        started: watch::Receiver<bool>,
-        changed: Arc<Notify>,
-    ) -> Gateway {
+    /// A server for one downstream client on `host`, which connects the upstream servers
+    /// (see [`Host::connect_all`]) and says when what they offer may have changed.
+    pub fn new(host: Arc<Host>, client: String, transport: DownstreamTransport) -> Gateway {
         Gateway {
+            started: host.started(),
             host,
             client,
             transport,
             offer: Mutex::new(Offer::default()),
-            started,
             startup_wait: DEFAULT_STARTUP_WAIT,
-            changed,
             calls: watch::channel(0).0,
+            ended: CancellationToken::new(),
         }
+    }
+
+    /// The client's session ended: nothing more is sent to it.
+    pub fn end(&self) {
+        self.ended.cancel();
     }
 
     pub fn with_startup_wait(mut self, wait: Duration) -> Gateway {
@@ -172,6 +175,7 @@ impl Gateway {
     /// client is gone.
     async fn watch_changes(self: Arc<Self>, peer: rmcp::Peer<RoleServer>) {
         let mut events = self.host.subscribe();
+        let mut servers = self.host.server_changes();
         loop {
             tokio::select! {
                 event = events.recv() => match event {
@@ -179,7 +183,10 @@ impl Gateway {
                     Ok(_) => continue,
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                () = self.changed.notified() => {}
+                changed = servers.changed() => if changed.is_err() {
+                    return;
+                },
+                () = self.ended.cancelled() => return,
             }
             let (_, changed) = self.refresh().await;
             if changed && peer.notify_tool_list_changed().await.is_err() {

@@ -6,7 +6,6 @@ use gatehouse_host::DownstreamTransport;
 use gatehouse_host::host::Host;
 use rmcp::ServiceExt;
 use rmcp::service::ServerInitializeError;
-use tokio::sync::{Notify, watch};
 
 use crate::server::{Gateway, GatewayHandler};
 
@@ -16,29 +15,17 @@ const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 const FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Serves one client on this process's stdin/stdout until it closes stdin. Upstream servers
-/// connect all at once in the background. `changed` is the notify the host was opened with.
-/// Only rmcp writes to stdout.
+/// connect all at once in the background. Only rmcp writes to stdout.
 pub async fn serve_stdio(
     host: Arc<Host>,
-    changed: Arc<Notify>,
     client: String,
     startup_wait: std::time::Duration,
 ) -> Result<(), String> {
-    let (started_tx, started) = watch::channel(false);
     let connecting = host.clone();
-    tokio::spawn(async move {
-        connecting.connect_all().await;
-        let _ = started_tx.send(true);
-    });
+    tokio::spawn(async move { connecting.connect_all().await });
     let gateway = Arc::new(
-        Gateway::new(
-            host.clone(),
-            client,
-            DownstreamTransport::Stdio,
-            started,
-            changed,
-        )
-        .with_startup_wait(startup_wait),
+        Gateway::new(host.clone(), client, DownstreamTransport::Stdio)
+            .with_startup_wait(startup_wait),
     );
     let running = match GatewayHandler(gateway.clone())
         .serve(rmcp::transport::stdio())
@@ -56,6 +43,7 @@ pub async fn serve_stdio(
         }
     };
     let quit = running.waiting().await;
+    gateway.end();
     // The client is gone: its calls were cancelled; let them tell their servers before the
     // connections close. A cancelled call queued its notifications/cancelled with rmcp, whose
     // session drops what it has not written once it is cancelled: a moment to write it.

@@ -101,6 +101,8 @@ impl Env {
             .env_remove("GATEHOUSE_AUDIT")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("XDG_DATA_HOME")
+            // Never the desktop app of whoever runs the tests.
+            .env("XDG_RUNTIME_DIR", self.dir.path().join("run"))
             .env("GATEHOUSE_TRUST_ROOTS", self.trust_roots())
             .env("GATEHOUSE_POSTURE", "warn")
             .stdin(Stdio::null());

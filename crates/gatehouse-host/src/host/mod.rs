@@ -17,7 +17,7 @@ use gatehouse_audit::OpenReport;
 use rmcp::model::Tool;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Mutex, broadcast};
+use tokio::sync::{Mutex, broadcast, watch};
 
 use crate::admission::{BundleProblem, BundleSummary, TrustSettings};
 use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
@@ -334,6 +334,12 @@ pub struct Host {
     broker: Arc<ElicitationBroker>,
     slots: Mutex<BTreeMap<String, Slot>>,
     notify: Notifier,
+    /// True once the first [`Host::connect_all`] ended: every listed server's first
+    /// connection went one way or the other.
+    started: watch::Sender<bool>,
+    /// Counts changes of any server's state, for front ends that share the host (each
+    /// gateway client) and cannot all be its one [`Notifier`].
+    servers_changed: watch::Sender<u64>,
 }
 
 const TAP_CAPACITY: usize = 10_000;
@@ -405,6 +411,15 @@ impl Host {
             },
         );
         let (events, _) = broadcast::channel(256);
+        let servers_changed = watch::channel(0u64).0;
+        let seen = servers_changed.clone();
+        let front_end = notify;
+        let notify: Notifier = Arc::new(move |change: Change| {
+            if matches!(change, Change::Servers { .. }) {
+                seen.send_modify(|n| *n = n.wrapping_add(1));
+            }
+            front_end(change);
+        });
         Ok(Arc::new(Host {
             tap: Arc::new(TrafficTap::new(TAP_CAPACITY, options.clock.clone())),
             options,
@@ -416,6 +431,8 @@ impl Host {
             broker,
             slots: Mutex::new(BTreeMap::new()),
             notify,
+            started: watch::channel(false).0,
+            servers_changed,
         }))
     }
 
@@ -648,6 +665,18 @@ impl Host {
             Err(_) => return,
         };
         futures::future::join_all(names.iter().map(|name| self.connection(name))).await;
+        self.started.send_replace(true);
+    }
+
+    /// Flips to true when the first [`Host::connect_all`] has ended.
+    pub fn started(&self) -> watch::Receiver<bool> {
+        self.started.subscribe()
+    }
+
+    /// Changes whenever a server's state changed (connecting, admitted, refused, suspended,
+    /// resumed, added): what a front end offers may have changed with it.
+    pub fn server_changes(&self) -> watch::Receiver<u64> {
+        self.servers_changed.subscribe()
     }
 
     /// Every tool of every live connection with the gate's status for it, by server in list

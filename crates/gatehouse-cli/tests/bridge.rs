@@ -1,0 +1,341 @@
+//! `gatehouse serve` bridged to a running app: the app here is this test process holding the
+//! desktop app's host (gatehouse_host::desk: the host with the card desk as its consent UI)
+//! and its bridge listener; the client is the reference TypeScript client launching the real
+//! `gatehouse serve`, as Claude Desktop would.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{demo_bin, node, repo};
+use gatehouse_gateway::bridge::{BridgeListener, socket_path_in};
+use gatehouse_host::MemoryStore;
+use gatehouse_host::desk::{CardState, Desk, DeskOptions, DeskPaths, WindowAnswer, WindowReply};
+use gatehouse_host::tap::system_clock;
+use serde_json::{Value, json};
+
+/// The user's machine: a home, a runtime directory, and the app's own directories.
+struct Machine {
+    dir: tempfile::TempDir,
+}
+
+impl Machine {
+    fn new() -> Machine {
+        let machine = Machine {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(machine.runtime()).unwrap();
+        std::fs::set_permissions(machine.runtime(), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        machine
+    }
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    fn runtime(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+    fn app(&self) -> PathBuf {
+        self.dir.path().join("app")
+    }
+    /// The desktop app's host in demo mode, with its cards.
+    fn open_app(&self) -> Arc<Desk> {
+        let app = self.app();
+        let mut options = DeskOptions::new(
+            DeskPaths {
+                config: app.join("servers.json"),
+                data: app.join("data"),
+                logs: app.join("logs"),
+                user_trust_roots: None,
+                system_trust_roots: app.join("system-trust-roots"),
+            },
+            system_clock(),
+        );
+        options.demo = true;
+        options.demo_server = Some(demo_bin().into());
+        Desk::open(options, Arc::new(MemoryStore::default()), Arc::new(|_| {})).expect("app")
+    }
+    fn app_audit(&self) -> Vec<Value> {
+        records(&self.app().join("data/audit.jsonl"))
+    }
+    /// The audit log a `gatehouse` running its own host would write under this home.
+    fn serve_own_audit(&self) -> PathBuf {
+        self.home().join(".local/share/gatehouse/audit.jsonl")
+    }
+    /// `gatehouse serve ARGS` as an AI client launches it: the user's environment, nothing
+    /// of Gatehouse's own set.
+    fn environment(&self, command: &mut Command) {
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("GATEHOUSE_") {
+                command.env_remove(&key);
+            }
+        }
+        command
+            .env("HOME", self.home())
+            .env("XDG_RUNTIME_DIR", self.runtime())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .stdin(Stdio::null());
+    }
+    /// The TypeScript client running `steps` against `gatehouse serve args`: one JSON line
+    /// per step, and what serve said on stderr.
+    fn ts_client(&self, steps: &Value, args: &[&str]) -> (bool, Vec<Value>, String) {
+        let mut command = Command::new(node());
+        command
+            .arg(repo().join("tests/gateway/ts-client.mjs"))
+            .arg(steps.to_string())
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_gatehouse"))
+            .arg("serve")
+            .args(args);
+        self.environment(&mut command);
+        let out = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect();
+        (
+            out.status.success(),
+            lines,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+    /// `gatehouse serve args` with no client at all: its exit code and stderr.
+    fn serve_alone(&self, args: &[&str]) -> (i32, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command.arg("serve").args(args);
+        self.environment(&mut command);
+        command.stdout(Stdio::null());
+        let out = command.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn text(call: &Value) -> String {
+    call["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {call}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards() {
+    let machine = Machine::new();
+    let desk = machine.open_app();
+    let listener = BridgeListener::bind(&socket_path_in(&machine.runtime())).expect("bridge");
+    tokio::spawn(listener.serve(desk.host().clone()));
+    desk.connect_all().await;
+
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "demo__echo", "arguments": {"message": "through the app"}},
+        {"op": "call", "name": "demo__book_table", "arguments": {}},
+    ]);
+    let client = {
+        let steps = steps.clone();
+        let machine = &machine;
+        let args = ["--client", "claude_desktop"];
+        let (ok, out, notes) = std::thread::scope(|scope| {
+            let running = scope.spawn(move || machine.ts_client(&steps, &args));
+            // The person answers the app's card while the client waits.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let card = loop {
+                if let Some(card) = desk
+                    .prompts()
+                    .list()
+                    .into_iter()
+                    .find(|c| c.state == CardState::Asking)
+                {
+                    break card;
+                }
+                assert!(
+                    !running.is_finished() && Instant::now() < deadline,
+                    "no card was shown"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            // The card names the server and the AI client whose call caused it.
+            assert_eq!(card.prompt.server, "demo");
+            let caller = card
+                .prompt
+                .caller
+                .clone()
+                .expect("the caller is on the card");
+            assert_eq!(caller.client, "claude_desktop");
+            assert_eq!(caller.claimed.as_deref(), Some("ts-sdk-test-client 1.0.0"));
+            let content = json!({"name": "Ada", "date": "2026-12-24", "party_size": 3});
+            desk.prompts()
+                .answer(
+                    card.prompt.id,
+                    WindowAnswer {
+                        reply: WindowReply::Submit,
+                        content: content.as_object().cloned(),
+                        override_hold: false,
+                    },
+                )
+                .expect("answered");
+            running.join().unwrap()
+        });
+        (ok, out, notes)
+    };
+    let (ok, out, notes) = client;
+    assert!(ok, "{notes}");
+    assert!(notes.contains("bridged to the desktop app"), "{notes}");
+    let names: Vec<&str> = out[0]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"demo__echo") && names.contains(&"demo-2025__echo"),
+        "{names:?}"
+    );
+    assert_eq!(text(&out[1]), "through the app");
+    let booked: Value = serde_json::from_str(&text(&out[2])).unwrap();
+    assert_eq!(booked["action"], "accept", "{booked}");
+    assert_eq!(booked["content"]["name"], "Ada");
+    assert_eq!(booked["content"]["party_size"], 3);
+
+    // One audit log: the app's, with the client named; serve opened no host of its own.
+    let calls: Vec<Value> = machine
+        .app_audit()
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for call in &calls {
+        assert_eq!(call["data"]["caller"]["client"], "claude_desktop", "{call}");
+        assert_eq!(call["data"]["caller"]["transport"], "stdio", "{call}");
+    }
+    let receipt = machine
+        .app_audit()
+        .into_iter()
+        .find(|r| r["event"] == "elicitation_receipt")
+        .expect("a receipt");
+    assert_eq!(receipt["data"]["action"], "accept", "{receipt}");
+    assert_eq!(receipt["data"]["caller"]["client"], "claude_desktop");
+    assert!(
+        !machine.serve_own_audit().exists(),
+        "serve wrote an audit log of its own"
+    );
+    desk.shutdown().await;
+}
+
+#[test]
+fn without_the_app_serve_runs_its_own_host_and_says_so() {
+    let machine = Machine::new();
+    let (ok, out, notes) = machine.ts_client(&json!([{"op": "list"}]), &[]);
+    assert!(ok, "{notes}");
+    assert!(notes.contains("the desktop app is not running"), "{notes}");
+    // No servers configured under this home: nothing offered, and the host was its own.
+    assert_eq!(out[0]["names"], json!([]));
+    assert!(machine.serve_own_audit().exists());
+
+    // --no-bridge and the flags that describe another host never look for the app.
+    let (ok, _, notes) = machine.ts_client(&json!([{"op": "list"}]), &["--no-bridge"]);
+    assert!(ok && notes.contains("(--no-bridge)"), "{notes}");
+}
+
+#[test]
+fn a_bridge_directory_others_can_use_stops_serve_instead_of_falling_back() {
+    let machine = Machine::new();
+    let dir = machine.runtime().join("gatehouse");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (code, notes) = machine.serve_alone(&[]);
+    assert_eq!(code, 2, "{notes}");
+    assert!(
+        notes.contains("can be used by other users (mode 777)"),
+        "{notes}"
+    );
+    assert!(notes.contains("--no-bridge"), "says what to do: {notes}");
+    assert!(!machine.serve_own_audit().exists(), "no host ran");
+}
+
+/// Another user on the machine, pointed at this user's runtime directory: it can neither use
+/// the bridge nor be fooled into treating this user's directory as its own. Needs root to
+/// become that user, which the test command has.
+#[test]
+fn another_user_cannot_reach_the_apps_bridge() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test becomes another user (setpriv) and must run as root, as the test command does"
+    );
+    let machine = Machine::new();
+    // Let the other user walk to the socket's directory, as on a machine where the runtime
+    // directory's parents are searchable: only the bridge's own checks stand in the way.
+    for dir in [machine.dir.path(), machine.runtime().as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let desk = rt.block_on(async { machine.open_app() });
+    let socket = socket_path_in(&machine.runtime());
+    let listener = rt
+        .block_on(async { BridgeListener::bind(&socket) })
+        .unwrap();
+    rt.spawn(listener.serve(desk.host().clone()));
+
+    let nobody = |program: &str, args: &[&str]| {
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(program)
+            .args(args)
+            .env("XDG_RUNTIME_DIR", machine.runtime())
+            .env("HOME", "/nonexistent")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        let out = command.output().expect("setpriv (util-linux)");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // gatehouse serve as that user refuses a directory that is not its own.
+    let gatehouse = std::env::temp_dir().join(format!("gatehouse-bridge-{}", std::process::id()));
+    std::fs::copy(env!("CARGO_BIN_EXE_gatehouse"), &gatehouse).unwrap();
+    std::fs::set_permissions(&gatehouse, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, notes) = nobody(gatehouse.to_str().unwrap(), &["serve"]);
+    std::fs::remove_file(&gatehouse).unwrap();
+    assert_eq!(code, 2, "{notes}");
+    assert!(
+        notes.contains("belongs to uid 0, not to you (uid 65534)"),
+        "{notes}"
+    );
+    // And the socket itself is closed to it by the directory's mode.
+    // (perl-base is part of every Debian system.)
+    let probe = format!(
+        "use Socket; socket(my $s, PF_UNIX, SOCK_STREAM, 0) or exit 1; \
+         connect($s, pack_sockaddr_un({:?})) and exit 0; exit($!{{EACCES}} ? 13 : 1)",
+        socket.display().to_string()
+    );
+    let (code, notes) = nobody("/usr/bin/perl", &["-e", &probe]);
+    assert_eq!(code, 13, "the other user reached the socket: {notes}");
+    // Nothing reached the app's host.
+    assert!(
+        machine
+            .app_audit()
+            .iter()
+            .all(|r| r["event"] != "tool_call"),
+        "{:?}",
+        machine.app_audit()
+    );
+    rt.block_on(desk.shutdown());
+}
