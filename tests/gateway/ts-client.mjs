@@ -13,6 +13,7 @@
 //                                                   -> {"op":"waitListChanged","seen":true|false,"count":C}
 //     (seen: at least K notifications/tools/list_changed arrived since the last mark, or the start)
 //   {"op":"mark"}                                   -> {"op":"mark","count":C}
+// A call gives up after TS_CLIENT_TIMEOUT_MS (default 120000) milliseconds.
 // The client declares no capabilities (no sampling, roots or elicitation). The server's
 // stderr is passed through; the environment is passed whole (the SDK's default keeps only
 // a few variables).
@@ -48,7 +49,7 @@ for (const step of steps) {
     const onprogress = step.progress ? (p) => progress.push(p) : undefined;
     try {
       const result = await client.callTool({ name: step.name, arguments: step.arguments ?? {} }, undefined,
-        { signal: controller.signal, timeout: 120000, onprogress });
+        { signal: controller.signal, timeout: Number(process.env.TS_CLIENT_TIMEOUT_MS ?? 120000), onprogress });
       out(step.progress ? { op: 'call', result, progress } : { op: 'call', result });
     } catch (error) {
       out({ op: 'call', error: { code: error.code ?? null, message: String(error.message ?? error) } });

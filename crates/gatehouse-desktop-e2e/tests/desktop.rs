@@ -228,6 +228,77 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_ai_clients_call_through_gatehouse_serve_is_asked_on_the_apps_card_naming_the_client() {
+    let _one = SERIAL.lock().await;
+    let app = App::launch(Options::default()).await;
+    app.wait(".server-row[data-server=\"demo\"] [data-status=admitted]")
+        .await;
+    // An AI client launches `gatehouse serve`, which finds the running app over its bridge.
+    let client = app.ai_client(
+        &serde_json::json!([
+            {"op": "list"},
+            {"op": "call", "name": "demo__book_table", "arguments": {}},
+        ]),
+        &["--client", "claude_code"],
+    );
+    let card = format!("{ASKING}[data-mode=form]");
+    app.wait(&card).await;
+    assert_eq!(
+        app.text(&format!("{card} [data-testid=caller]")).await,
+        "claude_code"
+    );
+    let caller_line = app.text(&format!("{card} .caller")).await;
+    assert!(
+        caller_line.contains("over stdio") && caller_line.contains("ts-sdk-test-client 1.0.0"),
+        "{caller_line}"
+    );
+    let verified = app
+        .text(&format!(
+            "{card} [data-testid=banner] [data-field=verified_id]"
+        ))
+        .await;
+    assert_eq!(verified.trim(), "urn:gatehouse:demo-server");
+    app.screenshot("prompt-from-ai-client").await;
+    let field = |name: &str| format!("{card} [name=\"{name}\"]");
+    app.fill(&field("name"), "Grace Hopper").await;
+    set_date(&app, &field("date"), "2026-12-31").await;
+    app.wait_gone(&format!("{card} [data-error-for]")).await;
+    // Submit comes on once the host has checked the form.
+    let submit = format!("{card} [data-action=submit]");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !app.wait(&submit).await.is_enabled().await.unwrap() {
+        assert!(std::time::Instant::now() < deadline, "Submit stayed off");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    app.click(&submit).await;
+
+    let (ok, out, notes) = client.join().expect("client thread");
+    assert!(ok, "{notes}");
+    assert!(notes.contains("bridged to the desktop app"), "{notes}");
+    let offered = out[0]["names"].as_array().expect("a listing");
+    assert!(
+        offered.iter().any(|n| n == "demo__book_table"),
+        "{offered:?}"
+    );
+    let text = out[1]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {}; serve said: {notes}", out[1]));
+    let received: serde_json::Value = serde_json::from_str(text).expect("the demo echoes JSON");
+    assert_eq!(received["action"], "accept", "{received}");
+    assert_eq!(received["content"]["name"], "Grace Hopper");
+    assert_eq!(received["content"]["date"], "2026-12-31");
+    // The call is in the app's own audit log, with the client named.
+    let calls: Vec<_> = app
+        .audit()
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call" && r["data"]["tool"] == "book_table")
+        .collect();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["data"]["caller"]["client"], "claude_code");
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn url_elicitations_show_the_full_url_open_only_on_consent_and_complete_on_their_card() {
     let _one = SERIAL.lock().await;
     let app = App::launch(Options {
