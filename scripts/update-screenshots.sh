@@ -22,6 +22,7 @@ names=(
   audit
   traffic-copied
   settings
+  prompt-from-ai-client
 )
 
 from=target/e2e-screenshots
