@@ -3,6 +3,8 @@
 // (@modelcontextprotocol/sdk Client + StdioClientTransport) driving `gatehouse serve`.
 //
 //   node tests/gateway/ts-client.mjs '<steps JSON>' -- <server command> [args...]
+//   node tests/gateway/ts-client.mjs '<steps JSON>' -- http://HOST:PORT/mcp
+//     (Streamable HTTP; the bearer token, if any, from $GATEWAY_TOKEN)
 //
 // Steps, run in order; one JSON line per step on stdout:
 //   {"op":"list"}                                   -> {"op":"list","names":[...],"tools":[...]}
@@ -19,6 +21,7 @@
 // a few variables).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const argv = process.argv.slice(2);
@@ -34,7 +37,11 @@ const client = new Client({ name: 'ts-sdk-test-client', version: '1.0.0' }, { ca
 let listChanged = 0;
 let mark = 0;
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => { listChanged += 1; });
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
+const transport = /^https?:\/\//.test(command)
+  ? new StreamableHTTPClientTransport(new URL(command), {
+    requestInit: process.env.GATEWAY_TOKEN ? { headers: { Authorization: `Bearer ${process.env.GATEWAY_TOKEN}` } } : {},
+  })
+  : new StdioClientTransport({ command, args, env: process.env, stderr: 'inherit' });
 await client.connect(transport);
 
 const out = (line) => process.stdout.write(JSON.stringify(line) + '\n');

@@ -134,6 +134,12 @@ pub struct ServeArgs {
     /// client is bridged to the app: its servers, gate, audit log and consent dialog).
     #[arg(long)]
     pub no_bridge: bool,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (loopback only: 127.0.0.1:PORT,
+    /// [::1]:PORT or localhost:PORT). Each request needs a client's bearer token from
+    /// `gatehouse clients token CLIENT`, which names the client in the audit log. The host
+    /// runs in this process.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -159,6 +165,19 @@ pub enum ClientsCommand {
         /// Replace servers of the same name already in servers.json (default: refuse).
         #[arg(long)]
         replace: bool,
+    },
+    /// The bearer token an AI client sends to `gatehouse serve --http`: made on first use and
+    /// kept in the OS keychain; printed so it can go in the client's configuration.
+    Token {
+        /// The client's id as the audit log names it (a-z, 0-9, _ and -), e.g. claude_code.
+        client: String,
+        /// Replace the token; the old one stops working within seconds, also for a running
+        /// server.
+        #[arg(long, conflicts_with = "revoke")]
+        rotate: bool,
+        /// Delete the token.
+        #[arg(long)]
+        revoke: bool,
     },
     /// Put back the client's file as it was before `connect`, byte for byte. The servers
     /// imported into servers.json stay there.

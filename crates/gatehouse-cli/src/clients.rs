@@ -60,6 +60,11 @@ pub async fn run(context: &Context, command: ClientsCommand) -> Result<u8, Failu
             )
             .await
         }
+        ClientsCommand::Token {
+            client,
+            rotate,
+            revoke,
+        } => token(context, &client, rotate, revoke),
         ClientsCommand::Restore {
             client,
             project,
@@ -269,6 +274,45 @@ fn restore(
             "the servers imported when connecting stay in {}: {} (`gatehouse servers remove NAME` removes one)",
             config.display(),
             outcome.kept_in_servers.join(", ")
+        );
+    }
+    Ok(0)
+}
+
+/// `clients token CLIENT [--rotate | --revoke]`.
+fn token(context: &Context, client: &str, rotate: bool, revoke: bool) -> Result<u8, Failure> {
+    let index = crate::commands::data_dir().join(gatehouse_gateway::tokens::INDEX_FILE);
+    let store = context.secrets.as_ref();
+    let failed = |message: String| Failure {
+        code: "client_token_failed",
+        message,
+        exit: 2,
+    };
+    if revoke {
+        let had = gatehouse_gateway::tokens::revoke(store, &index, client).map_err(failed)?;
+        if context.json {
+            println!("{}", serde_json::json!({"client": client, "revoked": had}));
+        } else if had {
+            println!("{client}'s token is revoked: gatehouse serve --http refuses it from now on");
+        } else {
+            println!("{client} had no token");
+        }
+        return Ok(0);
+    }
+    let (token, issued) =
+        gatehouse_gateway::tokens::issue(store, &index, client, rotate).map_err(failed)?;
+    let what = issued.as_str();
+    if context.json {
+        println!(
+            "{}",
+            serde_json::json!({"client": client, "token": token, "issued": what})
+        );
+    } else {
+        println!("{token}");
+        eprintln!(
+            "gatehouse: {client}'s token ({what}, kept in the keychain). The client sends it to \
+             gatehouse serve --http ADDR as the header  Authorization: Bearer TOKEN  on \
+             http://ADDR/mcp"
         );
     }
     Ok(0)

@@ -5,9 +5,11 @@
 //! headless (elicitations are declined, see gatehouse_gateway::headless); the client's calls
 //! pass the same gate and audit log as the CLI's own.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use gatehouse_gateway::tokens::TokenBook;
 use gatehouse_gateway::{HeadlessConsent, bridge};
 use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
 use gatehouse_host::caller::{UNNAMED_CLIENT, validate_client_id};
@@ -30,7 +32,19 @@ pub async fn run(
         ));
     }
     let startup_wait = std::time::Duration::from_secs_f64(args.startup_wait);
-    if args.no_bridge || !own_host.is_empty() {
+    let http = match &args.http {
+        Some(addr) => {
+            let addr =
+                parse_listen_addr(addr).map_err(|e| Failure::usage(format!("--http: {e}")))?;
+            gatehouse_gateway::http::check_loopback(addr)
+                .map_err(|e| Failure::usage(format!("--http: {e}")))?;
+            Some(addr)
+        }
+        None => None,
+    };
+    if http.is_some() {
+        // A long-lived server of its own: it does not bridge.
+    } else if args.no_bridge || !own_host.is_empty() {
         let why = if args.no_bridge {
             "--no-bridge".to_string()
         } else {
@@ -88,14 +102,83 @@ pub async fn run(
             problem.code, problem.message
         );
     }
-    gatehouse_gateway::stdio::serve_stdio(host, client.to_string(), startup_wait)
-        .await
-        .map_err(|message| Failure {
-            code: "serve_failed",
-            message,
-            exit: 2,
-        })?;
+    let served = match http {
+        Some(addr) => serve_http(context, host, addr, startup_wait).await,
+        None => gatehouse_gateway::stdio::serve_stdio(host, client.to_string(), startup_wait).await,
+    };
+    served.map_err(|message| Failure {
+        code: "serve_failed",
+        message,
+        exit: 2,
+    })?;
     Ok(0)
+}
+
+/// `IP:PORT` (IPv6 in brackets) or `localhost:PORT`.
+fn parse_listen_addr(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Some(port) = value.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT, not {value:?}"
+    ))
+}
+
+/// Streamable HTTP until Ctrl-C or SIGTERM. Refuses to start when no client has a token:
+/// there is no unauthenticated mode.
+async fn serve_http(
+    context: &Context,
+    host: Arc<Host>,
+    addr: SocketAddr,
+    startup_wait: std::time::Duration,
+) -> Result<(), String> {
+    let book = Arc::new(TokenBook::new(
+        context.secrets.clone(),
+        data_dir().join(gatehouse_gateway::tokens::INDEX_FILE),
+    ));
+    let loaded = {
+        let book = book.clone();
+        tokio::task::spawn_blocking(move || book.load())
+            .await
+            .map_err(|e| e.to_string())??
+    };
+    if loaded == 0 {
+        host.shutdown().await;
+        return Err(
+            "no AI client has a token for gatehouse serve --http: make one with \
+             gatehouse clients token CLIENT"
+                .into(),
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!(
+        "gatehouse serve: listening on http://{local}{} for {loaded} client(s)",
+        gatehouse_gateway::http::MCP_PATH
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        stop.cancel();
+    });
+    let served =
+        gatehouse_gateway::http::serve_http(host.clone(), listener, book, startup_wait, shutdown)
+            .await;
+    host.shutdown().await;
+    served
 }
 
 /// The desktop app's host, when it runs: `None` when no app listens (or there is no runtime

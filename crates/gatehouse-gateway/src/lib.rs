@@ -4,9 +4,11 @@
 
 pub mod bridge;
 pub mod headless;
+pub mod http;
 pub mod names;
 pub mod server;
 pub mod stdio;
+pub mod tokens;
 
 pub use headless::HeadlessConsent;
 pub use server::{Gateway, GatewayHandler};

@@ -168,14 +168,25 @@ impl Gateway {
             .peer
             .peer_info()
             .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
-        Caller::new(&self.client, self.transport, claimed.as_deref())
+        // Over HTTP the request's bearer token names the client, request by request.
+        let client = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http::HttpClient>())
+            .map_or(self.client.as_str(), |c| c.0.as_str());
+        Caller::new(client, self.transport, claimed.as_deref())
     }
 
     /// Sends `notifications/tools/list_changed` whenever what is offered changes, until the
-    /// client is gone.
-    async fn watch_changes(self: Arc<Self>, peer: rmcp::Peer<RoleServer>) {
-        let mut events = self.host.subscribe();
-        let mut servers = self.host.server_changes();
+    /// client is gone (its session ended, or its server was dropped).
+    async fn watch_changes(gateway: std::sync::Weak<Self>, peer: rmcp::Peer<RoleServer>) {
+        let Some(this) = gateway.upgrade() else {
+            return;
+        };
+        let mut events = this.host.subscribe();
+        let mut servers = this.host.server_changes();
+        let ended = this.ended.clone();
+        drop(this);
         loop {
             tokio::select! {
                 event = events.recv() => match event {
@@ -186,9 +197,13 @@ impl Gateway {
                 changed = servers.changed() => if changed.is_err() {
                     return;
                 },
-                () = self.ended.cancelled() => return,
+                () = ended.cancelled() => return,
             }
-            let (_, changed) = self.refresh().await;
+            let Some(this) = gateway.upgrade() else {
+                return;
+            };
+            let (_, changed) = this.refresh().await;
+            drop(this);
             if changed && peer.notify_tool_list_changed().await.is_err() {
                 return;
             }
@@ -224,7 +239,10 @@ impl ServerHandler for GatewayHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        tokio::spawn(self.0.clone().watch_changes(context.peer));
+        tokio::spawn(Gateway::watch_changes(
+            Arc::downgrade(&self.0),
+            context.peer,
+        ));
     }
 
     async fn list_tools(
