@@ -68,7 +68,7 @@ cargo_tool cargo-fuzz 0.13.1 cargo-fuzz
 stamp=node_modules/.gatehouse-lock.sha256
 want=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "install-deps: npm ci (conformance suite, server-everything, TypeScript SDK, MCP Inspector, Node 22)" >&2
+  echo "install-deps: npm ci (conformance suite, server-everything, TypeScript SDK, MCP Inspector, Claude Code, Node 22)" >&2
   npm ci --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
 fi

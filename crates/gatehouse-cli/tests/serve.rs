@@ -662,3 +662,38 @@ fn both_protocol_eras_work_downstream_with_gatehouse_itself_as_the_client() {
         .collect();
     assert_eq!(nested.len(), 2, "{nested:?}");
 }
+
+/// Claude Code's own `claude mcp` (the real CLI from npm) reads the entry `clients connect`
+/// wrote into ~/.claude.json and finds Gatehouse serving there.
+#[test]
+fn claude_codes_own_mcp_commands_find_gatehouse_connected_after_clients_connect() {
+    let env = Env::new();
+    let home = env.dir.path();
+    std::fs::write(
+        home.join(".claude.json"),
+        json!({"mcpServers": {"mine": {"type": "stdio", "command": demo_bin(), "args": []}}})
+            .to_string(),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = env.run(&["clients", "connect", "claude_code"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, listed, stderr) = common::claude(home, &["mcp", "list"], |c| env.isolate(c));
+    assert_eq!(code, 0, "{listed}{stderr}");
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("gatehouse:"))
+        .unwrap_or_else(|| panic!("Claude Code lists no gatehouse: {listed}{stderr}"));
+    assert!(line.contains("serve --client claude_code"), "{line}");
+    assert!(
+        line.contains("Connected") && !line.contains("Failed"),
+        "{line}"
+    );
+    assert!(
+        !listed.lines().any(|l| l.starts_with("mine:")),
+        "the client's own server now goes through Gatehouse: {listed}"
+    );
+    let (code, got, stderr) =
+        common::claude(home, &["mcp", "get", "gatehouse"], |c| env.isolate(c));
+    assert_eq!(code, 0, "{got}{stderr}");
+    assert!(got.contains("Connected"), "{got}");
+}

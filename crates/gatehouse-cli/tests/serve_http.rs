@@ -227,6 +227,45 @@ fn clients_reach_the_gate_over_http_with_their_own_tokens_and_nothing_else_gets_
         .collect();
     assert_eq!(callers, vec![("claude_code", "http"), ("cursor", "http")]);
 
+    // Claude Code's own CLI, configured the way the README says, finds it; with a wrong
+    // token it does not.
+    let home = tempfile::tempdir().unwrap();
+    let bearer = format!("Authorization: Bearer {}", server.token("claude_code"));
+    let wrong = "Authorization: Bearer ghgw_not-a-token";
+    for (name, header) in [("gatehouse", bearer.as_str()), ("impostor", wrong)] {
+        let (code, out, err) = common::claude(
+            home.path(),
+            &[
+                "mcp",
+                "add",
+                "-s",
+                "user",
+                "--transport",
+                "http",
+                name,
+                &server.url,
+                "--header",
+                header,
+            ],
+            |_| {},
+        );
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    let (_, listed, stderr) = common::claude(home.path(), &["mcp", "list"], |_| {});
+    let line = |name: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {listed}{stderr}"))
+            .to_string()
+    };
+    assert!(line("gatehouse").contains("Connected"), "{listed}");
+    let impostor = line("impostor");
+    assert!(
+        !impostor.contains("✔") && impostor.contains("401"),
+        "{listed}"
+    );
+
     // No token, a wrong one, a token in the wrong scheme: 401 before any MCP.
     let addr = server.addr();
     let good = format!("Bearer {}", server.token("claude_code"));

@@ -55,6 +55,32 @@ pub fn node() -> PathBuf {
     node
 }
 
+/// Claude Code's own CLI (npm @anthropic-ai/claude-code, pinned), run as the user would with
+/// `home` as their home: its `claude mcp` commands read and check the MCP servers it is
+/// configured with. Returns the exit code, stdout and stderr.
+pub fn claude(
+    home: &std::path::Path,
+    args: &[&str],
+    isolate: impl FnOnce(&mut Command),
+) -> (i32, String, String) {
+    let claude = repo().join("node_modules/.bin/claude");
+    assert!(
+        claude.exists(),
+        "{} is missing: run scripts/install-deps.sh (npm ci)",
+        claude.display()
+    );
+    let mut command = Command::new(claude);
+    command.args(args);
+    isolate(&mut command);
+    command
+        .env("HOME", home)
+        // No update checks or telemetry: the test machine has no network beyond registries.
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("ANTHROPIC_API_KEY");
+    output_of(command)
+}
+
 pub fn fixture(name: &str) -> String {
     repo()
         .join("tests/fixtures")
