@@ -23,6 +23,7 @@ names=(
   traffic-copied
   settings
   prompt-from-ai-client
+  clients
 )
 
 from=target/e2e-screenshots

@@ -15,6 +15,7 @@ pub const ALL: &[&str] = &[
     "audit_list",
     "audit_verify",
     "traffic_list",
+    "clients_list",
     "settings_get",
     "ui_ready",
 ];

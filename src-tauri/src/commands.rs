@@ -10,6 +10,7 @@ use gatehouse_host::desk::{
     AuditVerdict, CallOutcome, Desk, DeskError, ImportOutcome, NewServer, PromptCard, ServerDetail,
     ServerRow, Settings, WindowAnswer,
 };
+use gatehouse_host::host::downstream::ClientRow;
 use serde_json::{Map, Value};
 use tauri::{Runtime, State};
 
@@ -121,6 +122,11 @@ fn traffic_list(desk: DeskState<'_>, server: Option<String>) -> Vec<TrafficEntry
 }
 
 #[tauri::command]
+fn clients_list(desk: DeskState<'_>) -> Answer<Vec<ClientRow>> {
+    desk.clients()
+}
+
+#[tauri::command]
 fn settings_get(desk: DeskState<'_>) -> Settings {
     desk.settings()
 }
@@ -163,6 +169,7 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         audit_list,
         audit_verify,
         traffic_list,
+        clients_list,
         settings_get,
         ui_ready,
     ]

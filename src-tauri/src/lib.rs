@@ -27,6 +27,7 @@ pub mod events {
     pub const SERVERS: &str = "gatehouse://servers";
     pub const AUDIT: &str = "gatehouse://audit";
     pub const TRAFFIC: &str = "gatehouse://traffic";
+    pub const CLIENTS: &str = "gatehouse://clients";
 }
 
 /// When the process started (as near as the app can tell): start-up is measured from here.
@@ -174,6 +175,7 @@ fn notifier<R: Runtime>(app: tauri::AppHandle<R>) -> Notifier {
             DeskEvent::Traffic { server } => {
                 app.emit_to(MAIN_WINDOW, events::TRAFFIC, json!({"server": server}))
             }
+            DeskEvent::Clients => app.emit_to(MAIN_WINDOW, events::CLIENTS, json!({})),
         };
         if let Err(error) = sent {
             tracing::warn!(%error, "a change notice did not reach the window");

@@ -6,6 +6,7 @@ export const EVENTS = Object.freeze({
   servers: 'gatehouse://servers',
   audit: 'gatehouse://audit',
   traffic: 'gatehouse://traffic',
+  clients: 'gatehouse://clients',
 });
 
 /** A failed command, always `{code, message}` whatever shape Rust rejected with. */
@@ -57,6 +58,9 @@ export const serverAdd = (entry) => invoke('server_add', { entry });
 export const serversImport = (text, confirmed = []) => invoke('servers_import', { text, confirmed });
 export const serverResume = (name) => invoke('server_resume', { name });
 export const toolCall = (server, tool, args) => invoke('tool_call', { server, tool, arguments: args });
+
+// AI clients (through gatehouse serve)
+export const clientsList = () => invoke('clients_list');
 
 // Prompts
 export const promptsList = () => invoke('prompts_list');

@@ -5,15 +5,17 @@ import * as servers from './servers.js';
 import * as prompts from './prompts.js';
 import * as audit from './audit.js';
 import * as traffic from './traffic.js';
+import * as clients from './clients.js';
 import * as settings from './settings.js';
 import { notify } from './notice.js';
 
-const VIEWS = ['servers', 'prompts', 'audit', 'traffic', 'settings'];
+const VIEWS = ['servers', 'prompts', 'clients', 'audit', 'traffic', 'settings'];
 const REFRESH = {
   servers: servers.refresh,
   prompts: prompts.refresh,
   audit: audit.refresh,
   traffic: traffic.refresh,
+  clients: clients.refresh,
   settings: settings.refresh,
 };
 // Views whose data changed while they were not shown; refetched when shown.
@@ -51,6 +53,9 @@ async function subscribe() {
     [EVENTS.servers, () => refreshServers()],
     [EVENTS.audit, () => refreshWhenShown('audit')],
     [EVENTS.traffic, () => refreshWhenShown('traffic')],
+    // A client's calls are audit records.
+    [EVENTS.clients, () => refreshWhenShown('clients')],
+    [EVENTS.audit, () => refreshWhenShown('clients')],
   ];
   const results = await Promise.allSettled(subscriptions.map(([name, cb]) => onEvent(name, cb)));
   const failed = results.find((r) => r.status === 'rejected');
@@ -62,6 +67,7 @@ function start() {
   prompts.init({ whenAsking: () => showView('prompts') });
   audit.init();
   traffic.init();
+  clients.init();
   settings.init();
 
   for (const link of document.querySelectorAll('nav [data-view]')) {
@@ -79,6 +85,7 @@ function start() {
     prompts.refresh();
     audit.refresh();
     traffic.refresh();
+    clients.refresh();
     settings.refresh();
   });
 }

@@ -170,6 +170,16 @@ async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards
                 );
                 std::thread::sleep(Duration::from_millis(50));
             };
+            // While its call waits, the client is listed as connected, over stdio.
+            let clients = desk.clients().unwrap();
+            let listed = clients
+                .iter()
+                .find(|c| c.client == "claude_desktop")
+                .unwrap_or_else(|| panic!("not listed: {clients:?}"));
+            assert_eq!(
+                listed.connected,
+                vec![gatehouse_host::DownstreamTransport::Stdio]
+            );
             // The card names the server and the AI client whose call caused it.
             assert_eq!(card.prompt.server, "demo");
             let caller = card
@@ -235,6 +245,22 @@ async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards
         !machine.serve_own_audit().exists(),
         "serve wrote an audit log of its own"
     );
+    // Gone, the client stays listed with its calls.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let row = loop {
+        let clients = desk.clients().unwrap();
+        let row = clients
+            .into_iter()
+            .find(|c| c.client == "claude_desktop")
+            .unwrap();
+        if row.connected.is_empty() || Instant::now() > deadline {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(row.connected.is_empty(), "{row:?}");
+    let tools: Vec<&str> = row.recent_calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, ["book_table", "echo"]);
     desk.shutdown().await;
 }
 

@@ -238,6 +238,8 @@ async fn an_ai_clients_call_through_gatehouse_serve_is_asked_on_the_apps_card_na
         &serde_json::json!([
             {"op": "list"},
             {"op": "call", "name": "demo__book_table", "arguments": {}},
+            // Hidden by the bundle: the gate refuses it.
+            {"op": "call", "name": "demo__fail", "arguments": {}},
         ]),
         &["--client", "claude_code"],
     );
@@ -295,6 +297,29 @@ async fn an_ai_clients_call_through_gatehouse_serve_is_asked_on_the_apps_card_na
         .collect();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0]["data"]["caller"]["client"], "claude_code");
+    assert!(
+        out[2]["result"]["isError"] == true,
+        "the hidden tool is refused: {}",
+        out[2]
+    );
+
+    // The AI clients view: the client, its calls as the gate decided them, and that it left.
+    app.view("clients").await;
+    let row = "[data-testid=client][data-client=claude_code]";
+    app.wait(&format!("{row}[data-connected=false]")).await;
+    app.wait(&format!(
+        "{row} [data-testid=client-call][data-tool=book_table][data-decision=allowed][data-server=demo]"
+    ))
+    .await;
+    app.wait(&format!(
+        "{row} [data-testid=client-call][data-tool=fail][data-decision=denied]"
+    ))
+    .await;
+    assert!(
+        app.text(row).await.contains("ts-sdk-test-client 1.0.0"),
+        "the claimed name is shown as claimed"
+    );
+    app.screenshot("clients").await;
     app.close().await;
 }
 

@@ -75,6 +75,8 @@ pub struct Gateway {
     /// Cancelled when the client's session ended: stops the change watcher (a long-lived
     /// host outlives its gateway clients).
     ended: CancellationToken,
+    /// Lists the client as connected on the host while the session lives.
+    session: Mutex<Option<gatehouse_host::host::downstream::SessionGuard>>,
 }
 
 /// Counts a call as under way while it lives.
@@ -106,12 +108,15 @@ impl Gateway {
             startup_wait: DEFAULT_STARTUP_WAIT,
             calls: watch::channel(0).0,
             ended: CancellationToken::new(),
+            session: Mutex::new(None),
         }
     }
 
-    /// The client's session ended: nothing more is sent to it.
+    /// The client's session ended: nothing more is sent to it, and it is no longer listed as
+    /// connected.
     pub fn end(&self) {
         self.ended.cancel();
+        self.session.lock().expect("session poisoned").take();
     }
 
     pub fn with_startup_wait(mut self, wait: Duration) -> Gateway {
@@ -164,13 +169,19 @@ impl Gateway {
     }
 
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
-        let claimed = context
-            .peer
+        self.caller_of(&context.peer, &context.extensions)
+    }
+
+    fn caller_of(
+        &self,
+        peer: &rmcp::Peer<RoleServer>,
+        extensions: &rmcp::model::Extensions,
+    ) -> Caller {
+        let claimed = peer
             .peer_info()
             .map(|info| format!("{} {}", info.client_info.name, info.client_info.version));
         // Over HTTP the request's bearer token names the client, request by request.
-        let client = context
-            .extensions
+        let client = extensions
             .get::<axum::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<crate::http::HttpClient>())
             .map_or(self.client.as_str(), |c| c.0.as_str());
@@ -239,6 +250,9 @@ impl ServerHandler for GatewayHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let caller = self.0.caller_of(&context.peer, &context.extensions);
+        *self.0.session.lock().expect("session poisoned") =
+            Some(self.0.host.client_session(caller));
         tokio::spawn(Gateway::watch_changes(
             Arc::downgrade(&self.0),
             context.peer,

@@ -6,6 +6,8 @@
 //!
 //! Decisions never arrive here as events: a consent UI answers through its own typed calls.
 
+pub mod downstream;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 
 use crate::admission::{BundleProblem, BundleSummary, TrustSettings};
 use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
+use crate::caller::Caller;
 use crate::config::{ServerEntry, ServersFile, import, validate_server_name};
 use crate::consent::{ConsentUi, IdentityBanner, SystemBrowser, UrlOpener};
 use crate::era::{Era, EraPreference};
@@ -50,6 +53,8 @@ pub enum Change {
     Traffic {
         server: String,
     },
+    /// An AI client connected or left through a gateway.
+    Clients,
 }
 
 /// How the host tells its front end that something changed.
@@ -340,6 +345,8 @@ pub struct Host {
     /// Counts changes of any server's state, for front ends that share the host (each
     /// gateway client) and cannot all be its one [`Notifier`].
     servers_changed: watch::Sender<u64>,
+    /// The gateway sessions open now.
+    sessions: Arc<downstream::Sessions>,
 }
 
 const TAP_CAPACITY: usize = 10_000;
@@ -433,6 +440,7 @@ impl Host {
             notify,
             started: watch::channel(false).0,
             servers_changed,
+            sessions: Arc::default(),
         }))
     }
 
@@ -666,6 +674,21 @@ impl Host {
         };
         futures::future::join_all(names.iter().map(|name| self.connection(name))).await;
         self.started.send_replace(true);
+    }
+
+    /// An AI client's gateway session opened: it is listed as connected until the guard
+    /// drops.
+    pub fn client_session(&self, caller: Caller) -> downstream::SessionGuard {
+        let notify = self.notify.clone();
+        (self.notify)(Change::Clients);
+        self.sessions
+            .open(caller, Box::new(move || notify(Change::Clients)))
+    }
+
+    /// The AI clients connected now or seen in the audit log, with their recent calls.
+    pub fn clients(&self) -> Result<Vec<downstream::ClientRow>, ApiError> {
+        let records = self.audit(None, Some(crate::gatekeeper::events::TOOL_CALL.into()))?;
+        Ok(downstream::rows(&self.sessions, &records))
     }
 
     /// Flips to true when the first [`Host::connect_all`] has ended.
