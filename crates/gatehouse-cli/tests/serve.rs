@@ -9,7 +9,10 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, demo_bin, fixture, node, repo};
+use common::{
+    Env, client_run, demo_bin, fixture, node, offered as names, repo, result_text as text,
+    ts_client_command,
+};
 use serde_json::{Value, json};
 
 /// Runs the TypeScript client's `steps` against `gatehouse <args>` under `env` (the same
@@ -28,47 +31,17 @@ fn ts_client(env: &Env, steps: Value, args: &[&str]) -> Vec<Value> {
 /// The TypeScript client launching `program args` as its MCP server, as a client's config
 /// file says; the servers file is the test's (GATEHOUSE_CONFIG).
 fn ts_client_launching(env: &Env, steps: Value, program: &str, args: &[String]) -> Vec<Value> {
-    let mut command = Command::new(node());
-    command
-        .arg(repo().join("tests/gateway/ts-client.mjs"))
-        .arg(steps.to_string())
-        .arg("--")
-        .arg(program)
-        .args(args);
+    let mut command = ts_client_command(&steps);
+    command.arg(program).args(args);
     env.isolate(&mut command);
-    let out = command.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the TypeScript client failed: {stdout}\n{stderr}"
-    );
-    let lines: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{stderr}")))
-        .collect();
+    let (ok, lines, stderr) = client_run(command);
+    assert!(ok, "the TypeScript client failed: {lines:?}\n{stderr}");
     assert_eq!(
         lines.len(),
         steps.as_array().unwrap().len(),
-        "{stdout}\n{stderr}"
+        "{lines:?}\n{stderr}"
     );
     lines
-}
-
-fn names(list: &Value) -> Vec<String> {
-    list["names"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn text(call: &Value) -> String {
-    call["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {call}"))
-        .to_string()
 }
 
 fn audit(env: &Env) -> Vec<Value> {

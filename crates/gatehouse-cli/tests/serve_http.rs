@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Env, node, repo};
+use common::{Env, client_run, offered, ts_client_command};
 use serde_json::{Value, json};
 
 /// A `gatehouse --demo serve --http` inside a private D-Bus session with an unlocked
@@ -130,27 +130,13 @@ impl Drop for Server {
 
 /// The TypeScript client over Streamable HTTP with `token` as its bearer.
 fn ts_client(url: &str, token: Option<&str>, steps: &Value) -> (bool, Vec<Value>, String) {
-    let mut command = Command::new(node());
-    command
-        .arg(repo().join("tests/gateway/ts-client.mjs"))
-        .arg(steps.to_string())
-        .arg("--")
-        .arg(url)
-        .stdin(Stdio::null());
+    let mut command = ts_client_command(steps);
+    command.arg(url).stdin(Stdio::null());
     match token {
         Some(token) => command.env("GATEWAY_TOKEN", token),
         None => command.env_remove("GATEWAY_TOKEN"),
     };
-    let out = command.output().unwrap();
-    let lines = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    (
-        out.status.success(),
-        lines,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    client_run(command)
 }
 
 /// One raw HTTP/1.1 POST of `body` to /mcp with `headers`: the status and the body.
@@ -200,14 +186,9 @@ fn clients_reach_the_gate_over_http_with_their_own_tokens_and_nothing_else_gets_
     ]);
     let (ok, out, notes) = ts_client(&server.url, Some(&server.token("claude_code")), &steps);
     assert!(ok, "{notes}");
-    let names: Vec<&str> = out[0]["names"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap())
-        .collect();
+    let names = offered(&out[0]);
     assert!(
-        names.contains(&"demo__echo") && !names.contains(&"demo__fail"),
+        names.iter().any(|n| n == "demo__echo") && !names.iter().any(|n| n == "demo__fail"),
         "{names:?}"
     );
     assert_eq!(out[1]["result"]["content"][0]["text"], "over http");

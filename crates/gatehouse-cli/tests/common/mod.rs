@@ -81,6 +81,50 @@ pub fn claude(
     output_of(command)
 }
 
+/// The reference TypeScript client (tests/gateway/ts-client.mjs) running `steps`; the caller
+/// adds the server: a command and its arguments, or an http URL.
+pub fn ts_client_command(steps: &Value) -> Command {
+    let mut command = Command::new(node());
+    command
+        .arg(repo().join("tests/gateway/ts-client.mjs"))
+        .arg(steps.to_string())
+        .arg("--");
+    command
+}
+
+/// Runs a scripted client (tests/gateway/ts-client.mjs) to its end: whether it succeeded, its
+/// one JSON line per step, and its stderr (with the server's, for stdio servers).
+pub fn client_run(mut command: Command) -> (bool, Vec<Value>, String) {
+    let out = command.output().unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    (
+        out.status.success(),
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The tool names a scripted client's `list` step saw offered.
+pub fn offered(list: &Value) -> Vec<String> {
+    list["names"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no listing in {list}"))
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The first text of a scripted client's `call` result.
+pub fn result_text(call: &Value) -> String {
+    call["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {call}"))
+        .to_string()
+}
+
 pub fn fixture(name: &str) -> String {
     repo()
         .join("tests/fixtures")
