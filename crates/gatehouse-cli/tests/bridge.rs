@@ -44,6 +44,11 @@ impl Machine {
     }
     /// The desktop app's host in demo mode, with its cards.
     fn open_app(&self) -> Arc<Desk> {
+        self.open_app_with(None)
+    }
+
+    /// As [`Machine::open_app`], with `opener` as the system browser.
+    fn open_app_with(&self, opener: Option<Arc<dyn gatehouse_host::UrlOpener>>) -> Arc<Desk> {
         let app = self.app();
         let mut options = DeskOptions::new(
             DeskPaths {
@@ -57,6 +62,9 @@ impl Machine {
         );
         options.demo = true;
         options.demo_server = Some(demo_bin().into());
+        if let Some(opener) = opener {
+            options.opener = opener;
+        }
         Desk::open(options, Arc::new(MemoryStore::default()), Arc::new(|_| {})).expect("app")
     }
     fn app_audit(&self) -> Vec<Value> {
@@ -236,6 +244,145 @@ async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards
     assert!(row.connected.is_empty(), "{row:?}");
     let tools: Vec<&str> = row.recent_calls.iter().map(|c| c.tool.as_str()).collect();
     assert_eq!(tools, ["book_table", "echo"]);
+    desk.shutdown().await;
+}
+
+/// The person's browser: records each URL it is handed, then loads the demo's connect page
+/// and submits it, as the person would (tests/fixtures/browser_recorder.py).
+struct SubmittingBrowser {
+    log: PathBuf,
+}
+
+impl gatehouse_host::UrlOpener for SubmittingBrowser {
+    fn open(&self, url: &str) -> Result<(), String> {
+        let mut command = Command::new("python3");
+        command
+            .arg(common::fixture("browser_recorder.py"))
+            .arg(url)
+            .env("GATEHOUSE_BROWSER_LOG", &self.log)
+            .env("GATEHOUSE_BROWSER_VISIT", "submit");
+        let done = self.log.with_extension("done");
+        std::thread::spawn(move || {
+            let status = command.status();
+            // The page was loaded and submitted (or failed): a line either way.
+            let mut log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(done)
+                .unwrap();
+            let line = match status {
+                Ok(status) if status.success() => "submitted\n".to_string(),
+                other => format!("failed: {other:?}\n"),
+            };
+            std::io::Write::write_all(&mut log, line.as_bytes()).unwrap();
+        });
+        Ok(())
+    }
+}
+
+/// Waits for a card of `server` in `state`, and returns it.
+fn card_in(desk: &Desk, server: &str, state: CardState) -> gatehouse_host::desk::PromptCard {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(card) = desk
+            .prompts()
+            .list()
+            .into_iter()
+            .find(|c| c.prompt.server == server && c.state == state)
+        {
+            return card;
+        }
+        assert!(Instant::now() < deadline, "no {state:?} card of {server}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_elicitations_of_a_bridged_call_open_only_on_consent_and_the_call_resumes_in_both_eras()
+{
+    let machine = Machine::new();
+    let opened = machine.dir.path().join("opened.log");
+    let desk = machine.open_app_with(Some(Arc::new(SubmittingBrowser {
+        log: opened.clone(),
+    })));
+    let listener = BridgeListener::bind(&socket_path_in(&machine.runtime())).expect("bridge");
+    tokio::spawn(listener.serve(desk.host().clone()));
+    desk.connect_all().await;
+    let steps = json!([
+        // 2025-11-25: -32042, then the retried call once the page reports completion.
+        {"op": "call", "name": "demo-2025__connect_account_required", "arguments": {"service": "mail"}},
+        // 2026-07-28: input_required with a URL; the person says when they are done.
+        {"op": "call", "name": "demo__connect_account", "arguments": {"service": "files"}},
+    ]);
+    let (ok, out, notes) = std::thread::scope(|scope| {
+        let running = scope.spawn(|| machine.ts_client(&steps, &["--client", "cursor"]));
+        let legacy = card_in(&desk, "demo-2025", CardState::Asking);
+        assert_eq!(legacy.prompt.caller.as_ref().unwrap().client, "cursor");
+        assert!(
+            std::fs::read_to_string(&opened)
+                .unwrap_or_default()
+                .is_empty(),
+            "nothing is opened before consent"
+        );
+        let open = WindowAnswer {
+            reply: WindowReply::Open,
+            content: None,
+            override_hold: false,
+        };
+        desk.prompts()
+            .answer(legacy.prompt.id, open.clone())
+            .expect("opened");
+        let modern = card_in(&desk, "demo", CardState::Asking);
+        assert_eq!(modern.prompt.caller.as_ref().unwrap().client, "cursor");
+        desk.prompts()
+            .answer(modern.prompt.id, open)
+            .expect("opened");
+        let waiting = card_in(&desk, "demo", CardState::Waiting);
+        // The person submits the page, then says they are done.
+        let done = opened.with_extension("done");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::fs::read_to_string(&done)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            < 2
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the second page was not submitted"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let submitted = std::fs::read_to_string(&done).unwrap();
+        assert!(submitted.lines().all(|l| l == "submitted"), "{submitted}");
+        desk.prompts()
+            .wait_choice(
+                waiting.prompt.id,
+                gatehouse_host::consent::WaitChoice::Retry,
+            )
+            .expect("retry");
+        running.join().unwrap()
+    });
+    assert!(ok, "{notes}");
+    assert!(text(&out[0]).contains("mail"), "{}", out[0]);
+    assert!(text(&out[1]).starts_with("connected files"), "{}", out[1]);
+    let urls = std::fs::read_to_string(&opened).unwrap();
+    assert_eq!(urls.lines().count(), 2, "each URL opened once: {urls}");
+    assert!(
+        urls.lines().all(|u| u.starts_with("http://127.0.0.1:")),
+        "{urls}"
+    );
+    // Both receipts name the client.
+    let receipts: Vec<Value> = machine
+        .app_audit()
+        .into_iter()
+        .filter(|r| r["event"] == "elicitation_receipt")
+        .collect();
+    assert_eq!(receipts.len(), 2, "{receipts:?}");
+    for receipt in &receipts {
+        assert_eq!(receipt["data"]["action"], "accept", "{receipt}");
+        assert_eq!(receipt["data"]["caller"]["client"], "cursor", "{receipt}");
+    }
     desk.shutdown().await;
 }
 
