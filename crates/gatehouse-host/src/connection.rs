@@ -329,7 +329,7 @@ impl Connection {
         if !verdict.proceeds {
             return Err(HostError::NotAdmitted {
                 server: server.to_string(),
-                status: verdict.status.as_str(),
+                status: verdict.status,
                 reason: verdict.reason.unwrap_or("not_admitted"),
                 code: verdict.code,
                 detail: verdict.detail.clone(),

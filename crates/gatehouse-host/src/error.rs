@@ -67,8 +67,8 @@ pub enum HostError {
     #[error("server {server:?} is not admitted: {reason}{}: {detail}", code.map(|c| format!(" (code {c})")).unwrap_or_default())]
     NotAdmitted {
         server: String,
-        /// `refused` or `unattested`: what the admission found.
-        status: &'static str,
+        /// Refused or unattested: what the admission found.
+        status: crate::admission::Status,
         reason: &'static str,
         code: Option<u8>,
         detail: String,

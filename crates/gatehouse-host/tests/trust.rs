@@ -9,6 +9,7 @@ use std::sync::Arc;
 use common::bundles;
 use gatehouse_host::admission::{Trust, TrustSettings};
 use gatehouse_host::desk::{Desk, DeskOptions, DeskPaths};
+use gatehouse_host::host::RowStatus;
 use gatehouse_host::{Clock, MemoryStore};
 use serde_json::json;
 use time::OffsetDateTime;
@@ -265,7 +266,7 @@ fn version(n: u64, servers: serde_json::Value) -> serde_json::Value {
 async fn a_rotation_installed_while_the_desk_runs_applies_at_the_next_admission() {
     let running = Running::start(&version(1, json!(["BIND"])));
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
     assert_eq!(
         detail.banner.as_ref().unwrap().bundle.as_deref(),
         Some("test-bundle@1")
@@ -275,7 +276,7 @@ async fn a_rotation_installed_while_the_desk_runs_applies_at_the_next_admission(
     // Version 2 drops the server: the next admission refuses it.
     running.rotate(&version(2, json!([])));
     let detail = running.reconnect().await;
-    assert_ne!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_ne!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
     assert!(!detail.row.connected);
     let reloads = running.reloads();
     assert_eq!(reloads.len(), 1, "{reloads:?}");
@@ -290,7 +291,7 @@ async fn a_rotation_installed_while_the_desk_runs_applies_at_the_next_admission(
     v3["locked"] = json!(true);
     running.rotate(&v3);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
     assert_eq!(
         running.desk.settings().locked_by.as_deref(),
         Some("test-bundle@3")
@@ -303,7 +304,7 @@ async fn a_rotation_installed_while_the_desk_runs_applies_at_the_next_admission(
         "notAfter": "2099-01-01T00:00:00Z", "approvedClearances": ["public", "internal"]}]);
     running.rotate(&v4);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "refused", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Refused, "{:?}", detail.row);
     assert_eq!(
         detail.row.reason.as_ref().unwrap().code,
         "signer_not_trusted",
@@ -320,12 +321,12 @@ async fn a_bundle_that_expires_while_the_desk_runs_stops_admitting() {
     v1["expires"] = json!("2026-12-01T00:00:00Z");
     let running = Running::start(&v1);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
 
     // No file changed; only time passed.
     *running.now.lock().unwrap() = datetime!(2026-12-01 00:00:01 UTC);
     let detail = running.reconnect().await;
-    assert_ne!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_ne!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
     let settings = running.desk.settings();
     assert!(settings.bundles.is_empty(), "{:?}", settings.bundles);
     assert!(
@@ -391,9 +392,19 @@ async fn a_bound_server_may_not_set_what_changes_what_runs() {
         .unwrap();
         let detail = running.reconnect().await;
         if admitted {
-            assert_eq!(detail.row.status, "admitted", "{entry}: {:?}", detail.row);
+            assert_eq!(
+                detail.row.status,
+                RowStatus::Admitted,
+                "{entry}: {:?}",
+                detail.row
+            );
         } else {
-            assert_eq!(detail.row.status, "refused", "{entry}: {:?}", detail.row);
+            assert_eq!(
+                detail.row.status,
+                RowStatus::Refused,
+                "{entry}: {:?}",
+                detail.row
+            );
             let reason = detail.row.reason.as_ref().unwrap();
             assert_eq!(reason.code, "stdio_binding_mismatch", "{entry}");
             let setting = entry["env"]
@@ -413,7 +424,7 @@ async fn one_command_bound_under_two_ids_is_refused_not_first_wins() {
     let settings = running.desk.settings();
     assert!(settings.problems.is_empty(), "{:?}", settings.problems);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "refused", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Refused, "{:?}", detail.row);
     let reason = detail.row.reason.as_ref().unwrap();
     assert_eq!(reason.code, "stdio_binding_mismatch");
     assert!(
@@ -474,7 +485,7 @@ async fn a_lock_installed_while_the_desk_runs_refuses_the_user_policy_it_was_sta
     };
     let running = Running::start_with(&version(1, json!(["BIND"])), with_policy);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
 
     let mut locked = version(2, json!(["BIND"]));
     locked["locked"] = json!(true);
@@ -497,7 +508,7 @@ async fn a_lock_installed_while_the_desk_runs_refuses_the_user_policy_it_was_sta
     let running = Running::start(&version(1, json!(["BIND"])));
     running.rotate(&locked);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
     assert!(running.records("lock_refused").is_empty());
     running.desk.shutdown().await;
 }
@@ -623,14 +634,14 @@ async fn a_changed_bundle_is_judged_as_installed_even_under_the_same_version_and
     // refuse it). Admission decides with the bundle on disk, not the one it loaded first.
     let running = Running::start(&version(1, json!(["BIND"])));
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "admitted", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
 
     let mut same_label = version(1, json!(["BIND"]));
     same_label["servers"] = Running::servers(&running.program, &same_label["servers"]);
     same_label["servers"][0]["stdio"]["sha256"] = json!("ab".repeat(32));
     bundles::install(&running.admin, &same_label);
     let detail = running.reconnect().await;
-    assert_eq!(detail.row.status, "refused", "{:?}", detail.row);
+    assert_eq!(detail.row.status, RowStatus::Refused, "{:?}", detail.row);
     assert_eq!(detail.row.reason.as_ref().unwrap().code, "binary_changed");
     let reloads = running.reloads();
     assert_eq!(reloads.len(), 1, "{reloads:?}");

@@ -185,12 +185,51 @@ pub struct ServerRow {
     pub transport: &'static str,
     pub target: String,
     pub demo: bool,
-    /// `admitted`, `refused`, `unattested`, `suspended`, `connecting`, `not_connected`, `error`.
-    pub status: &'static str,
+    pub status: RowStatus,
     pub reason: Option<RowReason>,
     pub headline: String,
     /// A live connection exists (admitted, or unattested under the warn posture).
     pub connected: bool,
+}
+
+/// Where a server stands, as the Servers view and `servers list` show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    Admitted,
+    Refused,
+    /// No attestation, or no bundle binds it (connected only in the warn posture).
+    Unattested,
+    /// The kill switch stopped it; `resume` lifts that.
+    Suspended,
+    Connecting,
+    NotConnected,
+    /// The connection failed for another reason (spawn, network, handshake).
+    Error,
+}
+
+impl RowStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowStatus::Admitted => "admitted",
+            RowStatus::Refused => "refused",
+            RowStatus::Unattested => "unattested",
+            RowStatus::Suspended => "suspended",
+            RowStatus::Connecting => "connecting",
+            RowStatus::NotConnected => "not_connected",
+            RowStatus::Error => "error",
+        }
+    }
+}
+
+impl From<crate::admission::Status> for RowStatus {
+    fn from(status: crate::admission::Status) -> RowStatus {
+        match status {
+            crate::admission::Status::Admitted => RowStatus::Admitted,
+            crate::admission::Status::Refused => RowStatus::Refused,
+            crate::admission::Status::Unattested => RowStatus::Unattested,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -492,15 +531,15 @@ impl Host {
             connected,
         };
         match slot {
-            None => base("not_connected", None, "not connected yet".into()),
-            Some(Slot::Connecting) => base("connecting", None, "connecting…".into()),
+            None => base(RowStatus::NotConnected, None, "not connected yet".into()),
+            Some(Slot::Connecting) => base(RowStatus::Connecting, None, "connecting…".into()),
             Some(Slot::Failed(row)) => row.clone(),
             Some(Slot::Connected(connection)) => {
                 let verdict = connection.verdict();
                 let status = if connection.session().is_some_and(|s| s.killed().is_some()) {
-                    "suspended"
+                    RowStatus::Suspended
                 } else {
-                    verdict.status.as_str()
+                    verdict.status.into()
                 };
                 base(
                     status,
@@ -987,11 +1026,15 @@ async fn close_slot(slot: Option<Slot>) {
 
 fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> ServerRow {
     let (status, headline) = match error {
-        HostError::NotAdmitted { status, .. } => {
-            (*status, format!("not admitted: {}", error.code()))
-        }
-        HostError::Suspended { .. } => ("suspended", "suspended after elicitation abuse".into()),
-        _ => ("error", "could not connect".into()),
+        HostError::NotAdmitted { status, .. } => (
+            RowStatus::from(*status),
+            format!("not admitted: {}", error.code()),
+        ),
+        HostError::Suspended { .. } => (
+            RowStatus::Suspended,
+            "suspended after elicitation abuse".into(),
+        ),
+        _ => (RowStatus::Error, "could not connect".into()),
     };
     ServerRow {
         name: name.to_string(),
