@@ -281,7 +281,7 @@ fn restore(
 
 /// `clients token CLIENT [--rotate | --revoke]`.
 fn token(context: &Context, client: &str, rotate: bool, revoke: bool) -> Result<u8, Failure> {
-    let index = crate::commands::data_dir().join(gatehouse_gateway::tokens::INDEX_FILE);
+    let index = gatehouse_gateway::tokens::index_path(&crate::commands::data_dir());
     let store = context.secrets.as_ref();
     let failed = |message: String| Failure {
         code: "client_token_failed",

@@ -32,18 +32,15 @@ pub async fn run(
         ));
     }
     let startup_wait = std::time::Duration::from_secs_f64(args.startup_wait);
-    let http = match &args.http {
-        Some(addr) => {
-            let addr =
-                parse_listen_addr(addr).map_err(|e| Failure::usage(format!("--http: {e}")))?;
-            gatehouse_gateway::http::check_loopback(addr)
-                .map_err(|e| Failure::usage(format!("--http: {e}")))?;
-            Some(addr)
-        }
-        None => None,
-    };
-    if http.is_some() {
-        // A long-lived server of its own: it does not bridge.
+    let http = args
+        .http
+        .as_deref()
+        .map(gatehouse_gateway::http::parse_loopback_addr)
+        .transpose()
+        .map_err(|e| Failure::usage(format!("--http: {e}")))?;
+    // `--http` is a long-lived server of its own: it never bridges.
+    let bridged = if http.is_some() {
+        None
     } else if args.no_bridge || !own_host.is_empty() {
         let why = if args.no_bridge {
             "--no-bridge".to_string()
@@ -51,7 +48,11 @@ pub async fn run(
             own_host.join(", ")
         };
         eprintln!("gatehouse serve: running the host in this process ({why})");
-    } else if let Some(bridged) = bridge(client, startup_wait).await? {
+        None
+    } else {
+        bridge(client, startup_wait).await?
+    };
+    if let Some(bridged) = bridged {
         bridged
             .pipe(tokio::io::stdin(), tokio::io::stdout())
             .await
@@ -114,21 +115,6 @@ pub async fn run(
     Ok(0)
 }
 
-/// `IP:PORT` (IPv6 in brackets) or `localhost:PORT`.
-fn parse_listen_addr(value: &str) -> Result<SocketAddr, String> {
-    if let Ok(addr) = value.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    if let Some(port) = value.strip_prefix("localhost:")
-        && let Ok(port) = port.parse::<u16>()
-    {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    Err(format!(
-        "expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT, not {value:?}"
-    ))
-}
-
 /// Streamable HTTP until Ctrl-C or SIGTERM. Refuses to start when no client has a token:
 /// there is no unauthenticated mode.
 async fn serve_http(
@@ -139,7 +125,7 @@ async fn serve_http(
 ) -> Result<(), String> {
     let book = Arc::new(TokenBook::new(
         context.secrets.clone(),
-        data_dir().join(gatehouse_gateway::tokens::INDEX_FILE),
+        gatehouse_gateway::tokens::index_path(&data_dir()),
     ));
     let loaded = {
         let book = book.clone();
@@ -165,9 +151,9 @@ async fn serve_http(
     );
     let shutdown = tokio_util::sync::CancellationToken::new();
     let stop = shutdown.clone();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}

@@ -6,7 +6,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,7 +68,7 @@ impl Machine {
         Desk::open(options, Arc::new(MemoryStore::default()), Arc::new(|_| {})).expect("app")
     }
     fn app_audit(&self) -> Vec<Value> {
-        records(&self.app().join("data/audit.jsonl"))
+        common::audit_records(&self.app().join("data/audit.jsonl"))
     }
     /// The audit log a `gatehouse` running its own host would write under this home.
     fn serve_own_audit(&self) -> PathBuf {
@@ -112,14 +112,6 @@ impl Machine {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     }
-}
-
-fn records(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,11 +45,7 @@ fn ts_client_launching(env: &Env, steps: Value, program: &str, args: &[String]) 
 }
 
 fn audit(env: &Env) -> Vec<Value> {
-    std::fs::read_to_string(env.audit_log())
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    common::audit_records(&env.audit_log())
 }
 
 fn tool_calls(env: &Env, tool: &str) -> Vec<Value> {

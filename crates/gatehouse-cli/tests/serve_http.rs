@@ -98,11 +98,7 @@ impl Server {
         }
     }
     fn audit(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.env.audit_log())
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        common::audit_records(&self.env.audit_log())
     }
     fn addr(&self) -> String {
         self.url

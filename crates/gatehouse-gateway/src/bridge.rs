@@ -68,6 +68,22 @@ pub enum BridgeCode {
 }
 
 impl BridgeCode {
+    const ALL: [BridgeCode; 8] = [
+        BridgeCode::NoRuntimeDir,
+        BridgeCode::UnsafeDir,
+        BridgeCode::InUse,
+        BridgeCode::PeerNotSameUser,
+        BridgeCode::BadHello,
+        BridgeCode::Refused,
+        BridgeCode::Busy,
+        BridgeCode::Io,
+    ];
+
+    /// The code a reply names, if it is one of ours.
+    pub fn parse(code: &str) -> Option<BridgeCode> {
+        BridgeCode::ALL.into_iter().find(|c| c.as_str() == code)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             BridgeCode::NoRuntimeDir => "bridge_no_runtime_dir",
@@ -263,6 +279,7 @@ pub struct BridgeListener {
     inode: (u64, u64),
     uid: u32,
     slots: Arc<Semaphore>,
+    max_clients: usize,
 }
 
 impl BridgeListener {
@@ -333,6 +350,7 @@ impl BridgeListener {
             inode: (meta.dev(), meta.ino()),
             uid,
             slots: Arc::new(Semaphore::new(MAX_CLIENTS)),
+            max_clients: MAX_CLIENTS,
         })
     }
 
@@ -343,6 +361,7 @@ impl BridgeListener {
     /// Serves at most `n` clients at once instead of [`MAX_CLIENTS`].
     pub fn with_max_clients(mut self, n: usize) -> BridgeListener {
         self.slots = Arc::new(Semaphore::new(n));
+        self.max_clients = n;
         self
     }
 
@@ -360,9 +379,9 @@ impl BridgeListener {
             };
             let host = host.clone();
             let slots = self.slots.clone();
-            let uid = self.uid;
+            let (uid, max) = (self.uid, self.max_clients);
             tokio::spawn(async move {
-                if let Err(error) = serve_client(stream, host, uid, slots).await {
+                if let Err(error) = serve_client(stream, host, uid, slots, max).await {
                     tracing::warn!(code = error.code.as_str(), message = %error.message, "a bridge client was refused");
                 }
             });
@@ -385,6 +404,7 @@ async fn serve_client(
     host: Arc<Host>,
     uid: u32,
     slots: Arc<Semaphore>,
+    max_clients: usize,
 ) -> Result<(), BridgeError> {
     let peer = peer_uid(&stream)?;
     if peer != uid {
@@ -433,7 +453,7 @@ async fn serve_client(
     let Ok(_slot) = slots.try_acquire_owned() else {
         let error = BridgeError::new(
             BridgeCode::Busy,
-            format!("the app serves {MAX_CLIENTS} AI clients already; close one and try again"),
+            format!("the app serves {max_clients} AI clients already; close one and try again"),
         );
         let _ = write_line(&mut write, &refuse(error.clone())).await;
         return Err(error);
@@ -448,8 +468,7 @@ async fn serve_client(
     )
     .await?;
     // Servers never tried yet (added since the app started) connect now.
-    let connecting = host.clone();
-    tokio::spawn(async move { connecting.connect_all().await });
+    host.connect_all_in_background();
     let mut gateway = Gateway::new(host, hello.client, DownstreamTransport::Stdio);
     if let Some(ms) = hello.startup_wait_ms {
         gateway = gateway.with_startup_wait(Duration::from_millis(ms.min(600_000)));
@@ -470,8 +489,9 @@ async fn serve_client(
         )
     })?
     .map_err(|e| BridgeError::new(BridgeCode::Io, format!("the client's handshake: {e}")))?;
+    // The gateway goes with this function: its change watcher stops, the client is no
+    // longer listed as connected.
     let _ = running.waiting().await;
-    gateway.end();
     Ok(())
 }
 
@@ -524,7 +544,7 @@ pub async fn connect(
         &Hello {
             gatehouse_bridge: BRIDGE_VERSION,
             client: client.to_string(),
-            startup_wait_ms: Some(startup_wait.as_millis().min(u64::MAX as u128) as u64),
+            startup_wait_ms: Some(u64::try_from(startup_wait.as_millis()).unwrap_or(u64::MAX)),
         },
     )
     .await?;
@@ -544,10 +564,9 @@ pub async fn connect(
         HelloReply {
             error: Some(error), ..
         } => Err(BridgeError::new(
-            if error.code == BridgeCode::Busy.as_str() {
-                BridgeCode::Busy
-            } else {
-                BridgeCode::Refused
+            match BridgeCode::parse(&error.code) {
+                Some(BridgeCode::Busy) => BridgeCode::Busy,
+                _ => BridgeCode::Refused,
             },
             format!(
                 "the app refused the client: {} ({})",
@@ -570,8 +589,10 @@ impl Bridged {
         I: AsyncRead + Unpin + Send + 'static,
         O: AsyncWrite + Unpin,
     {
-        let Bridged { mut reader, writer } = self;
-        let mut writer = writer;
+        let Bridged {
+            mut reader,
+            mut writer,
+        } = self;
         let upstream = tokio::spawn(async move {
             let copied = tokio::io::copy(&mut input, &mut writer).await;
             let _ = writer.shutdown().await;

@@ -33,6 +33,22 @@ pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpClient(pub String);
 
+/// `IP:PORT` (IPv6 in brackets) or `localhost:PORT`, which must be loopback.
+pub fn parse_loopback_addr(value: &str) -> Result<SocketAddr, String> {
+    let addr = match value.parse::<SocketAddr>() {
+        Ok(addr) => addr,
+        Err(_) => value
+            .strip_prefix("localhost:")
+            .and_then(|port| port.parse::<u16>().ok())
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+            .ok_or_else(|| {
+                format!("expected 127.0.0.1:PORT, [::1]:PORT or localhost:PORT, not {value:?}")
+            })?,
+    };
+    check_loopback(addr)?;
+    Ok(addr)
+}
+
 /// Checks `addr` is loopback: the gateway is never reachable from another machine.
 pub fn check_loopback(addr: SocketAddr) -> Result<(), String> {
     if addr.ip().to_canonical().is_loopback() {
@@ -110,8 +126,7 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| format!("the listener has no address: {e}"))?;
     check_loopback(local)?;
-    let connecting = host.clone();
-    tokio::spawn(async move { connecting.connect_all().await });
+    host.connect_all_in_background();
     let (hosts, origins) = own_names(local);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)

@@ -112,8 +112,9 @@ impl Gateway {
         }
     }
 
-    /// The client's session ended: nothing more is sent to it, and it is no longer listed as
-    /// connected.
+    /// The client's session ended while the gateway lives on (its calls still draining):
+    /// nothing more is sent to it, and it is no longer listed as connected. Dropping the
+    /// gateway does the same.
     pub fn end(&self) {
         self.ended.cancel();
         self.session.lock().expect("session poisoned").take();
@@ -219,6 +220,14 @@ impl Gateway {
                 return;
             }
         }
+    }
+}
+
+impl Drop for Gateway {
+    /// Stops the change watcher at once, also for HTTP sessions, which end by dropping their
+    /// gateway.
+    fn drop(&mut self) {
+        self.ended.cancel();
     }
 }
 

@@ -21,8 +21,7 @@ pub async fn serve_stdio(
     client: String,
     startup_wait: std::time::Duration,
 ) -> Result<(), String> {
-    let connecting = host.clone();
-    tokio::spawn(async move { connecting.connect_all().await });
+    host.connect_all_in_background();
     let gateway = Arc::new(
         Gateway::new(host.clone(), client, DownstreamTransport::Stdio)
             .with_startup_wait(startup_wait),

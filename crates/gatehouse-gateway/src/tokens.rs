@@ -24,11 +24,16 @@ pub const TOKEN_PREFIX: &str = "ghgw_";
 /// How long the server trusts what it read from the keychain.
 pub const RELOAD_AFTER: Duration = Duration::from_secs(5);
 
+/// Where the list of clients with a token lives, in the data directory `data`.
+pub fn index_path(data: &Path) -> PathBuf {
+    data.join(INDEX_FILE)
+}
+
 pub fn secret_name(client: &str) -> String {
     format!("{SECRET_PREFIX}{client}")
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Index {
     version: u32,
@@ -62,9 +67,6 @@ fn read_index(path: &Path) -> Result<Index, String> {
 }
 
 fn write_index(path: &Path, index: &Index) -> Result<(), String> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-    }
     let bytes = serde_json::to_vec_pretty(index).expect("index serializes");
     write_atomically(path, &bytes, 0o600)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -125,6 +125,15 @@ pub fn result_text(call: &Value) -> String {
         .to_string()
 }
 
+/// Every record of the audit log at `path`, oldest first (none when there is no log).
+pub fn audit_records(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 pub fn fixture(name: &str) -> String {
     repo()
         .join("tests/fixtures")

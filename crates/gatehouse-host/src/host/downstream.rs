@@ -52,7 +52,7 @@ struct Session {
 /// Open gateway sessions.
 #[derive(Default)]
 pub(crate) struct Sessions {
-    next: Mutex<u64>,
+    next: std::sync::atomic::AtomicU64,
     open: Mutex<BTreeMap<u64, Session>>,
 }
 
@@ -80,11 +80,7 @@ impl Sessions {
         caller: Caller,
         on_close: Box<dyn Fn() + Send + Sync>,
     ) -> SessionGuard {
-        let id = {
-            let mut next = self.next.lock().expect("sessions poisoned");
-            *next += 1;
-            *next
-        };
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.open
             .lock()
             .expect("sessions poisoned")

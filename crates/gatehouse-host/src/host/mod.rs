@@ -208,20 +208,6 @@ pub enum RowStatus {
     Error,
 }
 
-impl RowStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RowStatus::Admitted => "admitted",
-            RowStatus::Refused => "refused",
-            RowStatus::Unattested => "unattested",
-            RowStatus::Suspended => "suspended",
-            RowStatus::Connecting => "connecting",
-            RowStatus::NotConnected => "not_connected",
-            RowStatus::Error => "error",
-        }
-    }
-}
-
 impl From<crate::admission::Status> for RowStatus {
     fn from(status: crate::admission::Status) -> RowStatus {
         match status {
@@ -713,6 +699,13 @@ impl Host {
         };
         futures::future::join_all(names.iter().map(|name| self.connection(name))).await;
         self.started.send_replace(true);
+    }
+
+    /// [`Host::connect_all`] on a task of its own (a gateway starts serving at once; its
+    /// first listing waits for [`Host::started`]). Must run inside a Tokio runtime.
+    pub fn connect_all_in_background(self: &Arc<Self>) {
+        let host = self.clone();
+        tokio::spawn(async move { host.connect_all().await });
     }
 
     /// An AI client's gateway session opened: it is listed as connected until the guard
