@@ -280,6 +280,7 @@ pub struct BridgeListener {
     uid: u32,
     slots: Arc<Semaphore>,
     max_clients: usize,
+    handshake_timeout: Duration,
 }
 
 impl BridgeListener {
@@ -351,6 +352,7 @@ impl BridgeListener {
             uid,
             slots: Arc::new(Semaphore::new(MAX_CLIENTS)),
             max_clients: MAX_CLIENTS,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
         })
     }
 
@@ -362,6 +364,12 @@ impl BridgeListener {
     pub fn with_max_clients(mut self, n: usize) -> BridgeListener {
         self.slots = Arc::new(Semaphore::new(n));
         self.max_clients = n;
+        self
+    }
+
+    /// Gives an accepted client `limit` to initialize instead of [`HANDSHAKE_TIMEOUT`].
+    pub fn with_handshake_timeout(mut self, limit: Duration) -> BridgeListener {
+        self.handshake_timeout = limit;
         self
     }
 
@@ -379,9 +387,9 @@ impl BridgeListener {
             };
             let host = host.clone();
             let slots = self.slots.clone();
-            let (uid, max) = (self.uid, self.max_clients);
+            let limits = (self.uid, self.max_clients, self.handshake_timeout);
             tokio::spawn(async move {
-                if let Err(error) = serve_client(stream, host, uid, slots, max).await {
+                if let Err(error) = serve_client(stream, host, slots, limits).await {
                     tracing::warn!(code = error.code.as_str(), message = %error.message, "a bridge client was refused");
                 }
             });
@@ -402,9 +410,8 @@ impl Drop for BridgeListener {
 async fn serve_client(
     stream: UnixStream,
     host: Arc<Host>,
-    uid: u32,
     slots: Arc<Semaphore>,
-    max_clients: usize,
+    (uid, max_clients, handshake_timeout): (u32, usize, Duration),
 ) -> Result<(), BridgeError> {
     let peer = peer_uid(&stream)?;
     if peer != uid {
@@ -475,7 +482,7 @@ async fn serve_client(
     }
     let gateway = Arc::new(gateway);
     let running = tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
+        handshake_timeout,
         GatewayHandler(gateway.clone()).serve((reader, write)),
     )
     .await
@@ -483,8 +490,8 @@ async fn serve_client(
         BridgeError::new(
             BridgeCode::BadHello,
             format!(
-                "no MCP initialize within {} s of the hello",
-                HANDSHAKE_TIMEOUT.as_secs()
+                "no MCP initialize within {} ms of the hello",
+                handshake_timeout.as_millis()
             ),
         )
     })?

@@ -254,6 +254,37 @@ async fn a_bad_hello_is_refused_with_its_reason() {
 }
 
 #[tokio::test]
+async fn a_client_that_never_initializes_is_closed_and_frees_its_place() {
+    let world = World::new();
+    let socket = world.socket();
+    world.serve(
+        BridgeListener::bind(&socket)
+            .unwrap()
+            .with_max_clients(1)
+            .with_handshake_timeout(Duration::from_millis(300)),
+    );
+    // Greeted, then silent: no MCP initialize.
+    let mut stream = UnixStream::connect(&socket).await.unwrap();
+    stream
+        .write_all(b"{\"gatehouse_bridge\":1,\"client\":\"idle\"}\n")
+        .await
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut reply = String::new();
+    reader.read_line(&mut reply).await.unwrap();
+    assert!(reply.contains("\"accepted\":true"), "{reply}");
+    // The app closes it once the handshake time is up.
+    let mut rest = String::new();
+    let closed = tokio::time::timeout(Duration::from_secs(10), reader.read_line(&mut rest))
+        .await
+        .expect("closed within the handshake time");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?} {rest:?}");
+    // Its place is free again: the one-client app serves the next client.
+    let next = bridge::connect(&socket, "next", Duration::ZERO).await;
+    assert!(matches!(next, Ok(Some(_))), "{:?}", next.err());
+}
+
+#[tokio::test]
 async fn a_client_over_the_limit_is_told_the_app_is_busy() {
     let world = World::new();
     let socket = world.socket();
