@@ -140,6 +140,11 @@ pub struct ServeArgs {
     /// runs in this process.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
+    /// Offer the tools of this one server only, under their own names instead of
+    /// SERVER__TOOL (for a client configured with one entry per server). Only this server
+    /// is connected, unless the desktop app's host serves the client.
+    #[arg(long, value_name = "NAME")]
+    pub server: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

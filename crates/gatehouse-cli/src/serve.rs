@@ -50,7 +50,7 @@ pub async fn run(
         eprintln!("gatehouse serve: running the host in this process ({why})");
         None
     } else {
-        bridge(client, startup_wait).await?
+        bridge(client, args.server.as_deref(), startup_wait).await?
     };
     if let Some(bridged) = bridged {
         bridged
@@ -103,9 +103,26 @@ pub async fn run(
             problem.code, problem.message
         );
     }
+    let only = args.server.clone();
+    if let Some(name) = &only
+        && !host.has_server(name)
+    {
+        host.shutdown().await;
+        return Err(Failure {
+            code: "unknown_server",
+            message: format!(
+                "--server: no server named {name:?} in {}: see `gatehouse servers list`",
+                context.config_path.display()
+            ),
+            exit: 2,
+        });
+    }
     let served = match http {
-        Some(addr) => serve_http(context, host, addr, startup_wait).await,
-        None => gatehouse_gateway::stdio::serve_stdio(host, client.to_string(), startup_wait).await,
+        Some(addr) => serve_http(context, host, addr, only, startup_wait).await,
+        None => {
+            gatehouse_gateway::stdio::serve_stdio(host, client.to_string(), only, startup_wait)
+                .await
+        }
     };
     served.map_err(|message| Failure {
         code: "serve_failed",
@@ -121,6 +138,7 @@ async fn serve_http(
     context: &Context,
     host: Arc<Host>,
     addr: SocketAddr,
+    only: Option<String>,
     startup_wait: std::time::Duration,
 ) -> Result<(), String> {
     let book = Arc::new(TokenBook::new(
@@ -160,9 +178,15 @@ async fn serve_http(
         }
         stop.cancel();
     });
-    let served =
-        gatehouse_gateway::http::serve_http(host.clone(), listener, book, startup_wait, shutdown)
-            .await;
+    let served = gatehouse_gateway::http::serve_http(
+        host.clone(),
+        listener,
+        book,
+        only,
+        startup_wait,
+        shutdown,
+    )
+    .await;
     host.shutdown().await;
     served
 }
@@ -172,6 +196,7 @@ async fn serve_http(
 /// its checks stops `serve`: the client is handed to nothing unchecked.
 async fn bridge(
     client: &str,
+    only: Option<&str>,
     startup_wait: std::time::Duration,
 ) -> Result<Option<bridge::Bridged>, Failure> {
     let path = match bridge::socket_path() {
@@ -184,7 +209,7 @@ async fn bridge(
             return Ok(None);
         }
     };
-    match bridge::connect(&path, client, startup_wait).await {
+    match bridge::connect(&path, client, only, startup_wait).await {
         Ok(Some(bridged)) => {
             eprintln!(
                 "gatehouse serve: bridged to the desktop app ({})",

@@ -272,6 +272,56 @@ fn serve_refuses_a_bad_client_id_before_starting() {
 }
 
 #[test]
+fn serve_for_one_server_offers_its_tools_under_their_own_names_through_the_same_gate() {
+    let env = Env::new();
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "echo", "arguments": {"message": "one server"}},
+        // Hidden by the bundle: not offered, refused at the gate, under its own name too.
+        {"op": "call", "name": "fail", "arguments": {}},
+        // The prefixed name and the other server's tools are not this gateway's.
+        {"op": "call", "name": "demo__echo", "arguments": {"message": "x"}},
+    ]);
+    let out = ts_client(
+        &env,
+        steps,
+        &["--demo", "serve", "--client", "one", "--server", "demo"],
+    );
+    let offered = names(&out[0]);
+    assert!(offered.contains(&"echo".to_string()), "{offered:?}");
+    assert!(offered.contains(&"book_table".to_string()), "{offered:?}");
+    assert!(
+        !offered.iter().any(|n| n.contains("__") || n == "fail"),
+        "only the demo's allowed tools, unprefixed: {offered:?}"
+    );
+    assert_eq!(text(&out[1]), "one server");
+    assert!(
+        text(&out[2]).contains("Gatehouse did not complete fail")
+            && text(&out[2]).contains("code tool_"),
+        "{:?}",
+        out[2]
+    );
+    assert_eq!(out[3]["error"]["code"], json!(-32602), "{}", out[3]);
+    let calls = tool_calls(&env, "echo");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["data"]["name"], "demo");
+    assert_eq!(calls[0]["data"]["caller"]["client"], "one");
+    let denied = tool_calls(&env, "fail");
+    assert_eq!(denied[0]["data"]["decision"], "denied");
+    // Only the one server was started: the other demo server was never admitted.
+    let admitted = |name: &str| {
+        audit(&env)
+            .iter()
+            .any(|r| r["event"] == "admission" && r["data"]["name"] == name)
+    };
+    assert!(admitted("demo") && !admitted("demo-2025"));
+
+    let (code, _, stderr) = env.run(&["--demo", "serve", "--server", "nosuch"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no server named \"nosuch\""), "{stderr}");
+}
+
+#[test]
 fn a_client_connected_with_gatehouse_clients_reaches_its_own_servers_through_the_gate() {
     let env = Env::new();
     let desktop = env

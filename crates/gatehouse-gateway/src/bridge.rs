@@ -197,6 +197,9 @@ struct Hello {
     client: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     startup_wait_ms: Option<u64>,
+    /// The one server whose tools the client is offered (`serve --server NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -439,6 +442,16 @@ async fn serve_client(
         }
         validate_client_id(&hello.client)
             .map_err(|e| BridgeError::new(BridgeCode::BadHello, e))?;
+        if let Some(server) = &hello.server
+            && !host.has_server(server)
+        {
+            return Err(BridgeError::new(
+                BridgeCode::Refused,
+                format!(
+                    "the app has no server named {server:?}: see `gatehouse servers list`, or add it"
+                ),
+            ));
+        }
         Ok(hello)
     }
     .await;
@@ -476,7 +489,8 @@ async fn serve_client(
     .await?;
     // Servers never tried yet (added since the app started) connect now.
     host.connect_all_in_background();
-    let mut gateway = Gateway::new(host, hello.client, DownstreamTransport::Stdio);
+    let mut gateway =
+        Gateway::new(host, hello.client, DownstreamTransport::Stdio).with_only(hello.server);
     if let Some(ms) = hello.startup_wait_ms {
         gateway = gateway.with_startup_wait(Duration::from_millis(ms.min(600_000)));
     }
@@ -514,6 +528,7 @@ pub struct Bridged {
 pub async fn connect(
     path: &Path,
     client: &str,
+    only: Option<&str>,
     startup_wait: Duration,
 ) -> Result<Option<Bridged>, BridgeError> {
     let uid = own_uid();
@@ -552,6 +567,7 @@ pub async fn connect(
             gatehouse_bridge: BRIDGE_VERSION,
             client: client.to_string(),
             startup_wait_ms: Some(u64::try_from(startup_wait.as_millis()).unwrap_or(u64::MAX)),
+            server: only.map(str::to_string),
         },
     )
     .await?;

@@ -113,12 +113,13 @@ async fn require_token(
     }
 }
 
-/// Serves the gateway on `listener` until `shutdown` is cancelled. Upstream servers connect
-/// all at once in the background.
+/// Serves the gateway on `listener` until `shutdown` is cancelled. Upstream servers (or the
+/// `only` one) connect all at once in the background.
 pub async fn serve_http(
     host: Arc<Host>,
     listener: TcpListener,
     book: Arc<TokenBook>,
+    only: Option<String>,
     startup_wait: Duration,
     shutdown: CancellationToken,
 ) -> Result<(), String> {
@@ -126,7 +127,7 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| format!("the listener has no address: {e}"))?;
     check_loopback(local)?;
-    host.connect_all_in_background();
+    host.connect_in_background(only.clone());
     let (hosts, origins) = own_names(local);
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
@@ -145,6 +146,7 @@ pub async fn serve_http(
                         UNNAMED_CLIENT.to_string(),
                         DownstreamTransport::Http,
                     )
+                    .with_only(only.clone())
                     .with_startup_wait(startup_wait),
                 )))
             },

@@ -14,6 +14,10 @@
 //! A plain server part has no `__` and no trailing `_`, so the first `__` of a plain name
 //! ends the server: plain names of different servers never meet, and a server cannot name a
 //! tool into another server's names.
+//!
+//! A gateway that offers one server's tools only (`gatehouse serve --server NAME`, see
+//! [`Naming::Plain`]) offers them under the tool part alone: the tool's own name when it is
+//! in the set and at most 64 long, otherwise the same substitution and hash.
 
 use std::collections::BTreeMap;
 
@@ -57,20 +61,44 @@ pub fn server_part(server: &str) -> String {
     cut
 }
 
+/// How a gateway names what it offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Naming {
+    /// `SERVER__TOOL`: the tools of every server, side by side.
+    #[default]
+    Prefixed,
+    /// The tool part alone: the gateway offers one server's tools only.
+    Plain,
+}
+
+impl Naming {
+    /// The name `tool` of `server` is offered under.
+    pub fn name(self, server: &str, tool: &str) -> String {
+        match self {
+            Naming::Prefixed => offered_name(server, tool),
+            Naming::Plain => tool_part(tool, MAX_NAME),
+        }
+    }
+}
+
+/// `tool` as it is when it is in the set and fits in `room`; otherwise substituted, cut and
+/// told apart by 8 hex digits of its hash.
+fn tool_part(tool: &str, room: usize) -> String {
+    let plain = !tool.is_empty() && tool.chars().all(allowed) && tool.len() <= room;
+    if plain {
+        return tool.to_string();
+    }
+    let mut cut: String = substitute(tool).chars().take(room - 9).collect();
+    cut.push('_');
+    cut.push_str(&hash_hex(tool, 8));
+    cut
+}
+
 /// The name `tool` of `server` is offered under.
 pub fn offered_name(server: &str, tool: &str) -> String {
     let server = server_part(server);
     let room = MAX_NAME - server.len() - SEPARATOR.len();
-    let plain = !tool.is_empty() && tool.chars().all(allowed) && tool.len() <= room;
-    let tool = if plain {
-        tool.to_string()
-    } else {
-        let mut cut: String = substitute(tool).chars().take(room - 9).collect();
-        cut.push('_');
-        cut.push_str(&hash_hex(tool, 8));
-        cut
-    };
-    format!("{server}{SEPARATOR}{tool}")
+    format!("{server}{SEPARATOR}{}", tool_part(tool, room))
 }
 
 /// Whether `name` is one a client accepts.
@@ -93,13 +121,15 @@ pub struct Collision {
 }
 
 impl NameTable {
-    /// The table for `pairs` (server, tool), with the collisions it left out.
+    /// The table for `pairs` (server, tool) named by `naming`, with the collisions it left
+    /// out.
     pub fn build<'a>(
+        naming: Naming,
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> (NameTable, Vec<Collision>) {
         let mut all: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         for (server, tool) in pairs {
-            let entry = all.entry(offered_name(server, tool)).or_default();
+            let entry = all.entry(naming.name(server, tool)).or_default();
             let pair = (server.to_string(), tool.to_string());
             if !entry.contains(&pair) {
                 entry.push(pair);
@@ -175,8 +205,10 @@ mod tests {
         // A server naming a tool exactly like the hashed name of another of its tools.
         let hashed = offered_name("s", "x.y");
         let tool = hashed.strip_prefix("s__").unwrap().to_string();
-        let (table, collisions) =
-            NameTable::build([("s", "x.y"), ("s", tool.as_str()), ("s", "ok")]);
+        let (table, collisions) = NameTable::build(
+            Naming::Prefixed,
+            [("s", "x.y"), ("s", tool.as_str()), ("s", "ok")],
+        );
         assert_eq!(collisions.len(), 1);
         assert_eq!(collisions[0].pairs.len(), 2);
         assert_eq!(table.resolve("s__ok"), Some(("s", "ok")));
@@ -184,7 +216,37 @@ mod tests {
         assert_eq!(table.len(), 1);
     }
 
+    #[test]
+    fn one_servers_tools_keep_their_own_names_within_the_set() {
+        assert_eq!(
+            Naming::Plain.name("s", "test_simple_text"),
+            "test_simple_text"
+        );
+        let dotted = Naming::Plain.name("s", "files.read");
+        assert!(dotted.starts_with("files_read_") && is_valid_name(&dotted));
+        assert_ne!(dotted, Naming::Plain.name("s", "files_read"));
+        let long = "a".repeat(80);
+        assert!(is_valid_name(&Naming::Plain.name("s", &long)));
+        assert_ne!(
+            Naming::Plain.name("s", &long),
+            Naming::Plain.name("s", &format!("{long}b"))
+        );
+        // The look-alike a server names to shadow its own hashed tool is left out, both of
+        // them: the table never guesses.
+        let shadow = Naming::Plain.name("s", "x.y");
+        let (table, collisions) =
+            NameTable::build(Naming::Plain, [("s", "x.y"), ("s", shadow.as_str())]);
+        assert_eq!((table.len(), collisions.len()), (0, 1));
+    }
+
     proptest! {
+        #[test]
+        fn every_plain_name_is_valid_and_stable(tool in "\\PC{1,90}") {
+            let name = Naming::Plain.name("s", &tool);
+            prop_assert!(is_valid_name(&name), "{name}");
+            prop_assert_eq!(name, Naming::Plain.name("s", &tool));
+        }
+
         #[test]
         fn every_name_is_valid_and_stable(server in "\\PC{1,70}", tool in "\\PC{1,90}") {
             let name = offered_name(&server, &tool);

@@ -18,13 +18,13 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::names::NameTable;
+use crate::names::{NameTable, Naming};
 
 /// How long a listing waits for the upstream servers' first connection before it offers what
 /// is ready (the rest follows with `notifications/tools/list_changed`).
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(10);
 
-const INSTRUCTIONS: &str = "Gatehouse: the tools of the MCP servers Gatehouse admitted, offered as SERVER__TOOL. Every call passes Gatehouse's gate and is recorded in its audit log; a refused call returns a tool error that says why and what to do.";
+const INSTRUCTIONS: &str = "Gatehouse: the tools of the MCP servers Gatehouse admitted, offered as SERVER__TOOL (or under their own names when Gatehouse offers one server's). Every call passes Gatehouse's gate and is recorded in its audit log; a refused call returns a tool error that says why and what to do.";
 
 /// What is offered: the renamed definitions of the allowed tools, in order, and the table
 /// that resolves the name of every tool of a live connection, allowed or not: a call to a
@@ -77,6 +77,9 @@ pub struct Gateway {
     ended: CancellationToken,
     /// Lists the client as connected on the host while the session lives.
     session: Mutex<Option<gatehouse_host::host::downstream::SessionGuard>>,
+    /// The one server whose tools are offered, under their own names; every server's when
+    /// `None`.
+    only: Option<String>,
 }
 
 /// Counts a call as under way while it lives.
@@ -109,6 +112,21 @@ impl Gateway {
             calls: watch::channel(0).0,
             ended: CancellationToken::new(),
             session: Mutex::new(None),
+            only: None,
+        }
+    }
+
+    /// Offers the tools of `server` only, under their own names ([`Naming::Plain`]): for a
+    /// client configured with one entry per server.
+    pub fn with_only(mut self, server: Option<String>) -> Gateway {
+        self.only = server;
+        self
+    }
+
+    fn naming(&self) -> Naming {
+        match self.only {
+            Some(_) => Naming::Plain,
+            None => Naming::Prefixed,
         }
     }
 
@@ -127,9 +145,15 @@ impl Gateway {
 
     /// Computes the offer afresh; true when it differs from the last one.
     async fn refresh(&self) -> (Offer, bool) {
-        let live = self.host.live_tools().await;
-        let (table, collisions) =
-            NameTable::build(live.iter().map(|(s, g)| (s.as_str(), g.tool.name.as_ref())));
+        let mut live = self.host.live_tools().await;
+        if let Some(only) = &self.only {
+            live.retain(|(server, _)| server == only);
+        }
+        let naming = self.naming();
+        let (table, collisions) = NameTable::build(
+            naming,
+            live.iter().map(|(s, g)| (s.as_str(), g.tool.name.as_ref())),
+        );
         for collision in &collisions {
             eprintln!(
                 "gatehouse serve: not offering {:?}: the name stands for more than one tool ({:?})",
@@ -140,7 +164,7 @@ impl Gateway {
             .iter()
             .filter(|(_, gated)| gated.status == ToolStatus::Allowed)
             .filter_map(|(server, gated)| {
-                let name = crate::names::offered_name(server, &gated.tool.name);
+                let name = naming.name(server, &gated.tool.name);
                 table.resolve(&name)?;
                 let mut offered = gated.tool.clone();
                 offered.name = name.into();

@@ -15,15 +15,17 @@ const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 const FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Serves one client on this process's stdin/stdout until it closes stdin. Upstream servers
-/// connect all at once in the background. Only rmcp writes to stdout.
+/// (or the `only` one) connect all at once in the background. Only rmcp writes to stdout.
 pub async fn serve_stdio(
     host: Arc<Host>,
     client: String,
+    only: Option<String>,
     startup_wait: std::time::Duration,
 ) -> Result<(), String> {
-    host.connect_all_in_background();
+    host.connect_in_background(only.clone());
     let gateway = Arc::new(
         Gateway::new(host.clone(), client, DownstreamTransport::Stdio)
+            .with_only(only)
             .with_startup_wait(startup_wait),
     );
     let running = match GatewayHandler(gateway.clone())

@@ -123,7 +123,7 @@ async fn a_directory_others_can_use_or_a_planted_file_is_refused_on_both_sides()
     let error = BridgeListener::bind(&socket).err().expect("refused");
     assert_eq!(error.code, BridgeCode::UnsafeDir, "{error}");
     assert!(error.message.contains("755"), "{error}");
-    let error = bridge::connect(&socket, "c", Duration::ZERO)
+    let error = bridge::connect(&socket, "c", None, Duration::ZERO)
         .await
         .err()
         .expect("serve refuses it too");
@@ -138,7 +138,7 @@ async fn a_directory_others_can_use_or_a_planted_file_is_refused_on_both_sides()
     symlink(&elsewhere, socket.parent().unwrap()).unwrap();
     let error = BridgeListener::bind(&socket).err().expect("refused");
     assert_eq!(error.code, BridgeCode::UnsafeDir, "{error}");
-    let error = bridge::connect(&socket, "c", Duration::ZERO)
+    let error = bridge::connect(&socket, "c", None, Duration::ZERO)
         .await
         .err()
         .unwrap();
@@ -165,7 +165,7 @@ async fn without_an_app_serve_is_told_to_run_its_own_host() {
     let socket = world.socket();
     // No directory yet.
     assert!(
-        bridge::connect(&socket, "c", Duration::ZERO)
+        bridge::connect(&socket, "c", None, Duration::ZERO)
             .await
             .unwrap()
             .is_none()
@@ -173,7 +173,7 @@ async fn without_an_app_serve_is_told_to_run_its_own_host() {
     // The directory, no socket.
     drop(BridgeListener::bind(&socket).unwrap());
     assert!(
-        bridge::connect(&socket, "c", Duration::ZERO)
+        bridge::connect(&socket, "c", None, Duration::ZERO)
             .await
             .unwrap()
             .is_none()
@@ -181,7 +181,7 @@ async fn without_an_app_serve_is_told_to_run_its_own_host() {
     // A stale socket.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(
-        bridge::connect(&socket, "c", Duration::ZERO)
+        bridge::connect(&socket, "c", None, Duration::ZERO)
             .await
             .unwrap()
             .is_none()
@@ -197,7 +197,7 @@ async fn a_peer_of_another_uid_gets_not_a_word() {
     world.serve(BridgeListener::bind_for(&socket, own_uid() + 1).unwrap());
     let reply = say(&socket, b"{\"gatehouse_bridge\":1,\"client\":\"c\"}\n").await;
     assert_eq!(reply, "", "closed without a reply");
-    let error = bridge::connect(&socket, "c", Duration::ZERO)
+    let error = bridge::connect(&socket, "c", None, Duration::ZERO)
         .await
         .err()
         .expect("refused");
@@ -280,7 +280,7 @@ async fn a_client_that_never_initializes_is_closed_and_frees_its_place() {
         .expect("closed within the handshake time");
     assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?} {rest:?}");
     // Its place is free again: the one-client app serves the next client.
-    let next = bridge::connect(&socket, "next", Duration::ZERO).await;
+    let next = bridge::connect(&socket, "next", None, Duration::ZERO).await;
     assert!(matches!(next, Ok(Some(_))), "{:?}", next.err());
 }
 
@@ -289,11 +289,11 @@ async fn a_client_over_the_limit_is_told_the_app_is_busy() {
     let world = World::new();
     let socket = world.socket();
     world.serve(BridgeListener::bind(&socket).unwrap().with_max_clients(1));
-    let first = bridge::connect(&socket, "first", Duration::ZERO)
+    let first = bridge::connect(&socket, "first", None, Duration::ZERO)
         .await
         .unwrap()
         .expect("the first client is served");
-    let error = bridge::connect(&socket, "second", Duration::ZERO)
+    let error = bridge::connect(&socket, "second", None, Duration::ZERO)
         .await
         .err()
         .expect("the second is refused");
@@ -302,7 +302,7 @@ async fn a_client_over_the_limit_is_told_the_app_is_busy() {
     drop(first);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        match bridge::connect(&socket, "third", Duration::ZERO).await {
+        match bridge::connect(&socket, "third", None, Duration::ZERO).await {
             Ok(Some(_)) => break,
             Err(e) if e.code == BridgeCode::Busy && std::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -310,4 +310,30 @@ async fn a_client_over_the_limit_is_told_the_app_is_busy() {
             other => panic!("{:?}", other.err()),
         }
     }
+}
+
+#[tokio::test]
+async fn a_client_asking_for_one_server_the_app_does_not_have_is_refused_by_name() {
+    let world = World::new();
+    let config = world.dir.path().join("host/config/servers.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, r#"{"mcpServers": {"known": {"command": "true"}}}"#).unwrap();
+    let socket = world.socket();
+    world.serve(BridgeListener::bind(&socket).unwrap());
+    let error = bridge::connect(&socket, "c", Some("nosuch"), Duration::ZERO)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.code, BridgeCode::Refused, "{error}");
+    assert!(
+        error.message.contains("no server named \"nosuch\""),
+        "{error}"
+    );
+    // A server it has is accepted.
+    assert!(
+        bridge::connect(&socket, "c", Some("known"), Duration::ZERO)
+            .await
+            .unwrap()
+            .is_some()
+    );
 }

@@ -708,6 +708,31 @@ impl Host {
         tokio::spawn(async move { host.connect_all().await });
     }
 
+    /// Connects the listed server `name` only, then says the host started (see
+    /// [`Host::started`]): a gateway that offers one server's tools. An unknown name
+    /// connects nothing.
+    pub async fn connect_only(&self, name: &str) {
+        let _ = self.connection(name).await;
+        self.started.send_replace(true);
+    }
+
+    /// [`Host::connect_only`] for `Some(name)`, [`Host::connect_all`] otherwise, on a task of
+    /// its own. Must run inside a Tokio runtime.
+    pub fn connect_in_background(self: &Arc<Self>, only: Option<String>) {
+        let host = self.clone();
+        tokio::spawn(async move {
+            match only {
+                Some(name) => host.connect_only(&name).await,
+                None => host.connect_all().await,
+            }
+        });
+    }
+
+    /// Whether `name` is a server the host knows (servers.json, or the demo's in demo mode).
+    pub fn has_server(&self, name: &str) -> bool {
+        self.spec(name).is_ok()
+    }
+
     /// An AI client's gateway session opened: it is listed as connected until the guard
     /// drops.
     pub fn client_session(&self, caller: Caller) -> downstream::SessionGuard {
