@@ -884,7 +884,12 @@ impl Host {
         let mut entry = ServerEntry::from(&spec);
         if let Some(token) = new.bearer_token.as_deref().filter(|t| !t.is_empty()) {
             let secret = format!("{}-bearer", new.name);
-            self.secrets.set(&secret, &SecretValue::new(token))?;
+            let (store, name, value) = (
+                self.secrets.clone(),
+                secret.clone(),
+                SecretValue::new(token),
+            );
+            off_runtime(move || store.set(&name, &value)).await??;
             entry.bearer_token_secret = Some(secret);
         }
         // Validated the way it will be read back.
@@ -923,14 +928,19 @@ impl Host {
             ));
         }
         let mut config = self.config()?;
-        let report = import(
-            text,
-            std::path::Path::new("the imported file"),
-            &mut config,
-            self.secrets.as_ref(),
-            false,
-            confirmed,
-        )?;
+        let (store, text, confirmed) = (self.secrets.clone(), text.to_string(), confirmed.to_vec());
+        let (report, config) = off_runtime(move || {
+            import(
+                &text,
+                std::path::Path::new("the imported file"),
+                &mut config,
+                store.as_ref(),
+                false,
+                &confirmed,
+            )
+            .map(|report| (report, config))
+        })
+        .await??;
         config.save(&self.options.paths.config)?;
         (self.notify)(Change::Servers {
             name: String::new(),
@@ -1067,6 +1077,19 @@ fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> S
         headline,
         connected: false,
     }
+}
+
+/// Runs `work` on the blocking pool: keychain calls (Secret Service over D-Bus) block, and
+/// must not stall the runtime that serves the window and the gateway's clients.
+async fn off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| {
+        ApiError::new(
+            "secret_unavailable",
+            format!("the keychain task failed: {e}"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1230,5 +1253,74 @@ mod tests {
         let good = dir.path().join("default.toml");
         std::fs::write(&good, gatehouse_policy::policy::DEFAULT_POLICY_TOML).unwrap();
         open_with_policy(dir.path(), Some(good)).expect("the shipped policy as a file");
+    }
+
+    /// A keychain that records the thread of every call it gets.
+    #[derive(Default)]
+    struct ThreadRecordingStore {
+        inner: MemoryStore,
+        threads: std::sync::Mutex<Vec<std::thread::ThreadId>>,
+    }
+
+    impl SecretStore for ThreadRecordingStore {
+        fn get(&self, name: &str) -> Result<Option<SecretValue>, HostError> {
+            self.threads
+                .lock()
+                .unwrap()
+                .push(std::thread::current().id());
+            self.inner.get(name)
+        }
+        fn set(&self, name: &str, value: &SecretValue) -> Result<(), HostError> {
+            self.threads
+                .lock()
+                .unwrap()
+                .push(std::thread::current().id());
+            self.inner.set(name, value)
+        }
+        fn delete(&self, name: &str) -> Result<(), HostError> {
+            self.threads
+                .lock()
+                .unwrap()
+                .push(std::thread::current().id());
+            self.inner.delete(name)
+        }
+    }
+
+    // A single-threaded runtime runs every task on this test's thread: a keychain call made
+    // there would stall the window and every gateway client while D-Bus answers.
+    #[tokio::test(flavor = "current_thread")]
+    async fn adding_and_importing_servers_call_the_keychain_off_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(ThreadRecordingStore::default());
+        let host = Host::open(
+            HostOptions::new(paths(dir.path()), clock()),
+            store.clone(),
+            no_consent(),
+            Arc::new(|_| {}),
+        )
+        .expect("the host opens");
+        host.add_server(NewServer {
+            name: "remote".into(),
+            kind: "http".into(),
+            command: None,
+            args: Vec::new(),
+            url: Some("https://mcp.example/mcp".into()),
+            bearer_token: Some("tok".into()),
+        })
+        .await
+        .expect("added");
+        let imported = host
+            .import_servers(
+                r#"{"mcpServers": {"api": {"url": "https://api.example/mcp", "headers": {"Authorization": "Bearer tok123"}}}}"#,
+                &[],
+            )
+            .await
+            .expect("imported");
+        assert_eq!(imported.secrets_moved.len(), 1, "{imported:?}");
+        let runtime = std::thread::current().id();
+        let threads = store.threads.lock().unwrap().clone();
+        assert!(threads.len() >= 2, "{threads:?}");
+        assert!(threads.iter().all(|t| *t != runtime), "{threads:?}");
+        assert!(store.inner.get("remote-bearer").unwrap().is_some());
     }
 }
