@@ -192,7 +192,10 @@ async fn serve_attestation(State(well_known): State<Arc<WellKnown>>) -> Response
 
 /// rmcp checks `Host` against an allow-list to stop DNS rebinding. Its default covers the
 /// loopback names; add the address we bound so e.g. 127.0.0.2 or a permitted LAN address work.
-fn allow_hosts(config: StreamableHttpServerConfig, bound: IpAddr) -> StreamableHttpServerConfig {
+pub(crate) fn allow_hosts(
+    config: StreamableHttpServerConfig,
+    bound: IpAddr,
+) -> StreamableHttpServerConfig {
     if bound.is_unspecified() {
         // Bound to every interface: any address of this machine may appear in `Host`.
         tracing::warn!("listening on all interfaces; Host header checks are disabled");

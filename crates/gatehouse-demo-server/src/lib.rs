@@ -21,6 +21,9 @@
 //! anything but JSON-RPC to stdout. It is a demo: it is never trusted by default, only admitted
 //! under the demo trust root.
 //!
+//! `--conformance` serves something else entirely: [`conformance`], a fixture implementing the
+//! official MCP conformance suite's server test surface in both eras, over HTTP only.
+//!
 //! Over HTTP it also serves an ATSA Server Attestation Document at
 //! `/.well-known/mcp-attestation` ([`attestation`]): identity [`attestation::DEMO_SERVER_ID`],
 //! clearance `internal`, bound to the origin it listens on, and signed with the DEMO-ONLY signer
@@ -30,6 +33,7 @@
 //! `--attestation none` serves none, so hosts can be tested against refusals too.
 
 pub mod attestation;
+pub mod conformance;
 pub mod era;
 pub mod http;
 pub mod pages;

@@ -5,7 +5,9 @@ use std::{io::Write, net::SocketAddr, num::NonZeroUsize, path::PathBuf, process:
 
 use anyhow::Context;
 use clap::Parser;
-use gatehouse_demo_server::{AttestationMode, DemoServer, Era, PageConfig, http, stdio};
+use gatehouse_demo_server::{
+    AttestationMode, DemoServer, Era, PageConfig, conformance, http, stdio,
+};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Debug, Parser)]
@@ -53,6 +55,12 @@ struct Cli {
     /// shown.
     #[arg(long, value_name = "FILE", env = "GATEHOUSE_DEMO_PAGE_HITS")]
     page_hits: Option<PathBuf>,
+
+    /// Serve the conformance profile instead of the demo: the test surface of the official
+    /// MCP conformance suite's server scenarios, in both eras. Needs --http; --era, --page-size,
+    /// --attestation and the page options do not apply to it.
+    #[arg(long)]
+    conformance: bool,
 }
 
 #[tokio::main]
@@ -70,6 +78,9 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if cli.conformance {
+        return run_conformance(cli).await;
+    }
     let server = DemoServer::new(cli.era)
         .with_page_size(cli.page_size)
         .with_pages(PageConfig {
@@ -84,21 +95,40 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let local = listener
                 .local_addr()
                 .context("listener has no local address")?;
-            // Tests that asked for port 0 read this line to learn the port, so it is the only
-            // thing ever written to stdout in HTTP mode.
-            let mut stdout = std::io::stdout().lock();
-            // Same origin as the attestation is bound to, so clients that read it connect there.
-            writeln!(
-                stdout,
-                "listening on {}{}",
-                http::origin(local),
-                http::MCP_PATH
-            )?;
-            stdout.flush()?;
-            drop(stdout);
+            print_listening(local)?;
             http::serve_http(server, listener, cli.attestation, shutdown_signal()).await
         }
     }
+}
+
+/// `--conformance`: the conformance fixture over Streamable HTTP.
+async fn run_conformance(cli: Cli) -> anyhow::Result<()> {
+    let Some(addr) = cli.http else {
+        anyhow::bail!(
+            "--conformance serves Streamable HTTP only; add --http ADDR (e.g. --http 127.0.0.1:0)"
+        );
+    };
+    let listener = http::bind(addr, cli.allow_non_loopback).await?;
+    let local = listener
+        .local_addr()
+        .context("listener has no local address")?;
+    print_listening(local)?;
+    conformance::serve_http(listener, shutdown_signal()).await
+}
+
+/// Print `listening on http://IP:PORT/mcp`: tests that asked for port 0 read it to learn the
+/// port, so it is the only thing ever written to stdout in HTTP mode.
+fn print_listening(local: SocketAddr) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    // Same origin as the attestation is bound to, so clients that read it connect there.
+    writeln!(
+        stdout,
+        "listening on {}{}",
+        http::origin(local),
+        http::MCP_PATH
+    )?;
+    stdout.flush()?;
+    Ok(())
 }
 
 /// Logs go to stderr: in stdio mode stdout belongs to JSON-RPC.
