@@ -8,7 +8,9 @@ use std::time::Duration;
 use gatehouse_audit::OpenReport;
 use gatehouse_host::admission::{self, SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
 use gatehouse_host::config::{ServerEntry, import, validate_server_name};
+use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
+use gatehouse_host::host::{ApiError, Host, HostOptions, HostPaths};
 use gatehouse_host::secrets::{SecretValue, validate_name};
 use gatehouse_host::security::{
     self, APPROVALS_FILE, AUDIT_FILE, Finding, SUSPENSIONS_FILE, SecurityPaths,
@@ -60,6 +62,16 @@ impl From<HostError> for Failure {
     }
 }
 
+impl From<ApiError> for Failure {
+    fn from(error: ApiError) -> Self {
+        Failure {
+            exit: if error.refusal { 1 } else { 2 },
+            code: error.code,
+            message: error.message,
+        }
+    }
+}
+
 /// The tap keeps this many messages in memory.
 const TAP_CAPACITY: usize = 10_000;
 
@@ -84,6 +96,8 @@ pub struct Context {
     /// The elicitation policy file; `None` means the shipped default.
     pub policy_path: Option<PathBuf>,
     pub prompt_timeout: Duration,
+    /// `--traffic-log`, for the host a command opens.
+    pub traffic_log: Option<PathBuf>,
 }
 
 fn default_config_path() -> PathBuf {
@@ -126,8 +140,8 @@ fn trust_settings(context: &Context, now: OffsetDateTime) -> Result<TrustSetting
     Ok(settings)
 }
 
-fn warn_trust_problems(context: &Context, trust: &Trust) {
-    if !context.json {
+fn warn_trust_problems(json: bool, trust: &Trust) {
+    if !json {
         for problem in trust.problems() {
             eprintln!(
                 "gatehouse: warning: a trust-root bundle was not loaded ({}): {}",
@@ -137,8 +151,8 @@ fn warn_trust_problems(context: &Context, trust: &Trust) {
     }
 }
 
-fn warn_audit_recovery(context: &Context, report: &OpenReport) {
-    if !context.json {
+fn warn_audit_recovery(json: bool, report: &OpenReport) {
+    if !json {
         if let Some(torn) = &report.recovery.torn_tail {
             eprintln!(
                 "gatehouse: warning: the audit log's last record was torn (a crash mid-write); its {} bytes were moved to {} and recorded",
@@ -159,7 +173,7 @@ fn warn_audit_recovery(context: &Context, report: &OpenReport) {
 pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
     let now = OffsetDateTime::now_utc();
     let trust = Trust::load(&trust_settings(context, now)?, now);
-    warn_trust_problems(context, &trust);
+    warn_trust_problems(context.json, &trust);
     Ok(trust)
 }
 
@@ -181,11 +195,64 @@ pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
         now,
         system_clock(),
         |finding| match finding {
-            Finding::Trust(trust) => warn_trust_problems(context, trust),
-            Finding::Audit(report) => warn_audit_recovery(context, report),
+            Finding::Trust(trust) => warn_trust_problems(context.json, trust),
+            Finding::Audit(report) => warn_audit_recovery(context.json, report),
         },
     )?;
     Ok(opened.gatekeeper)
+}
+
+/// The host's options for this command line: its servers file, trust roots, posture, audit
+/// log, policy, timeouts and traffic log. What opening finds is printed as it is found.
+pub(crate) fn host_options(context: &Context) -> HostOptions {
+    let paths = HostPaths {
+        config: context.config_path.clone(),
+        data: data_dir(),
+        logs: context
+            .options
+            .log_dir
+            .clone()
+            .unwrap_or_else(|| data_dir().join("logs")),
+        user_trust_roots: context.trust.user_dir.clone(),
+        system_trust_roots: PathBuf::from(SYSTEM_TRUST_ROOTS),
+    };
+    let mut options = HostOptions::new(paths, system_clock());
+    options.demo = context.demo;
+    options.posture_override = context.trust.posture_override;
+    options.policy = context.policy_path.clone();
+    options.prompt_timeout = context.prompt_timeout;
+    options.request_timeout = context.options.request_timeout;
+    options.connect_timeout = context.options.connect_timeout;
+    options.audit_file = Some(context.audit_path.clone());
+    options.admin_trust_roots = context.trust_roots_flag.clone();
+    options.request_era = context.options.era;
+    options.traffic_log = context.traffic_log.clone();
+    let json = context.json;
+    options.findings = Some(Arc::new(move |finding: &Finding<'_>| match finding {
+        Finding::Trust(trust) => warn_trust_problems(json, trust),
+        Finding::Audit(report) => warn_audit_recovery(json, report),
+    }));
+    options
+}
+
+/// The person at the terminal, for commands with no answers file.
+fn terminal_consent() -> Arc<dyn ConsentUi> {
+    crate::consent::Consent::new(None)
+        .expect("the terminal needs no answers file")
+        .ui()
+}
+
+/// The host a one-shot command runs on, asking the person through `consent`.
+fn open_host(context: &Context, consent: Arc<dyn ConsentUi>) -> Result<Arc<Host>, Failure> {
+    // Refused with the CLI's exit code for a refusal before anything opens; the host checks
+    // again before each admission.
+    lock_guard(context).check(OffsetDateTime::now_utc())?;
+    Ok(Host::open(
+        host_options(context),
+        context.secrets.clone(),
+        consent,
+        Arc::new(|_| {}),
+    )?)
 }
 
 fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
@@ -258,6 +325,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         suspensions_path: data_dir().join(SUSPENSIONS_FILE),
         policy_path: cli.policy.clone(),
         prompt_timeout: seconds(cli.prompt_timeout, "--prompt-timeout")?,
+        traffic_log: cli.traffic_log.clone(),
     };
     match cli.command {
         Command::Servers(command) => servers(&context, command).await,
@@ -327,9 +395,9 @@ struct EventLog {
 }
 
 impl EventLog {
-    fn start(context: &Context) -> EventLog {
+    fn start(context: &Context, host: &Host) -> EventLog {
         let events = Arc::new(Mutex::new(Vec::new()));
-        let mut rx = context.events.subscribe();
+        let mut rx = host.subscribe();
         let sink = events.clone();
         let json = context.json;
         let (stop, mut stopped) = tokio::sync::oneshot::channel();
@@ -368,14 +436,49 @@ impl EventLog {
     }
 }
 
-pub async fn connect(
+/// Opens the host for a one-shot command with the server it names on it: a configured one
+/// (the demo's in `--demo`), or the ad-hoc `--stdio` / `--url` one.
+fn host_with_target(
     context: &Context,
-    name: &str,
-    spec: &ServerSpec,
-) -> Result<Connection, Failure> {
-    connect_with(context, name, spec, gatekeeper(context)?).await
+    consent: Arc<dyn ConsentUi>,
+    name: Option<&str>,
+    adhoc: &Adhoc,
+) -> Result<(Arc<Host>, String, ServerSpec), Failure> {
+    let (name, spec) = resolve_target(context, name, adhoc)?;
+    let host = open_host(context, consent)?;
+    if adhoc.given() {
+        host.add_adhoc(&name, spec.clone());
+    }
+    Ok((host, name, spec))
 }
 
+/// The host's live connection to `name` (admitted first), with the CLI's spinner and its
+/// warning for a server that is not admitted.
+async fn connect(
+    context: &Context,
+    host: &Host,
+    name: &str,
+    spec: &ServerSpec,
+) -> Result<Arc<Connection>, Failure> {
+    let spinner = Spinner::start(
+        &format!("connecting to {name} ({})", spec.describe()),
+        context.json,
+    );
+    let result = host.live_connection(name).await;
+    spinner.stop();
+    let connection = result?;
+    if !context.json && !connection.verdict().is_admitted() {
+        eprintln!(
+            "gatehouse: warning: {name} is NOT admitted ({}): {}",
+            connection.verdict().headline(),
+            output::safe(&connection.verdict().detail)
+        );
+    }
+    Ok(connection)
+}
+
+/// Connects with a gatekeeper of the caller's own: the conformance client, which runs the
+/// suite's mocks under a trust and approvals of its own and never on the user's host.
 pub async fn connect_with(
     context: &Context,
     name: &str,
@@ -418,16 +521,29 @@ pub async fn connect_with(
 }
 
 async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failure> {
-    let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
-    let log = EventLog::start(context);
-    let connection = connect(context, &name, &spec).await?;
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let log = EventLog::start(context, &host);
+    let connection = connect(context, &host, &name, &spec).await;
+    let connection = match connection {
+        Ok(connection) => connection,
+        Err(failure) => {
+            host.shutdown().await;
+            return Err(failure);
+        }
+    };
     let summary = connection.summary();
     let tools = connection.gated_tools().await;
     let events = log.finish().await;
     let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
     let headline = connection.verdict().headline();
     let detail = connection.verdict().detail.clone();
-    connection.close().await;
+    drop(connection);
+    host.shutdown().await;
     let tools = tools?;
     let allowed = tools
         .iter()
@@ -495,12 +611,24 @@ async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
         return pin_tools(context, target, tools).await;
     }
     let target = &args.target;
-    let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
-    let connection = connect(context, &name, &spec).await?;
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let connection = match connect(context, &host, &name, &spec).await {
+        Ok(connection) => connection,
+        Err(failure) => {
+            host.shutdown().await;
+            return Err(failure);
+        }
+    };
     let tools = connection.gated_tools().await;
     let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
     let headline = connection.verdict().headline();
-    connection.close().await;
+    drop(connection);
+    host.shutdown().await;
     let tools = tools?;
     use gatehouse_attest::gate::ToolStatus;
     let (mut allowed, mut hidden, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
@@ -534,10 +662,17 @@ async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
 }
 
 async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let (name, spec) = resolve_target(context, target.server.as_deref(), &target.adhoc)?;
-    let connection = connect(context, &name, &spec).await?;
-    let pins = connection.approve_tools(names).await;
-    connection.close().await;
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let pins = match connect(context, &host, &name, &spec).await {
+        Ok(connection) => connection.approve_tools(names).await.map_err(Failure::from),
+        Err(failure) => Err(failure),
+    };
+    host.shutdown().await;
     let pins = pins?;
     if context.json {
         output::print_json(&json!({
@@ -596,13 +731,16 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
         _ => return Err(Failure::usage("call needs SERVER TOOL")),
     };
     let arguments = parse_arguments(args.args.as_deref())?;
-    let (name, spec) = resolve_target(context, server, &args.adhoc)?;
-    let gatekeeper = gatekeeper(context)?;
     let consent = crate::consent::Consent::new(args.answers.as_deref())?;
-    let mut context = context.clone();
-    context.options.broker = Some(consent.broker(&context, gatekeeper.clone())?);
-    let log = EventLog::start(&context);
-    let connection = connect_with(&context, &name, &spec, gatekeeper).await?;
+    let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
+    let log = EventLog::start(context, &host);
+    let connection = match connect(context, &host, &name, &spec).await {
+        Ok(connection) => connection,
+        Err(failure) => {
+            host.shutdown().await;
+            return Err(failure);
+        }
+    };
     let options = CallOptions {
         cancel: Some(ctrl_c_token()),
         ..CallOptions::default()
@@ -611,7 +749,8 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
         .call_tool_traced(&tool, arguments, &options)
         .await;
     let events = log.finish().await;
-    connection.close().await;
+    drop(connection);
+    host.shutdown().await;
     let notes = consent.notes();
     if !context.json {
         for note in &notes {
@@ -662,18 +801,18 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
 }
 
 async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
-    let (name, spec) = resolve_target(context, args.target.server.as_deref(), &args.target.adhoc)?;
     let arguments = parse_arguments(args.args.as_deref())?;
     // Elicitations during a traced call are asked on the terminal, like `call`.
-    let gatekeeper = gatekeeper(context)?;
-    let consent = crate::consent::Consent::new(None)?;
-    let mut context = context.clone();
-    context.options.broker = Some(consent.broker(&context, gatekeeper.clone())?);
-    let context = &context;
-    let log = EventLog::start(context);
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        args.target.server.as_deref(),
+        &args.target.adhoc,
+    )?;
+    let log = EventLog::start(context, &host);
     let mut exit = 0;
     let mut failure = None;
-    match connect_with(context, &name, &spec, gatekeeper).await {
+    match connect(context, &host, &name, &spec).await {
         Ok(connection) => {
             if let Err(e) = connection.tools().await {
                 failure = Some(Failure::from(e));
@@ -694,13 +833,13 @@ async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
                     Err(e) => failure = Some(e.into()),
                 }
             }
-            connection.close().await;
         }
         Err(e) => failure = Some(e),
     }
+    host.shutdown().await;
     log.finish().await;
     // The traffic is printed even when the run failed: that is when it is most useful.
-    let entries = context.tap.entries(Some(&name));
+    let entries = host.traffic(Some(&name));
     if context.json {
         for entry in &entries {
             println!(

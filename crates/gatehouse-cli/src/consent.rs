@@ -383,27 +383,12 @@ impl Consent {
         })
     }
 
-    /// The broker every connection of this command shares.
-    pub fn broker(
-        &self,
-        context: &crate::commands::Context,
-        gatekeeper: std::sync::Arc<gatehouse_host::Gatekeeper>,
-    ) -> Result<std::sync::Arc<gatehouse_host::ElicitationBroker>, crate::commands::Failure> {
-        let policy = crate::policy::load_policy(context.policy_path.as_deref())?;
-        let ui: std::sync::Arc<dyn ConsentUi> = match self {
+    /// The consent UI the command's host asks through.
+    pub fn ui(&self) -> std::sync::Arc<dyn ConsentUi> {
+        match self {
             Consent::Scripted(s) => s.clone(),
             Consent::Terminal(t) => t.clone(),
-        };
-        Ok(gatehouse_host::ElicitationBroker::new(
-            std::sync::Arc::new(policy),
-            ui,
-            std::sync::Arc::new(gatehouse_host::SystemBrowser),
-            gatekeeper,
-            gatehouse_host::BrokerOptions {
-                human_timeout: context.prompt_timeout,
-                ..Default::default()
-            },
-        ))
+        }
     }
 
     /// What the answers file could not answer (mismatched or missing entries).

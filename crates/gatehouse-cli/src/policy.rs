@@ -18,8 +18,14 @@ use crate::output;
 
 /// The policy for this command: `--policy FILE` (or GATEHOUSE_POLICY), else the shipped
 /// default. A file that cannot be read or is invalid is a usage error (exit 2).
+/// The policy file, or why it cannot be used: `policy_invalid`, the code the host (and so
+/// the desktop app and every other command) gives for the same file.
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, Failure> {
-    gatehouse_host::config::load_policy(path).map_err(Failure::usage)
+    gatehouse_host::config::load_policy(path).map_err(|message| Failure {
+        code: "policy_invalid",
+        message,
+        exit: 2,
+    })
 }
 
 pub fn run(context: &Context, command: PolicyCommand) -> Result<u8, Failure> {

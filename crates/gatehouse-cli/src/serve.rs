@@ -6,15 +6,12 @@
 //! pass the same gate and audit log as the CLI's own.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_gateway::tokens::TokenBook;
 use gatehouse_gateway::{HeadlessConsent, bridge};
-use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
 use gatehouse_host::caller::{UNNAMED_CLIENT, validate_client_id};
-use gatehouse_host::host::{Host, HostOptions, HostPaths};
-use gatehouse_host::tap::system_clock;
+use gatehouse_host::host::Host;
 
 use crate::cli::ServeArgs;
 use crate::commands::{Context, Failure, data_dir};
@@ -66,26 +63,7 @@ pub async fn run(
     // Refused here with the CLI's exit code for a refusal; the host checks again before each
     // admission (a lock installed while it serves).
     crate::commands::lock_guard(context).check(time::OffsetDateTime::now_utc())?;
-    let paths = HostPaths {
-        config: context.config_path.clone(),
-        data: data_dir(),
-        logs: context
-            .options
-            .log_dir
-            .clone()
-            .unwrap_or_else(|| data_dir().join("logs")),
-        user_trust_roots: context.trust.user_dir.clone(),
-        system_trust_roots: PathBuf::from(SYSTEM_TRUST_ROOTS),
-    };
-    let mut options = HostOptions::new(paths, system_clock());
-    options.demo = context.demo;
-    options.posture_override = context.trust.posture_override;
-    options.policy = context.policy_path.clone();
-    options.prompt_timeout = context.prompt_timeout;
-    options.request_timeout = context.options.request_timeout;
-    options.audit_file = Some(context.audit_path.clone());
-    options.admin_trust_roots = context.trust_roots_flag.clone();
-    options.request_era = context.options.era;
+    let options = crate::commands::host_options(context);
     let host = Host::open(
         options,
         context.secrets.clone(),
@@ -97,12 +75,6 @@ pub async fn run(
         message: e.message,
         exit: 2,
     })?;
-    for problem in host.settings().problems {
-        eprintln!(
-            "gatehouse serve: warning: a trust-root bundle was not loaded ({}): {}",
-            problem.code, problem.message
-        );
-    }
     let only = args.server.clone();
     if let Some(name) = &only
         && !host.has_server(name)

@@ -288,10 +288,28 @@ fn usage_errors_exit_2() {
         &env,
         &["--policy", typo.to_str().unwrap(), "policy", "show"],
     );
-    assert_eq!(code, 2, "{out}");
+    assert_eq!(
+        (code, &out["error"]["code"]),
+        (2, &json!("policy_invalid")),
+        "{out}"
+    );
 
-    let (code, _) = json(&env, &["--policy", "no-such-policy.toml", "policy", "show"]);
-    assert_eq!(code, 2);
+    let (code, out) = json(&env, &["--policy", "no-such-policy.toml", "policy", "show"]);
+    assert_eq!(
+        (code, &out["error"]["code"]),
+        (2, &json!("policy_invalid")),
+        "{out}"
+    );
+    // The same code from a command that opens the host, as from the desktop app.
+    let (code, out) = json(
+        &env,
+        &["--policy", "no-such-policy.toml", "--demo", "tools", "demo"],
+    );
+    assert_eq!(
+        (code, &out["error"]["code"]),
+        (2, &json!("policy_invalid")),
+        "{out}"
+    );
 
     let (code, _) = human(&env, &["policy", "check-url"]);
     assert_eq!(code, 2, "a missing argument is a usage error");

@@ -29,7 +29,7 @@ use crate::consent::{ConsentUi, IdentityBanner, SystemBrowser, UrlOpener};
 use crate::era::{Era, EraPreference};
 use crate::gatekeeper::Gatekeeper;
 use crate::secrets::{SecretStore, SecretValue};
-use crate::security::{self, AUDIT_FILE, SecurityPaths};
+use crate::security::{self, AUDIT_FILE, Finding, SecurityPaths};
 use crate::tap::{Clock, TrafficEntry, TrafficTap};
 use crate::{
     CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, ServerSpec,
@@ -60,12 +60,19 @@ pub enum Change {
 /// How the host tells its front end that something changed.
 pub type Notifier = Arc<dyn Fn(Change) + Send + Sync>;
 
+/// Told what opening the trust roots and the audit log found (see [`HostOptions::findings`]).
+pub type FindingsSink = Arc<dyn Fn(&Finding<'_>) + Send + Sync>;
+
 /// An error for the window: a stable code and a sentence saying what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApiError {
     /// Stable snake_case, one of the host's codes.
     pub code: &'static str,
     pub message: String,
+    /// The server or the gate said no (see [`HostError::is_refusal`]), rather than the
+    /// config, the machine or the network failing: the CLI exits 1 for these, 2 otherwise.
+    #[serde(skip)]
+    pub refusal: bool,
 }
 
 impl ApiError {
@@ -73,6 +80,7 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            refusal: false,
         }
     }
 
@@ -86,7 +94,10 @@ impl ApiError {
 
 impl From<HostError> for ApiError {
     fn from(error: HostError) -> Self {
-        ApiError::new(error.code(), error.to_string())
+        ApiError {
+            refusal: error.is_refusal(),
+            ..ApiError::new(error.code(), error.to_string())
+        }
     }
 }
 
@@ -141,6 +152,13 @@ pub struct HostOptions {
     /// The era to speak to configured servers (the CLI's `--era`; the demo's `demo-2025`
     /// always speaks 2025-11-25).
     pub request_era: EraPreference,
+    /// How long a server gets for its handshake.
+    pub connect_timeout: Duration,
+    /// Also append every JSON-RPC message to this JSONL file (the CLI's `--traffic-log`).
+    pub traffic_log: Option<PathBuf>,
+    /// Told what opening the trust roots and the audit log found, as each step completes (so
+    /// a front end can show it even when a later step fails the opening).
+    pub findings: Option<FindingsSink>,
 }
 
 impl HostOptions {
@@ -172,6 +190,9 @@ impl HostOptions {
             audit_file: None,
             admin_trust_roots: None,
             request_era: EraPreference::Auto,
+            connect_timeout: ConnectOptions::default().connect_timeout,
+            traffic_log: None,
+            findings: None,
         }
     }
 }
@@ -372,6 +393,9 @@ pub struct Host {
     servers_changed: watch::Sender<u64>,
     /// The gateway sessions open now.
     sessions: Arc<downstream::Sessions>,
+    /// Servers given on a command line (`--stdio`, `--url`) rather than listed: they stand
+    /// before listed ones of the same name and are never saved.
+    adhoc: std::sync::Mutex<BTreeMap<String, ServerSpec>>,
 }
 
 const TAP_CAPACITY: usize = 10_000;
@@ -428,7 +452,11 @@ impl Host {
             guard,
             now,
             options.clock.clone(),
-            |_| {},
+            |finding| {
+                if let Some(tell) = &options.findings {
+                    tell(&finding);
+                }
+            },
         )?;
         let gatekeeper = opened.gatekeeper;
         let audit_warnings = AuditWarning::from_report(&opened.audit_report);
@@ -452,8 +480,17 @@ impl Host {
             }
             front_end(change);
         });
+        let mut tap = TrafficTap::new(TAP_CAPACITY, options.clock.clone());
+        if let Some(path) = &options.traffic_log {
+            tap = tap.with_jsonl_file(path).map_err(|e| {
+                ApiError::new(
+                    "traffic_log_unavailable",
+                    format!("the traffic log {}: {e}", path.display()),
+                )
+            })?;
+        }
         Ok(Arc::new(Host {
-            tap: Arc::new(TrafficTap::new(TAP_CAPACITY, options.clock.clone())),
+            tap: Arc::new(tap),
             options,
             trust,
             secrets,
@@ -466,6 +503,7 @@ impl Host {
             started: watch::channel(false).0,
             servers_changed,
             sessions: Arc::default(),
+            adhoc: std::sync::Mutex::default(),
         }))
     }
 
@@ -492,6 +530,9 @@ impl Host {
     }
 
     fn spec(&self, name: &str) -> Result<(ServerSpec, bool), ApiError> {
+        if let Some(spec) = self.adhoc.lock().expect("adhoc poisoned").get(name) {
+            return Ok((spec.clone(), false));
+        }
         self.specs()?
             .into_iter()
             .find(|(n, _, _)| n == name)
@@ -577,6 +618,7 @@ impl Host {
             },
             elicitation: ElicitationMode::DeclineAndLog,
             request_timeout: self.options.request_timeout,
+            connect_timeout: self.options.connect_timeout,
             log_dir: Some(self.options.paths.logs.clone()),
             broker: Some(self.broker.clone()),
             ..ConnectOptions::default()
@@ -726,6 +768,21 @@ impl Host {
                 None => host.connect_all().await,
             }
         });
+    }
+
+    /// Makes `spec` available as `name` for this host's life, without listing it anywhere:
+    /// a server given on a command line. It stands before a listed server of that name.
+    pub fn add_adhoc(&self, name: &str, spec: ServerSpec) {
+        self.adhoc
+            .lock()
+            .expect("adhoc poisoned")
+            .insert(name.to_string(), spec);
+    }
+
+    /// The live connection to `name`, admitting and connecting it when there is none: for
+    /// a front end that reads the connection itself (the CLI's one-shot commands).
+    pub async fn live_connection(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
+        self.connection(name).await
     }
 
     /// Whether `name` is a server the host knows (servers.json, or the demo's in demo mode).
