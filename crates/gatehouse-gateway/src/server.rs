@@ -9,11 +9,14 @@ use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::host::{ApiError, Host};
 use gatehouse_host::{CallOptions, CallProgress, Caller, DownstreamTransport, HostEvent};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    RequestParamsMeta, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
+    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, RequestParamsMeta, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -216,6 +219,23 @@ impl Gateway {
     /// Sends `notifications/tools/list_changed` whenever what is offered changes, until the
     /// client is gone (its session ended, or its server was dropped).
     async fn watch_changes(gateway: std::sync::Weak<Self>, peer: rmcp::Peer<RoleServer>) {
+        Gateway::on_offer_changes(gateway, std::future::pending(), || async {
+            peer.notify_tool_list_changed().await.is_ok()
+        })
+        .await;
+    }
+
+    /// Calls `tell` each time what is offered changed, until it returns false, `until`
+    /// completes, or the client is gone. The offer as it stands when this starts is the one
+    /// changes are measured against.
+    async fn on_offer_changes<F, Fut>(
+        gateway: std::sync::Weak<Self>,
+        until: impl std::future::Future<Output = ()>,
+        mut tell: F,
+    ) where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
         let Some(this) = gateway.upgrade() else {
             return;
         };
@@ -223,6 +243,7 @@ impl Gateway {
         let mut servers = this.host.server_changes();
         let ended = this.ended.clone();
         drop(this);
+        tokio::pin!(until);
         loop {
             tokio::select! {
                 event = events.recv() => match event {
@@ -234,13 +255,14 @@ impl Gateway {
                     return;
                 },
                 () = ended.cancelled() => return,
+                () = &mut until => return,
             }
             let Some(this) = gateway.upgrade() else {
                 return;
             };
             let (_, changed) = this.refresh().await;
             drop(this);
-            if changed && peer.notify_tool_list_changed().await.is_err() {
+            if changed && !tell().await {
                 return;
             }
         }
@@ -290,6 +312,70 @@ impl ServerHandler for GatewayHandler {
             Arc::downgrade(&self.0),
             context.peer,
         ));
+    }
+
+    /// 2026-07-28 clients hear of changes on a `subscriptions/listen` stream instead of the
+    /// session: the same changes, the same rule (only when what is offered changed).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp keeps only what was asked and what get_info advertises (tools/list_changed).
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed != Some(true) {
+            // Nothing this gateway sends was asked for: hold the stream until the client ends it.
+            context.cancelled().await;
+            return Ok(());
+        }
+        // What is offered now is the baseline: the client listed it, or will.
+        self.0.wait_for_start().await;
+        self.0.refresh().await;
+        let cancelled = context.cancelled();
+        Gateway::on_offer_changes(Arc::downgrade(&self.0), cancelled, || async {
+            context.sink().notify_tool_list_changed().await.is_ok()
+        })
+        .await;
+        Ok(())
+    }
+
+    // Resources, prompts and completions are not passed through yet, and are not declared:
+    // asked anyway, the gateway says so (rmcp's defaults would answer with empty lists, as if
+    // the servers had none).
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(ErrorData::method_not_found::<
+            ListResourceTemplatesRequestMethod,
+        >())
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
     }
 
     async fn list_tools(
