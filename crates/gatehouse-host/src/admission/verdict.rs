@@ -1,0 +1,242 @@
+//! The verdict of an admission: admitted (with the verified identity), refused (with why) or
+//! unattested, as shown and audited.
+
+use std::path::{Path, PathBuf};
+
+use gatehouse_attest::bundle::{Posture, ServerPolicy, VerifiedBundle};
+use gatehouse_attest::origin::OriginBinding;
+use gatehouse_attest::{Admitted, Reason, Refusal};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::BundleSource;
+
+/// Why a server was not admitted: an ATSA registry reason, or one of the host's own checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdmissionReason {
+    Atsa(Reason),
+    /// The stdio executable's SHA-256 differs from the bundle's binding.
+    BinaryChanged,
+    /// The command line differs from the binding, or the binding is inconsistent.
+    StdioBindingMismatch,
+    /// The attestation could not be fetched (insecure origin, redirect elsewhere, too large,
+    /// timeout, HTTP or network error).
+    AttestationUnavailable,
+}
+
+impl AdmissionReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdmissionReason::Atsa(reason) => reason.as_str(),
+            AdmissionReason::BinaryChanged => "binary_changed",
+            AdmissionReason::StdioBindingMismatch => "stdio_binding_mismatch",
+            AdmissionReason::AttestationUnavailable => "attestation_unavailable",
+        }
+    }
+    /// The ATSA registry code, for registry reasons.
+    pub fn code(self) -> Option<u8> {
+        match self {
+            AdmissionReason::Atsa(reason) => Some(reason.code()),
+            AdmissionReason::BinaryChanged
+            | AdmissionReason::StdioBindingMismatch
+            | AdmissionReason::AttestationUnavailable => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Admitted,
+    Refused,
+    /// The server publishes no attestation (HTTP) or no bundle binds it (stdio).
+    Unattested,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Admitted => "admitted",
+            Status::Refused => "refused",
+            Status::Unattested => "unattested",
+        }
+    }
+}
+
+/// The verified identity of an admitted server.
+#[derive(Debug, Clone, Serialize)]
+pub struct Identity {
+    pub id: String,
+    pub clearance: String,
+    pub asserted_clearance: String,
+    pub signer_key_id: String,
+    /// `bundleId@version`.
+    pub bundle: String,
+    pub bundle_source: BundleSource,
+    /// Admitted through the demo bundle: label it "demo" wherever it is shown.
+    pub demo: bool,
+    pub body_sha256: String,
+}
+
+/// What the server says about itself and nobody verified.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Claimed {
+    /// The attestation's `publisher`: signed, but not bound to the key.
+    pub publisher: Option<String>,
+    /// `serverInfo` from the handshake.
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+}
+
+/// The admission decision for one server, as shown and audited.
+#[derive(Debug, Serialize)]
+pub struct Verdict {
+    /// The configured name (or "adhoc").
+    pub server: String,
+    pub status: Status,
+    /// Whether the host goes on to talk to the server: admitted, or not admitted under the
+    /// warn posture (never treated as admitted: no bundle allow-list applies).
+    pub proceeds: bool,
+    pub posture: Posture,
+    pub reason: Option<&'static str>,
+    pub code: Option<u8>,
+    pub detail: String,
+    pub identity: Option<Identity>,
+    pub claimed: Claimed,
+    pub transport: &'static str,
+    pub origin: Option<String>,
+    /// HTTP only: which signed list named the origin (the document's `netAllowedHosts`, the
+    /// bundle entry's `origins`, or both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin_binding: Option<OriginBinding>,
+    pub command: Option<String>,
+    pub bundle: Option<String>,
+    pub demo: bool,
+    /// Under which key user tool approvals are stored for this server.
+    #[serde(skip)]
+    pub approval_key: String,
+    #[serde(skip)]
+    pub(super) proof: Option<Admitted>,
+    #[serde(skip)]
+    pub(super) policy: Option<ServerPolicy>,
+    #[serde(skip)]
+    pub(super) program: Option<PathBuf>,
+}
+
+impl Verdict {
+    pub(super) fn new(server: &str, transport: &'static str) -> Verdict {
+        Verdict {
+            server: server.to_string(),
+            status: Status::Refused,
+            proceeds: false,
+            posture: Posture::DenyByDefault,
+            reason: None,
+            code: None,
+            detail: String::new(),
+            identity: None,
+            claimed: Claimed::default(),
+            transport,
+            origin: None,
+            origin_binding: None,
+            command: None,
+            bundle: None,
+            demo: false,
+            approval_key: String::new(),
+            proof: None,
+            policy: None,
+            program: None,
+        }
+    }
+
+    pub(super) fn refused(mut self, reason: AdmissionReason, detail: String) -> Verdict {
+        self.status = Status::Refused;
+        self.reason = Some(reason.as_str());
+        self.code = reason.code();
+        self.detail = detail;
+        self
+    }
+
+    pub(super) fn refused_by(
+        mut self,
+        refusal: &Refusal,
+        bundle: Option<&VerifiedBundle>,
+    ) -> Verdict {
+        self.bundle = bundle.map(VerifiedBundle::label);
+        self.refused(
+            AdmissionReason::Atsa(refusal.reason),
+            refusal.detail.clone(),
+        )
+    }
+
+    pub(super) fn unattested(mut self, detail: String) -> Verdict {
+        let reason = AdmissionReason::Atsa(Reason::NotMcpServer);
+        self.status = Status::Unattested;
+        self.reason = Some(reason.as_str());
+        self.code = reason.code();
+        self.detail = detail;
+        self
+    }
+
+    /// Whether a proof of admission backs this verdict.
+    pub fn is_admitted(&self) -> bool {
+        self.proof.is_some()
+    }
+
+    /// The bundle policy governing the admitted server.
+    pub fn policy(&self) -> Option<&ServerPolicy> {
+        self.policy.as_ref()
+    }
+
+    /// The resolved executable that was hashed: launch exactly this file.
+    pub fn program(&self) -> Option<&Path> {
+        self.program.as_deref()
+    }
+
+    /// One line for people: "admitted as urn:… (clearance internal, signer k, bundle b@1) [DEMO]".
+    pub fn headline(&self) -> String {
+        let demo = if self.demo { " [DEMO trust root]" } else { "" };
+        match (&self.identity, self.status) {
+            (Some(id), Status::Admitted) => format!(
+                "admitted as {} (clearance {}, signer {}, bundle {}){demo}",
+                id.id, id.clearance, id.signer_key_id, id.bundle
+            ),
+            (_, status) => {
+                let reason = match (self.reason, self.code) {
+                    (Some(r), Some(c)) => format!("{r} (code {c})"),
+                    (Some(r), None) => r.to_string(),
+                    _ => "no reason".into(),
+                };
+                let proceeding = if self.proceeds {
+                    " — allowed by the warn posture, not admitted"
+                } else {
+                    ""
+                };
+                format!("{}: {reason}{proceeding}", status.as_str())
+            }
+        }
+    }
+
+    /// The audit record's data.
+    pub fn audit_data(&self) -> Value {
+        let decision = match (self.status, self.proceeds) {
+            (Status::Admitted, _) => "admitted",
+            (_, true) => "allowed_by_posture",
+            (_, false) => "refused",
+        };
+        let mut data = serde_json::to_value(self).expect("verdict serializes");
+        if let Value::Object(map) = &mut data {
+            map.insert("decision".into(), Value::String(decision.into()));
+            map.insert("name".into(), Value::String(self.server.clone()));
+            map.remove("server");
+        }
+        data
+    }
+
+    /// The audit record's server field: the verified id when admitted, else the name.
+    pub fn audit_server(&self) -> String {
+        match &self.identity {
+            Some(id) => id.id.clone(),
+            None => self.server.clone(),
+        }
+    }
+}

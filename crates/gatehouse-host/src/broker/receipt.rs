@@ -1,0 +1,152 @@
+//! Receipts and records: what the audit log keeps of each elicitation, written before any
+//! answer is sent, and the record callers are shown.
+
+use gatehouse_policy::{Decision, Reason, UrlDisplay};
+use rmcp::model::ElicitationAction;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::elicit::{Correlation, Handling};
+use super::{ElicitationBroker, Session};
+use crate::consent::PromptBody;
+use crate::error::HostError;
+use crate::gatekeeper::events;
+
+/// One elicitation as handled: what the CLI prints with `--json` and the UI lists.
+#[derive(Debug, Clone, Serialize)]
+pub struct ElicitationRecord {
+    pub receipt_id: String,
+    pub prompt_id: u64,
+    pub mode: &'static str,
+    pub decision: Decision,
+    pub reasons: Vec<Reason>,
+    /// What the server was answered: `accept`, `decline` or `cancel`.
+    pub action: &'static str,
+    /// The user explicitly overrode a hold.
+    pub overridden: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<UrlDisplay>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elicitation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<usize>,
+    pub correlation: Correlation,
+    /// Something the user should know (why it was cancelled, what was not overridden).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// For a URL the user opened: whether its completion was seen (2025-11-25) or the retried
+    /// request succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed: Option<bool>,
+}
+
+fn action_str(action: &ElicitationAction) -> &'static str {
+    match action {
+        ElicitationAction::Accept => "accept",
+        ElicitationAction::Decline => "decline",
+        _ => "cancel",
+    }
+}
+
+pub(super) fn random_id(prefix: &str) -> String {
+    let mut bytes = [0u8; 16];
+    // The OS RNG; a receipt id only has to be unique, but unguessable costs nothing.
+    getrandom::fill(&mut bytes).expect("the OS random number generator works");
+    format!("{prefix}{}", hex::encode(bytes))
+}
+
+impl ElicitationBroker {
+    fn receipt_data(&self, session: &Session, h: &Handling) -> Value {
+        let verdict = &session.verdict;
+        let (url, host, host_unicode) = match &h.prompt.body {
+            PromptBody::Url { display } => (
+                Some(display.full.clone()),
+                Some(display.host.clone()),
+                Some(display.host_unicode.clone()),
+            ),
+            _ => (None, None, None),
+        };
+        let content_sha256 = h.content.as_ref().map(|c| {
+            let bytes = serde_json::to_vec(c).expect("content serializes");
+            format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+        });
+        json!({
+            "receipt_id": h.prompt.receipt_id,
+            "prompt_id": h.prompt.id,
+            "name": session.server,
+            "server_id": verdict.identity.as_ref().filter(|_| verdict.is_admitted()).map(|i| i.id.clone()),
+            "admission": verdict.status.as_str(),
+            "origin": verdict.origin,
+            "command": verdict.command,
+            "caller": h.prompt.caller,
+            "user": self.options.user,
+            "session_id": Value::Null,
+            "era": h.prompt.era.as_str(),
+            "correlation": h.correlation,
+            "elicitation_id": h.elicitation_id,
+            "input_key": h.input_key,
+            "round": h.round,
+            "mode": h.prompt.body.mode(),
+            "decision": h.prompt.assessment.decision.as_str(),
+            "reasons": h.prompt.assessment.reasons,
+            "overridden": h.overridden,
+            "url": url,
+            "host": host,
+            "host_unicode": host_unicode,
+            "action": action_str(&h.action),
+            "content_sha256": content_sha256,
+            "note": h.note,
+            "policy_version": self.policy.version,
+            "bundle": verdict.bundle,
+        })
+    }
+
+    pub(super) fn write_receipt(&self, session: &Session, h: &Handling) -> Result<u64, HostError> {
+        self.gatekeeper.audit(
+            events::ELICITATION_RECEIPT,
+            &session.verdict,
+            self.receipt_data(session, h),
+        )
+    }
+
+    /// Writes the receipt (unless the URL path already did) and builds the record. When the
+    /// receipt cannot be written the answer becomes `decline`: nothing unrecorded is sent.
+    pub(super) fn finish(
+        &self,
+        session: &Session,
+        mut h: Handling,
+    ) -> (ElicitationRecord, Option<Map<String, Value>>) {
+        let already = h.action == ElicitationAction::Accept && h.prompt.body.mode() == "url";
+        if !already && let Err(error) = self.write_receipt(session, &h) {
+            h.action = ElicitationAction::Decline;
+            h.content = None;
+            h.note = Some(format!("{error}; declined"));
+        }
+        let url = match &h.prompt.body {
+            PromptBody::Url { display } => Some(display.clone()),
+            _ => None,
+        };
+        let record = ElicitationRecord {
+            receipt_id: h.prompt.receipt_id.clone(),
+            prompt_id: h.prompt.id,
+            mode: h.prompt.body.mode(),
+            decision: h.prompt.assessment.decision,
+            reasons: h.prompt.assessment.reasons.clone(),
+            action: action_str(&h.action),
+            overridden: h.overridden,
+            completed: (h.prompt.body.mode() == "url" && h.action == ElicitationAction::Accept)
+                .then_some(false),
+            url,
+            elicitation_id: h.elicitation_id.clone(),
+            input_key: h.input_key.clone(),
+            round: h.round,
+            correlation: h.correlation.clone(),
+            note: h.note.clone(),
+        };
+        session.record_for_calls(&h.calls, &record);
+        (record, h.content.take())
+    }
+}

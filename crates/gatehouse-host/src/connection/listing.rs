@@ -1,0 +1,257 @@
+//! What a server offers: tools (cached until `list_changed`, seen through the gate, approved
+//! by the user), resources and prompts, every listing bounded in pages, items and cursors.
+
+use std::sync::atomic::Ordering;
+
+use rmcp::model::{PaginatedRequestParams, Tool};
+use rmcp::service::ServiceError;
+
+use gatehouse_attest::gate::{ToolGate, ToolStatus};
+use gatehouse_attest::pins::tool_pin;
+
+use super::{CallOptions, Connection};
+use crate::HostError;
+
+/// A listing (tools, resources, prompts) stops with an error past this many pages…
+pub const MAX_LIST_PAGES: usize = 100;
+/// …or this many items in all…
+pub const MAX_LIST_ITEMS: usize = 10_000;
+/// …or at a cursor longer than this, or one the server already gave in the same listing.
+pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
+
+/// A listed tool and what the gate says about it.
+#[derive(Debug, Clone)]
+pub struct GatedTool {
+    pub tool: Tool,
+    pub status: ToolStatus,
+}
+
+impl Connection {
+    /// Every tool, across all pages. Cached until the server sends `list_changed`; a refresh
+    /// that fails (the request, or recording a pin mismatch it found) is tried again next time.
+    pub async fn tools(&self) -> Result<Vec<Tool>, HostError> {
+        // One refresh at a time: a caller that came while another refreshed waits for its
+        // list instead of taking the cache the other just found stale (two front ends, or a
+        // gateway listing while a list_changed is handled).
+        let _refreshing = self.tools_refresh.lock().await;
+        if !self.tools_stale.swap(false, Ordering::SeqCst)
+            && let Some(tools) = self
+                .tools_cache
+                .lock()
+                .expect("tool cache poisoned")
+                .clone()
+        {
+            return Ok(tools);
+        }
+        let refreshed = async {
+            let peer = self.service.peer();
+            let tools = self
+                .list_pages("tools/list", |cursor| async move {
+                    peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                        .await
+                        .map(|page| (page.tools, page.next_cursor))
+                })
+                .await?;
+            self.observe(&tools)?;
+            Ok(tools)
+        }
+        .await;
+        match refreshed {
+            Ok(tools) => {
+                *self.tools_cache.lock().expect("tool cache poisoned") = Some(tools.clone());
+                Ok(tools)
+            }
+            Err(error) => {
+                // The cached list is no longer known to be current.
+                self.tools_stale.store(true, Ordering::SeqCst);
+                Err(error)
+            }
+        }
+    }
+
+    /// Gives the gate the definitions just listed, and records new pin mismatches (a mismatch
+    /// counts as recorded only once its record is on disk).
+    fn observe(&self, tools: &[Tool]) -> Result<(), HostError> {
+        let values = definitions(tools);
+        let mismatches = self
+            .tool_gate
+            .lock()
+            .expect("tool gate poisoned")
+            .observe(&values);
+        let mut seen = self.mismatches_seen.lock().expect("mismatch set poisoned");
+        let new: Vec<_> = mismatches
+            .into_iter()
+            .filter(|m| !seen.contains(&(m.tool.clone(), m.actual.clone())))
+            .collect();
+        self.gatekeeper.record_mismatches(&self.verdict, &new)?;
+        seen.extend(new.into_iter().map(|m| (m.tool, m.actual)));
+        Ok(())
+    }
+
+    /// Every listed tool with the gate's view of it: allowed, hidden (not on the allow-list)
+    /// or blocked (its pinned definition changed). Only `Allowed` tools can be called.
+    pub async fn gated_tools(&self) -> Result<Vec<GatedTool>, HostError> {
+        let tools = self.tools().await?;
+        let gate = self.tool_gate.lock().expect("tool gate poisoned");
+        Ok(tools
+            .into_iter()
+            .map(|tool| GatedTool {
+                status: gate.status(&tool.name),
+                tool,
+            })
+            .collect())
+    }
+
+    /// The tools that may be called.
+    pub async fn allowed_tools(&self) -> Result<Vec<Tool>, HostError> {
+        Ok(self
+            .gated_tools()
+            .await?
+            .into_iter()
+            .filter(|t| t.status == ToolStatus::Allowed)
+            .map(|t| t.tool)
+            .collect())
+    }
+
+    /// Approves tools as the user (warn posture only): pins their current definitions, so a
+    /// later change blocks them again. `names` empty means every listed tool. Returns the
+    /// pins recorded.
+    pub async fn approve_tools(
+        &self,
+        names: &[String],
+    ) -> Result<Vec<(String, String)>, HostError> {
+        let tools = self.tools().await?;
+        let values = definitions(&tools);
+        let mut pins = Vec::new();
+        for (tool, value) in tools.iter().zip(&values) {
+            if names.is_empty() || names.iter().any(|n| n.as_str() == tool.name.as_ref()) {
+                pins.push((tool.name.to_string(), tool_pin(value)));
+            }
+        }
+        for name in names {
+            if !pins.iter().any(|(t, _)| t == name) {
+                return Err(HostError::ToolDenied {
+                    server: self.server.clone(),
+                    tool: name.clone(),
+                    reason: "tool_not_listed",
+                    detail: "the server does not list a tool of exactly this name, so there is no definition to approve".into(),
+                });
+            }
+        }
+        self.gatekeeper.approve(&self.verdict, &pins)?;
+        let mut gate = ToolGate::new(self.gatekeeper.allow_list(&self.verdict));
+        let _ = gate.observe(&values);
+        *self.tool_gate.lock().expect("tool gate poisoned") = gate;
+        Ok(pins)
+    }
+
+    /// Every resource, across all pages.
+    pub async fn resources(&self) -> Result<Vec<rmcp::model::Resource>, HostError> {
+        let peer = self.service.peer();
+        self.list_pages("resources/list", |cursor| async move {
+            peer.list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map(|page| (page.resources, page.next_cursor))
+        })
+        .await
+    }
+
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+    ) -> Result<rmcp::model::ReadResourceResult, HostError> {
+        let params = rmcp::model::ReadResourceRequestParams::new(uri.to_string());
+        self.guarded(
+            &format!("resources/read {uri:?}"),
+            &CallOptions::default(),
+            self.service.peer().read_resource(params),
+        )
+        .await
+    }
+
+    /// Every prompt, across all pages.
+    pub async fn prompts(&self) -> Result<Vec<rmcp::model::Prompt>, HostError> {
+        let peer = self.service.peer();
+        self.list_pages("prompts/list", |cursor| async move {
+            peer.list_prompts(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map(|page| (page.prompts, page.next_cursor))
+        })
+        .await
+    }
+
+    pub async fn get_prompt(&self, name: &str) -> Result<rmcp::model::GetPromptResult, HostError> {
+        let params = rmcp::model::GetPromptRequestParams::new(name.to_string());
+        self.guarded(
+            &format!("prompts/get {name:?}"),
+            &CallOptions::default(),
+            self.service.peer().get_prompt(params),
+        )
+        .await
+    }
+
+    /// Every page of a listing, bounded: a server that repeats a cursor, sends one too long, or
+    /// never stops ends the listing with an error, and nothing half-listed is returned as whole.
+    async fn list_pages<T, F, Fut>(&self, what: &str, mut page: F) -> Result<Vec<T>, HostError>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+    {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..MAX_LIST_PAGES {
+            let (mut batch, next) = self
+                .guarded(what, &CallOptions::default(), page(cursor.take()))
+                .await?;
+            if items.len() + batch.len() > MAX_LIST_ITEMS {
+                return Err(self.protocol(
+                    what,
+                    &format!(
+                        "the server listed more than {MAX_LIST_ITEMS} items; Gatehouse stops there"
+                    ),
+                ));
+            }
+            items.append(&mut batch);
+            let Some(next) = next else {
+                return Ok(items);
+            };
+            if next.len() > MAX_CURSOR_BYTES {
+                return Err(self.protocol(
+                    what,
+                    &format!(
+                        "the server sent a {}-byte cursor (the limit is {MAX_CURSOR_BYTES}); Gatehouse stops there",
+                        next.len()
+                    ),
+                ));
+            }
+            if !seen.insert(next.clone()) {
+                return Err(self.protocol(
+                    what,
+                    &format!(
+                        "the server repeated the cursor {:?} within one listing, which would never end; Gatehouse stops there",
+                        preview(&next)
+                    ),
+                ));
+            }
+            cursor = Some(next);
+        }
+        Err(self.protocol(
+            what,
+            &format!("the server listed more than {MAX_LIST_PAGES} pages; Gatehouse stops there"),
+        ))
+    }
+}
+
+/// Tool definitions as JSON, the form pins are computed over.
+fn definitions(tools: &[Tool]) -> Vec<serde_json::Value> {
+    tools
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("a tool serializes"))
+        .collect()
+}
+
+/// The start of a server-chosen string, for an error message.
+fn preview(text: &str) -> String {
+    text.chars().take(64).collect()
+}

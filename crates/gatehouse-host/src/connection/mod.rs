@@ -1,0 +1,465 @@
+//! A live connection to one MCP server: connect in the right era, list tools (all pages,
+//! refreshed after `list_changed`), call tools one round at a time, close politely.
+//!
+//! Split by concern: how a server is started or reached (`launch.rs`), what it lists
+//! (`listing.rs`), tool calls (`call.rs`); here the connection itself, its accessors and the
+//! request and error helpers the others share.
+
+mod call;
+mod launch;
+mod listing;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{ServerPeerInfo, Tool};
+use rmcp::service::{RunningService, ServiceError};
+use serde::Serialize;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use gatehouse_attest::gate::ToolGate;
+
+use crate::admission::Verdict;
+use crate::broker::{ElicitationBroker, Session};
+use crate::client::{ElicitationMode, HostClient, HostEvent};
+use crate::config::ServerSpec;
+use crate::error::explain;
+use crate::gatekeeper::Gatekeeper;
+use crate::gatekeeper::events;
+use crate::http;
+use crate::secrets::SecretStore;
+use crate::stdio::{StdioTransport, TransportState};
+use crate::tap::{EraCell, ProgressCount, TrafficTap, Wire};
+use crate::{Era, EraPreference, HostError};
+
+pub use call::{
+    CallOptions, CallProgress, MAX_INPUT_ROUNDS, MAX_URL_RETRIES, Round, ToolOutcome,
+    URL_ELICITATION_REQUIRED, result_text,
+};
+pub use launch::{BOUND_SERVER_CWD, log_file_name};
+pub use listing::{GatedTool, MAX_CURSOR_BYTES, MAX_LIST_ITEMS, MAX_LIST_PAGES};
+
+use launch::{Launch, handshake, resolve, transport_kind};
+
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub era: EraPreference,
+    pub elicitation: ElicitationMode,
+    /// Handshake deadline.
+    pub connect_timeout: Duration,
+    /// Default deadline for one request; on expiry a cancellation is sent.
+    pub request_timeout: Duration,
+    /// Where each stdio server's stderr is appended, as `<dir>/<server>.stderr.log`.
+    pub log_dir: Option<PathBuf>,
+    /// stdio shutdown: wait this long after closing stdin, and again after SIGTERM.
+    pub shutdown_grace: Duration,
+    /// The elicitation broker (policy, consent, receipts). Without one every elicitation is
+    /// answered per `elicitation` (declined, unless in conformance mode).
+    pub broker: Option<Arc<ElicitationBroker>>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            era: EraPreference::Auto,
+            elicitation: ElicitationMode::DeclineAndLog,
+            connect_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            log_dir: None,
+            shutdown_grace: Duration::from_secs(2),
+            broker: None,
+        }
+    }
+}
+
+/// What the server said about itself. Everything here is claimed by the server, not verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerSummary {
+    pub era: Era,
+    pub protocol_version: String,
+    pub transport: &'static str,
+    pub target: String,
+    pub name: Option<String>,
+    pub title: Option<String>,
+    pub version: Option<String>,
+    pub instructions: Option<String>,
+    pub capabilities: serde_json::Value,
+}
+
+pub struct Connection {
+    server: String,
+    spec: ServerSpec,
+    service: RunningService<RoleClient, HostClient>,
+    era: Era,
+    state: Arc<TransportState>,
+    events: broadcast::Sender<HostEvent>,
+    mode: ElicitationMode,
+    tools_stale: Arc<AtomicBool>,
+    tools_refresh: tokio::sync::Mutex<()>,
+    progress: Arc<ProgressCount>,
+    tools_cache: Mutex<Option<Vec<Tool>>>,
+    request_timeout: Duration,
+    gatekeeper: Arc<Gatekeeper>,
+    verdict: Arc<Verdict>,
+    /// Present when a broker handles this connection's elicitations.
+    session: Option<Arc<Session>>,
+    /// The closed allow-list and the definitions last listed; checked before every call.
+    tool_gate: Mutex<ToolGate>,
+    /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
+    /// flood the audit log.
+    mismatches_seen: Mutex<std::collections::HashSet<(String, String)>>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("server", &self.server)
+            .field("era", &self.era)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Admits the server (recorded in the audit log before anything else happens), then
+    /// starts or reaches it and completes the handshake in the chosen era. A server that is
+    /// not admitted is never contacted under deny-by-default: `NotAdmitted`, and for stdio
+    /// the process is not even started.
+    pub async fn connect(
+        server: &str,
+        spec: &ServerSpec,
+        secrets: Arc<dyn SecretStore>,
+        tap: Arc<TrafficTap>,
+        events: broadcast::Sender<HostEvent>,
+        options: &ConnectOptions,
+        gatekeeper: Arc<Gatekeeper>,
+    ) -> Result<Connection, HostError> {
+        let mut verdict = gatekeeper.admit(server, spec).await?;
+        if !verdict.proceeds {
+            return Err(HostError::NotAdmitted {
+                server: server.to_string(),
+                status: verdict.status,
+                reason: verdict.reason.unwrap_or("not_admitted"),
+                code: verdict.code,
+                detail: verdict.detail.clone(),
+            });
+        }
+        if let Some(suspension) = gatekeeper.suspension(&verdict) {
+            gatekeeper.audit(
+                events::SUSPENDED_REFUSED,
+                &verdict,
+                serde_json::json!({"name": server, "reason": suspension.reason, "since": suspension.since}),
+            )?;
+            return Err(HostError::Suspended {
+                server: server.to_string(),
+                reason: suspension.reason,
+                detail: suspension.detail,
+                since: suspension.since,
+            });
+        }
+        let (mut launch, used) = resolve(server, spec, secrets, options).await?;
+        // Launch exactly the file that was hashed, not whatever PATH finds next time, in a
+        // fixed directory: the binding hashes only the executable, and an interpreter resolves
+        // relative scripts, `-m` modules and project files (`.npmrc`, `package.json`) in its
+        // working directory, which would otherwise be wherever the host was started (a cloned
+        // repository, say). Admission already refused a bound entry that sets a `cwd`.
+        if let (Launch::Stdio(stdio), Some(program)) = (&mut launch, verdict.program()) {
+            stdio.command = program.display().to_string();
+            stdio.cwd = Some(PathBuf::from(BOUND_SERVER_CWD));
+        }
+        for (name, value) in &used {
+            tap.redact(name, value.expose());
+        }
+        let tools_stale = Arc::new(AtomicBool::new(false));
+        let wire = Wire {
+            tap,
+            era: Arc::new(EraCell::default()),
+            progress: Arc::new(ProgressCount::default()),
+            inflight: Default::default(),
+        };
+        let (session_tx, session_rx) = tokio::sync::watch::channel(None);
+        let mut handler = HostClient::new(
+            server,
+            options.elicitation,
+            events.clone(),
+            tools_stale.clone(),
+            wire.progress.clone(),
+        );
+        if options.broker.is_some() {
+            handler = handler.with_pending_session(session_rx);
+        }
+        let (service, state) = match launch {
+            Launch::Stdio(launch) => {
+                let (transport, state) = StdioTransport::spawn(server, &launch)?;
+                (
+                    handshake(server, handler, transport, wire.clone(), options, &state).await?,
+                    state,
+                )
+            }
+            Launch::Http(launch) => {
+                let state = Arc::new(TransportState::default());
+                let transport = http::transport(server, &launch)?;
+                (
+                    handshake(server, handler, transport, wire.clone(), options, &state).await?,
+                    state,
+                )
+            }
+        };
+
+        let info = service
+            .peer()
+            .peer_info()
+            .ok_or_else(|| HostError::Protocol {
+                server: server.to_string(),
+                what: "handshake".into(),
+                detail: "the handshake completed without server information".into(),
+            })?;
+        let era = Era::of(&info.protocol_version);
+        if let EraPreference::Only(wanted) = options.era
+            && wanted != era
+        {
+            return Err(HostError::Connect {
+                server: server.to_string(),
+                detail: format!(
+                    "asked for protocol {wanted}, but the server negotiated {}",
+                    info.protocol_version
+                ),
+            });
+        }
+        wire.era.set(era);
+        if let Some(implementation) = &info.server_info {
+            verdict.claimed.server_name = Some(implementation.name.clone());
+            verdict.claimed.server_version = Some(implementation.version.clone());
+        }
+        let verdict = Arc::new(verdict);
+        let session = options.broker.as_ref().map(|broker| {
+            broker.session(
+                verdict.clone(),
+                transport_kind(spec),
+                wire.era.clone(),
+                wire.inflight.clone(),
+            )
+        });
+        if let Some(session) = &session {
+            let _ = session_tx.send(Some(session.clone()));
+            // The kill switch closes the connection from wherever it fires.
+            let kill = session.kill_token();
+            let closing = service.cancellation_token();
+            tokio::spawn(async move {
+                kill.cancelled().await;
+                closing.cancel();
+            });
+        }
+        let tool_gate = Mutex::new(ToolGate::new(gatekeeper.allow_list(&verdict)));
+        Ok(Connection {
+            server: server.to_string(),
+            spec: spec.clone(),
+            service,
+            era,
+            state,
+            events,
+            mode: options.elicitation,
+            tools_stale,
+            tools_refresh: tokio::sync::Mutex::new(()),
+            progress: wire.progress,
+            tools_cache: Mutex::new(None),
+            request_timeout: options.request_timeout,
+            gatekeeper,
+            verdict,
+            session,
+            tool_gate,
+            mismatches_seen: Mutex::new(Default::default()),
+        })
+    }
+
+    /// The admission verdict this connection was made under.
+    pub fn verdict(&self) -> &Verdict {
+        &self.verdict
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    pub fn peer_info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.service.peer().peer_info()
+    }
+
+    pub fn summary(&self) -> ServerSummary {
+        let info = self.peer_info();
+        let implementation = info.as_ref().and_then(|i| i.server_info.clone());
+        ServerSummary {
+            era: self.era,
+            protocol_version: info
+                .as_ref()
+                .map(|i| i.protocol_version.to_string())
+                .unwrap_or_default(),
+            transport: self.spec.transport_name(),
+            target: self.spec.describe(),
+            name: implementation.as_ref().map(|i| i.name.clone()),
+            title: implementation.as_ref().and_then(|i| i.title.clone()),
+            version: implementation.as_ref().map(|i| i.version.clone()),
+            instructions: info.as_ref().and_then(|i| i.instructions.clone()),
+            capabilities: info
+                .as_ref()
+                .and_then(|i| serde_json::to_value(&i.capabilities).ok())
+                .unwrap_or(serde_json::Value::Null),
+        }
+    }
+
+    /// The last lines the server wrote to stderr (stdio servers).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.state.stderr_tail()
+    }
+
+    /// Bytes written to the server so far: for stdio, every byte written to its stdin. Lets
+    /// tests prove that a denied call sent nothing. HTTP connections are not counted and always
+    /// report 0.
+    pub fn bytes_sent(&self) -> u64 {
+        self.state.bytes_sent()
+    }
+
+    async fn guarded<T>(
+        &self,
+        what: &str,
+        options: &CallOptions,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, HostError> {
+        self.await_request(what, options, request)
+            .await?
+            .map_err(|error| self.service_error(error, what))
+    }
+
+    /// Waits for a request: the server's answer (or rmcp's error), or the host gives up on a
+    /// timeout, the user's cancel, or the kill switch. The request timeout pauses while a
+    /// person is being asked on this connection (human-paced), and restarts once they are
+    /// done.
+    async fn await_request<T>(
+        &self,
+        what: &str,
+        options: &CallOptions,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<Result<T, ServiceError>, HostError> {
+        let after = options.timeout.unwrap_or(self.request_timeout);
+        let never = CancellationToken::new();
+        let cancel = options.cancel.as_ref().unwrap_or(&never);
+        let kill = self
+            .session
+            .as_ref()
+            .map(|s| s.kill_token())
+            .unwrap_or_default();
+        // Boxed so that dropping it below really drops the request (and queues its cancel).
+        let mut request = Box::pin(request);
+        let mut deadline = tokio::time::Instant::now() + after;
+        let abandoned = loop {
+            let timer = async {
+                if let Some(session) = self.session.as_ref().filter(|s| s.is_busy()) {
+                    session.until_idle().await;
+                    return false;
+                }
+                tokio::time::sleep_until(deadline).await;
+                true
+            };
+            tokio::select! {
+                result = &mut request => return Ok(result),
+                expired = timer => {
+                    if !expired {
+                        deadline = tokio::time::Instant::now() + after;
+                    } else if !self.session.as_ref().is_some_and(|s| s.is_busy()) {
+                        break HostError::Timeout { server: self.server.clone(), what: what.to_string(), after };
+                    }
+                }
+                _ = cancel.cancelled() => break HostError::Cancelled { server: self.server.clone(), what: what.to_string() },
+                _ = kill.cancelled() => return Err(self.killed_error()),
+            }
+        };
+        // The abandoned request's `notifications/cancelled` is queued by rmcp when the future
+        // drops; give the service loop a moment to put it on the wire before the caller
+        // possibly exits.
+        drop(request);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Err(abandoned)
+    }
+
+    fn protocol(&self, what: &str, detail: &str) -> HostError {
+        HostError::Protocol {
+            server: self.server.clone(),
+            what: what.to_string(),
+            detail: detail.to_string(),
+        }
+    }
+
+    fn service_error(&self, error: ServiceError, what: &str) -> HostError {
+        match error {
+            ServiceError::McpError(data) => HostError::ServerError {
+                server: self.server.clone(),
+                what: what.to_string(),
+                code: data.code.0,
+                message: data.message.to_string(),
+            },
+            ServiceError::Timeout { timeout } => HostError::Timeout {
+                server: self.server.clone(),
+                what: what.to_string(),
+                after: timeout,
+            },
+            ServiceError::Cancelled { .. } => HostError::Cancelled {
+                server: self.server.clone(),
+                what: what.to_string(),
+            },
+            ServiceError::UnexpectedResponse => {
+                self.protocol(what, "the server answered with the wrong result type")
+            }
+            ServiceError::InputRequiredRoundsExceeded { max_rounds } => self.protocol(
+                what,
+                &format!("no final result after {max_rounds} input_required rounds"),
+            ),
+            other => {
+                let detail = self.state.fault().unwrap_or_else(|| explain(&other));
+                HostError::Transport {
+                    server: self.server.clone(),
+                    detail: with_stderr(format!("{what} failed: {detail}"), &self.state),
+                }
+            }
+        }
+    }
+
+    fn killed_error(&self) -> HostError {
+        HostError::SessionKilled {
+            server: self.server.clone(),
+            detail: self
+                .session
+                .as_ref()
+                .and_then(|s| s.killed())
+                .unwrap_or_else(|| "elicitation abuse".into()),
+        }
+    }
+
+    /// Closes the connection: for stdio, closes stdin, then SIGTERM, then SIGKILL; for HTTP,
+    /// ends the streams and DELETEs the session where there is one.
+    pub async fn close(self) {
+        if let Some(session) = &self.session {
+            session.broker().end_session(session);
+        }
+        let _ = self.service.cancel().await;
+    }
+
+    /// The broker session of this connection, if elicitations go through a broker.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        self.session.as_ref()
+    }
+}
+
+fn with_stderr(detail: String, state: &TransportState) -> String {
+    let tail = state.stderr_tail();
+    match tail.iter().rev().find(|l| !l.trim().is_empty()) {
+        Some(last) => format!("{detail} (last stderr line: {last:?})"),
+        None => detail,
+    }
+}
