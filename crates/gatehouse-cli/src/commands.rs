@@ -18,7 +18,7 @@ use gatehouse_host::security::{
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
     CallOptions, ConnectOptions, Connection, ElicitationMode, Gatekeeper, HostError, HostEvent,
-    KeyringStore, SecretStore, ServerSpec, ServersFile, TrafficTap,
+    KeyringStore, SecretStore, ServerSpec, ServersFile, TrafficTap, Verdict,
 };
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -467,57 +467,19 @@ async fn connect(
     let result = host.live_connection(name).await;
     spinner.stop();
     let connection = result?;
-    if !context.json && !connection.verdict().is_admitted() {
-        eprintln!(
-            "gatehouse: warning: {name} is NOT admitted ({}): {}",
-            connection.verdict().headline(),
-            output::safe(&connection.verdict().detail)
-        );
-    }
+    warn_not_admitted(context, name, connection.verdict());
     Ok(connection)
 }
 
-/// Connects with a gatekeeper of the caller's own: the conformance client, which runs the
-/// suite's mocks under a trust and approvals of its own and never on the user's host.
-pub async fn connect_with(
-    context: &Context,
-    name: &str,
-    spec: &ServerSpec,
-    gatekeeper: Arc<Gatekeeper>,
-) -> Result<Connection, Failure> {
-    let spinner = Spinner::start(
-        &format!("connecting to {name} ({})", spec.describe()),
-        context.json,
-    );
-    let mut options = context.options.clone();
-    // The demo's legacy name speaks only 2025-11-25 (a configured server of that name is the
-    // user's own and speaks what it is asked).
-    if context.demo
-        && name == demo::DEMO_LEGACY_NAME
-        && !load_config(context)?.servers.contains_key(name)
-    {
-        options.era = demo::demo_era(name, options.era);
-    }
-    let result = Connection::connect(
-        name,
-        spec,
-        context.secrets.clone(),
-        context.tap.clone(),
-        context.events.clone(),
-        &options,
-        gatekeeper,
-    )
-    .await;
-    spinner.stop();
-    let connection = result?;
-    if !context.json && !connection.verdict().is_admitted() {
+/// Says on stderr (not in JSON mode) that a server the posture let through is not admitted.
+pub(crate) fn warn_not_admitted(context: &Context, name: &str, verdict: &Verdict) {
+    if !context.json && !verdict.is_admitted() {
         eprintln!(
             "gatehouse: warning: {name} is NOT admitted ({}): {}",
-            connection.verdict().headline(),
-            output::safe(&connection.verdict().detail)
+            verdict.headline(),
+            output::safe(&verdict.detail)
         );
     }
-    Ok(connection)
 }
 
 async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failure> {

@@ -7,8 +7,9 @@
 //! This is the only mode in which elicitations are answered without a person: form
 //! elicitations are accepted with the schema's defaults, because that is what the suite checks.
 //!
-//! Every scenario goes through the same host code as the rest of the CLI (`Connection`);
-//! the per-scenario part only decides which requests to make.
+//! Every scenario goes through the same connection code as the rest of the CLI
+//! (`Connection`), but not through a `Host`: the suite's mocks run under a trust and approvals
+//! of their own (see `run`). The per-scenario part only decides which requests to make.
 
 use gatehouse_host::connection::Round;
 use gatehouse_host::{
@@ -24,7 +25,8 @@ use gatehouse_host::admission::{Trust, TrustSettings};
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{Approvals, Auditor, Gatekeeper};
 
-use crate::commands::{Context, Failure, connect_with};
+use crate::commands::{Context, Failure};
+use crate::output::Spinner;
 
 pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").map_err(|_| {
@@ -81,7 +83,7 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
         Approvals::in_memory(),
         system_clock(),
     ));
-    let connection = connect_with(&conformance, "conformance", &spec, gatekeeper).await?;
+    let connection = connect(&conformance, &spec, gatekeeper).await?;
     let outcome = match connection.approve_tools(&[]).await {
         Ok(_) => exercise(&connection, &scenario, &scenario_context).await,
         Err(e) => Err(e),
@@ -90,6 +92,33 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     outcome?;
     eprintln!("conformance: done");
     Ok(0)
+}
+
+/// Connects to the suite's server with this command's own gatekeeper: the suite's mocks run
+/// under a trust and approvals of their own, never on the user's host.
+async fn connect(
+    context: &Context,
+    spec: &ServerSpec,
+    gatekeeper: Arc<Gatekeeper>,
+) -> Result<Connection, Failure> {
+    let spinner = Spinner::start(
+        &format!("connecting to the conformance server ({})", spec.describe()),
+        context.json,
+    );
+    let result = Connection::connect(
+        "conformance",
+        spec,
+        context.secrets.clone(),
+        context.tap.clone(),
+        context.events.clone(),
+        &context.options,
+        gatekeeper,
+    )
+    .await;
+    spinner.stop();
+    let connection = result?;
+    crate::commands::warn_not_admitted(context, "conformance", connection.verdict());
+    Ok(connection)
 }
 
 async fn exercise(
