@@ -526,8 +526,18 @@ struct RawClient {
 }
 
 impl RawClient {
+    /// `gatehouse --demo serve`, initialized in the 2025-11-25 era.
     fn start(env: &Env) -> RawClient {
-        let mut command = env.cmd(&["--demo", "serve", "--client", "raw"]);
+        let mut client = RawClient::spawn(env, &["--demo", "serve", "--client", "raw"]);
+        client.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
+        client.answer(1);
+        client.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        client
+    }
+
+    /// `gatehouse ARGS` with raw pipes, nothing said yet.
+    fn spawn(env: &Env, args: &[&str]) -> RawClient {
+        let mut command = env.cmd(args);
         command
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -545,15 +555,11 @@ impl RawClient {
             }
         });
         let stdin = child.stdin.take();
-        let mut client = RawClient {
+        RawClient {
             child,
             stdin,
             lines,
-        };
-        client.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
-        client.answer(1);
-        client.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        client
+        }
     }
 
     fn send(&mut self, line: &[u8]) {
@@ -595,6 +601,105 @@ impl Drop for RawClient {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A 2026-07-28 request on the raw pipe: `method` with `params` and the era's `_meta`.
+fn modern(id: u64, method: &str, mut params: Value) -> Vec<u8> {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-modern", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        .to_string()
+        .into_bytes()
+}
+
+#[test]
+fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_for_it() {
+    let env = Env::new();
+    let (code, _, stderr) = env.run(&[
+        "servers",
+        "add",
+        "pinned",
+        "--stdio",
+        &format!("python3 {} pin-change", fixture("misbehaving_stdio.py")),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    env.approve(&["pinned"]);
+    let mut raw = RawClient::spawn(&env, &["serve", "--client", "modern"]);
+    raw.send(&modern(1, "tools/list", json!({})));
+    let listed = raw.answer(1);
+    assert_eq!(
+        listed["result"]["tools"][0]["name"], "pinned__t",
+        "{listed}"
+    );
+    // Two streams: one asks for tool changes, one only for prompt changes (not offered).
+    raw.send(&modern(
+        2,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ));
+    raw.send(&modern(
+        3,
+        "subscriptions/listen",
+        json!({"notifications": {"promptsListChanged": true}}),
+    ));
+    // The fixture changes its tool's description after the first call and says so: the pin
+    // blocks the tool, so what is offered changed.
+    raw.send(&modern(
+        4,
+        "tools/call",
+        json!({"name": "pinned__t", "arguments": {}}),
+    ));
+    let mut acknowledged = Vec::new();
+    let mut changed_on = Vec::new();
+    let mut called = false;
+    while !called || changed_on.is_empty() {
+        let message = raw.next_message();
+        let tagged = message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone();
+        match message["method"].as_str() {
+            Some("notifications/subscriptions/acknowledged") => {
+                acknowledged.push((tagged, message["params"]["notifications"].clone()));
+            }
+            Some("notifications/tools/list_changed") => changed_on.push(tagged),
+            _ if message["id"] == json!(4) => {
+                assert_eq!(message["result"]["content"][0]["text"], "ok", "{message}");
+                called = true;
+            }
+            _ => {}
+        }
+    }
+    // Everything sent before the answer to a later request has been seen.
+    raw.send(&modern(5, "ping", json!({})));
+    loop {
+        let message = raw.next_message();
+        if message["method"] == "notifications/tools/list_changed" {
+            changed_on
+                .push(message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone());
+        }
+        if message["id"] == json!(5) {
+            break;
+        }
+    }
+    assert_eq!(
+        changed_on,
+        vec![json!(2)],
+        "only the stream that asked, once"
+    );
+    acknowledged.sort_by_key(|(id, _)| id.as_u64());
+    assert_eq!(
+        acknowledged,
+        vec![
+            (json!(2), json!({"toolsListChanged": true})),
+            // Accepted: nothing the gateway offers was asked for.
+            (json!(3), json!({})),
+        ]
+    );
+    // And the listing now leaves the pin-blocked tool out.
+    raw.send(&modern(6, "tools/list", json!({})));
+    let listed = raw.answer(6);
+    assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
 }
 
 #[test]
