@@ -453,7 +453,8 @@ fn host_with_target(
 }
 
 /// The host's live connection to `name` (admitted first), with the CLI's spinner and its
-/// warning for a server that is not admitted.
+/// warning for a server that is not admitted. When there is none, the host is shut down
+/// before the failure is returned (what it recorded, such as traffic, stays readable).
 async fn connect(
     context: &Context,
     host: &Host,
@@ -466,7 +467,13 @@ async fn connect(
     );
     let result = host.live_connection(name).await;
     spinner.stop();
-    let connection = result?;
+    let connection = match result {
+        Ok(connection) => connection,
+        Err(error) => {
+            host.shutdown().await;
+            return Err(error.into());
+        }
+    };
     warn_not_admitted(context, name, connection.verdict());
     Ok(connection)
 }
@@ -490,14 +497,7 @@ async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failu
         &target.adhoc,
     )?;
     let log = EventLog::start(context, &host);
-    let connection = connect(context, &host, &name, &spec).await;
-    let connection = match connection {
-        Ok(connection) => connection,
-        Err(failure) => {
-            host.shutdown().await;
-            return Err(failure);
-        }
-    };
+    let connection = connect(context, &host, &name, &spec).await?;
     let summary = connection.summary();
     let tools = connection.gated_tools().await;
     let events = log.finish().await;
@@ -579,13 +579,7 @@ async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
         target.server.as_deref(),
         &target.adhoc,
     )?;
-    let connection = match connect(context, &host, &name, &spec).await {
-        Ok(connection) => connection,
-        Err(failure) => {
-            host.shutdown().await;
-            return Err(failure);
-        }
-    };
+    let connection = connect(context, &host, &name, &spec).await?;
     let tools = connection.gated_tools().await;
     let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
     let headline = connection.verdict().headline();
@@ -630,10 +624,9 @@ async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Resu
         target.server.as_deref(),
         &target.adhoc,
     )?;
-    let pins = match connect(context, &host, &name, &spec).await {
-        Ok(connection) => connection.approve_tools(names).await.map_err(Failure::from),
-        Err(failure) => Err(failure),
-    };
+    let connection = connect(context, &host, &name, &spec).await?;
+    let pins = connection.approve_tools(names).await;
+    drop(connection);
     host.shutdown().await;
     let pins = pins?;
     if context.json {
@@ -696,13 +689,7 @@ async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
     let consent = crate::consent::Consent::new(args.answers.as_deref())?;
     let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
     let log = EventLog::start(context, &host);
-    let connection = match connect(context, &host, &name, &spec).await {
-        Ok(connection) => connection,
-        Err(failure) => {
-            host.shutdown().await;
-            return Err(failure);
-        }
-    };
+    let connection = connect(context, &host, &name, &spec).await?;
     let options = CallOptions {
         cancel: Some(ctrl_c_token()),
         ..CallOptions::default()

@@ -17,9 +17,8 @@ use crate::commands::{Context, Failure};
 use crate::output;
 
 /// The policy for this command: `--policy FILE` (or GATEHOUSE_POLICY), else the shipped
-/// default. A file that cannot be read or is invalid is a usage error (exit 2).
-/// The policy file, or why it cannot be used: `policy_invalid`, the code the host (and so
-/// the desktop app and every other command) gives for the same file.
+/// default. A file that cannot be read or is invalid is `policy_invalid` (exit 2), the code
+/// the host (and so the desktop app and every other command) gives for the same file.
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, Failure> {
     gatehouse_host::config::load_policy(path).map_err(|message| Failure {
         code: "policy_invalid",

@@ -208,9 +208,9 @@ fn a_client_that_gives_up_cancels_the_upstream_call() {
     assert_eq!(slow[0]["data"]["caller"]["client"], "unnamed");
 }
 
-#[test]
-fn a_pin_change_while_serving_withdraws_the_tool_tells_the_client_and_the_gate_refuses_it() {
-    let env = Env::new();
+/// Adds "pinned": the fixture server whose one tool, `t`, changes its description after its
+/// first call and says so (notifications/tools/list_changed).
+fn add_pin_change_server(env: &Env) {
     let (code, _, stderr) = env.run(&[
         "servers",
         "add",
@@ -219,6 +219,12 @@ fn a_pin_change_while_serving_withdraws_the_tool_tells_the_client_and_the_gate_r
         &format!("python3 {} pin-change", fixture("misbehaving_stdio.py")),
     ]);
     assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_pin_change_while_serving_withdraws_the_tool_tells_the_client_and_the_gate_refuses_it() {
+    let env = Env::new();
+    add_pin_change_server(&env);
     // Unattested, in the warn posture: offered only once the user approved (pinned) it.
     let before = ts_client(&env, json!([{"op": "list"}]), &["serve"]);
     assert!(names(&before[0]).is_empty(), "{}", before[0]);
@@ -618,14 +624,7 @@ fn modern(id: u64, method: &str, mut params: Value) -> Vec<u8> {
 #[test]
 fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_for_it() {
     let env = Env::new();
-    let (code, _, stderr) = env.run(&[
-        "servers",
-        "add",
-        "pinned",
-        "--stdio",
-        &format!("python3 {} pin-change", fixture("misbehaving_stdio.py")),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    add_pin_change_server(&env);
     env.approve(&["pinned"]);
     let mut raw = RawClient::spawn(&env, &["serve", "--client", "modern"]);
     raw.send(&modern(1, "tools/list", json!({})));

@@ -731,14 +731,7 @@ pub async fn serve_http(
         );
     let router = axum::Router::new().nest_service(MCP_PATH, service);
     tracing::info!(%local, "serving the conformance profile over Streamable HTTP");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down");
-            ct.cancel();
-        })
-        .await
-        .context("HTTP server failed")
+    crate::http::serve_until(listener, router, shutdown, ct).await
 }
 
 #[cfg(test)]

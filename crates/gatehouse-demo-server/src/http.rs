@@ -143,11 +143,21 @@ pub async fn serve_http(
     }
 
     tracing::info!(%local, %era, attestation = attestation.as_str(), "serving Streamable HTTP");
+    serve_until(listener, router, shutdown, ct).await
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then cancels `ct`: that ends the
+/// rmcp sessions and SSE streams, which would otherwise keep connections open.
+pub(crate) async fn serve_until(
+    listener: TcpListener,
+    router: axum::Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    ct: CancellationToken,
+) -> anyhow::Result<()> {
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
             tracing::info!("shutting down");
-            // Ends sessions and SSE streams, which would otherwise keep connections open.
             ct.cancel();
         })
         .await

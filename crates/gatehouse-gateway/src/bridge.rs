@@ -488,7 +488,7 @@ async fn serve_client(
     )
     .await?;
     // Servers never tried yet (added since the app started) connect now.
-    host.connect_all_in_background();
+    host.connect_in_background(None);
     let mut gateway =
         Gateway::new(host, hello.client, DownstreamTransport::Stdio).with_only(hello.server);
     if let Some(ms) = hello.startup_wait_ms {

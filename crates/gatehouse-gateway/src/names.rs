@@ -62,10 +62,9 @@ pub fn server_part(server: &str) -> String {
 }
 
 /// How a gateway names what it offers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Naming {
     /// `SERVER__TOOL`: the tools of every server, side by side.
-    #[default]
     Prefixed,
     /// The tool part alone: the gateway offers one server's tools only.
     Plain,

@@ -9,6 +9,17 @@ use crate::consent::PromptUpdate;
 use crate::gatekeeper::events;
 
 impl ElicitationBroker {
+    /// Counts an elicitation, well-formed or not, against the session's limits: the reason
+    /// when one was crossed.
+    pub(super) fn count_elicitation(&self, session: &Session) -> Option<Reason> {
+        let now = (self.options.now)();
+        session
+            .abuse
+            .lock()
+            .expect("session poisoned")
+            .record(AbuseEvent::Elicitation, now)
+    }
+
     pub(super) fn count_denial(&self, session: &Session) {
         let now = (self.options.now)();
         let abuse = session

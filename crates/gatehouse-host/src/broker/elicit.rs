@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use gatehouse_policy::{AbuseEvent, Assessment, Decision, Mode, Reason, assess_form, assess_url};
+use gatehouse_policy::{Assessment, Decision, Mode, Reason, assess_form, assess_url};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -260,13 +260,7 @@ impl ElicitationBroker {
             }
         }
 
-        let now = (self.options.now)();
-        let abuse = session
-            .abuse
-            .lock()
-            .expect("session poisoned")
-            .record(AbuseEvent::Elicitation, now);
-        if let Some(reason) = abuse {
+        if let Some(reason) = self.count_elicitation(session) {
             assessment.push(reason);
         }
 
@@ -361,13 +355,7 @@ impl ElicitationBroker {
         ));
         // A malformed elicitation is an elicitation, and a refused one: it counts against the
         // same limits, so a flood of them ends the session like any other.
-        let now = (self.options.now)();
-        let abuse = session
-            .abuse
-            .lock()
-            .expect("session poisoned")
-            .record(AbuseEvent::Elicitation, now);
-        if let Some(reason) = abuse {
+        if let Some(reason) = self.count_elicitation(session) {
             assessment.push(reason);
         }
         let (correlation, calls) = self.correlate(session, &Arrival::Request(Association::Unknown));

@@ -743,28 +743,18 @@ impl Host {
         self.started.send_replace(true);
     }
 
-    /// [`Host::connect_all`] on a task of its own (a gateway starts serving at once; its
-    /// first listing waits for [`Host::started`]). Must run inside a Tokio runtime.
-    pub fn connect_all_in_background(self: &Arc<Self>) {
-        let host = self.clone();
-        tokio::spawn(async move { host.connect_all().await });
-    }
-
-    /// Connects the listed server `name` only, then says the host started (see
-    /// [`Host::started`]): a gateway that offers one server's tools. An unknown name
-    /// connects nothing.
-    pub async fn connect_only(&self, name: &str) {
-        let _ = self.connection(name).await;
-        self.started.send_replace(true);
-    }
-
-    /// [`Host::connect_only`] for `Some(name)`, [`Host::connect_all`] otherwise, on a task of
-    /// its own. Must run inside a Tokio runtime.
+    /// [`Host::connect_all`], or only the listed server `only` (a gateway that offers one
+    /// server's tools; an unknown name connects nothing), on a task of its own: a gateway
+    /// starts serving at once, and its first listing waits for [`Host::started`]. Must run
+    /// inside a Tokio runtime.
     pub fn connect_in_background(self: &Arc<Self>, only: Option<String>) {
         let host = self.clone();
         tokio::spawn(async move {
             match only {
-                Some(name) => host.connect_only(&name).await,
+                Some(name) => {
+                    let _ = host.connection(&name).await;
+                    host.started.send_replace(true);
+                }
                 None => host.connect_all().await,
             }
         });
