@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
-const SPECS = ['2025-11-25', '2026-07-28'];
+const SPECS = ['2025-03-26', '2025-11-25', '2026-07-28'];
 
 // Pseudo check ids this script synthesizes (they can be baselined like real check ids).
 const PSEUDO = {

@@ -164,6 +164,9 @@ pub struct ServerPolicy {
     /// Tool name → `sha256:<hex>` of the JCS of its whole definition.
     pub tool_pins: BTreeMap<String, String>,
     pub url_elicitation_domains: Vec<String>,
+    /// `authorizationServers`: the issuers whose sign-ins count for this server (exact
+    /// issuer URLs); empty: whichever the server names.
+    pub authorization_servers: Vec<String>,
 }
 
 /// The checked content of `signed`.
@@ -333,6 +336,26 @@ fn parse_server(raw: &Value, path: &str) -> Result<ServerPolicy, BundleError> {
         raw.get("urlElicitationDomains"),
         &format!("{path}.urlElicitationDomains"),
     )?;
+    let authorization_servers = texts(
+        raw.get("authorizationServers"),
+        &format!("{path}.authorizationServers"),
+    )?;
+    for issuer in &authorization_servers {
+        let url = url::Url::parse(issuer).map_err(|e| {
+            BundleError::Invalid(format!(
+                "{path}.authorizationServers: {issuer:?} is not a URL ({e})"
+            ))
+        })?;
+        let loopback = matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+        if !(url.scheme() == "https" || (url.scheme() == "http" && loopback))
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
+            return invalid(format!(
+                "{path}.authorizationServers: {issuer:?} is not an issuer (an https URL without query or fragment; http only on loopback)"
+            ));
+        }
+    }
     Ok(ServerPolicy {
         id,
         origins,
@@ -341,6 +364,7 @@ fn parse_server(raw: &Value, path: &str) -> Result<ServerPolicy, BundleError> {
         allowed_tools,
         tool_pins,
         url_elicitation_domains,
+        authorization_servers,
     })
 }
 

@@ -385,6 +385,7 @@ fn policy(pins: &[(&str, String)]) -> ServerPolicy {
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect::<BTreeMap<_, _>>(),
         url_elicitation_domains: Vec::new(),
+        authorization_servers: Vec::new(),
     }
 }
 

@@ -82,6 +82,9 @@ pub enum Command {
     /// Store secrets in the OS keychain.
     #[command(subcommand)]
     Secret(SecretCommand),
+    /// Sign in to servers that require MCP authorization (OAuth), list and remove sign-ins.
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// Connect to a server and show what it says about itself.
     Connect(Target),
     /// List a server's tools (allowed, hidden by the allow-list, blocked by a pin change), or
@@ -267,6 +270,22 @@ pub struct AddArgs {
     /// Replace a server of the same name.
     #[arg(long)]
     pub replace: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// Sign in to a configured HTTP server now: shows the authorization URL, opens it in the
+    /// system browser once you agree, and stores the tokens in the OS keychain.
+    Login {
+        server: String,
+        /// Ask for this scope too (repeatable), on top of what the server names.
+        #[arg(long = "scope", value_name = "SCOPE")]
+        scopes: Vec<String>,
+    },
+    /// List the stored sign-ins (authorization server, subject, scopes, expiry), never tokens.
+    Status,
+    /// Remove a server's sign-in from the keychain.
+    Logout { server: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -236,19 +236,26 @@ pub(crate) fn host_options(context: &Context) -> HostOptions {
 }
 
 /// The person at the terminal, for commands with no answers file.
-fn terminal_consent() -> Arc<dyn ConsentUi> {
+pub(crate) fn terminal_consent() -> Arc<dyn ConsentUi> {
     crate::consent::Consent::new(None)
         .expect("the terminal needs no answers file")
         .ui()
 }
 
 /// The host a one-shot command runs on, asking the person through `consent`.
-fn open_host(context: &Context, consent: Arc<dyn ConsentUi>) -> Result<Arc<Host>, Failure> {
+pub(crate) fn open_host(
+    context: &Context,
+    consent: Arc<dyn ConsentUi>,
+) -> Result<Arc<Host>, Failure> {
     // Refused with the CLI's exit code for a refusal before anything opens; the host checks
     // again before each admission.
     lock_guard(context).check(OffsetDateTime::now_utc())?;
+    let mut options = host_options(context);
+    // One-shot commands sign in on the terminal. Never `serve`: its stdin is the MCP stream,
+    // and a sign-in there has nobody to ask (it refuses with auth_required).
+    options.sign_in = Some(crate::consent::TerminalConsent::shared());
     Ok(Host::open(
-        host_options(context),
+        options,
         context.secrets.clone(),
         consent,
         Arc::new(|_| {}),
@@ -330,6 +337,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
         Command::Servers(command) => servers(&context, command).await,
         Command::Secret(command) => secret(&context, command).await,
+        Command::Auth(command) => crate::auth::run(&context, command).await,
         Command::Connect(target) => connect_command(&context, &target).await,
         Command::Tools(args) => tools(&context, &args).await,
         Command::Audit(command) => crate::audit::run(&context, command),

@@ -26,6 +26,8 @@ use gatehouse_host::tap::system_clock;
 use gatehouse_host::{Approvals, Auditor, Gatekeeper};
 
 use crate::commands::{Context, Failure};
+
+mod auth;
 use crate::output::Spinner;
 
 pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
@@ -51,7 +53,13 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     let mut conformance = context.clone();
     conformance.options.era = EraPreference::Only(era);
     conformance.options.elicitation = ElicitationMode::AcceptDefaults;
-    let spec = ServerSpec::adhoc_http(url)?;
+    let mut spec = ServerSpec::adhoc_http(url)?;
+    // Authorization scenarios: the host's own sign-in, with a headless user and browser and
+    // an in-memory keychain (never the user's).
+    if auth::is_auth_scenario(&scenario) {
+        conformance.secrets =
+            auth::prepare(&mut spec, &mut conformance.options, &scenario_context)?;
+    }
     // The suite's scenario servers are unattested local mocks: this client runs in the warn
     // posture with no trust roots and approves the tools it is shown (in memory only, never in
     // the user's approvals). Admission and the tool gate still run, and audit, every call;

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::output::safe_line;
+use gatehouse_host::auth::{SignInAnswer, SignInCode, SignInReason, SignInRequest, SignInUi};
 
 /// Lines from stdin, read by one thread for the whole process so that an abandoned wait
 /// never leaves a stray reader behind.
@@ -32,7 +33,17 @@ impl Default for TerminalConsent {
 }
 
 impl TerminalConsent {
-    pub fn new() -> TerminalConsent {
+    /// The one terminal of this process: every question (consent and sign-in) reads the same
+    /// stdin through the same reader.
+    pub fn shared() -> std::sync::Arc<TerminalConsent> {
+        static SHARED: std::sync::OnceLock<std::sync::Arc<TerminalConsent>> =
+            std::sync::OnceLock::new();
+        SHARED
+            .get_or_init(|| std::sync::Arc::new(TerminalConsent::new()))
+            .clone()
+    }
+
+    fn new() -> TerminalConsent {
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
             let stdin = std::io::stdin();
@@ -379,7 +390,7 @@ impl Consent {
                 gatehouse_host::ScriptedConsent::load(path)
                     .map_err(crate::commands::Failure::usage)?,
             )),
-            None => Consent::Terminal(std::sync::Arc::new(TerminalConsent::new())),
+            None => Consent::Terminal(TerminalConsent::shared()),
         })
     }
 
@@ -396,6 +407,79 @@ impl Consent {
         match self {
             Consent::Scripted(s) => s.notes(),
             Consent::Terminal(_) => Vec::new(),
+        }
+    }
+}
+
+/// Sign-in on the terminal: the whole authorization URL, its host, the authorization server
+/// and the server's verified identity, then y/N before the browser opens.
+impl SignInUi for TerminalConsent {
+    fn approve<'a>(&'a self, request: &'a SignInRequest) -> UiFuture<'a, SignInAnswer> {
+        Box::pin(async move {
+            eprintln!();
+            let what = match request.reason {
+                SignInReason::SignIn => "sign in to",
+                SignInReason::StepUp => "grant more access to",
+            };
+            eprintln!("──── {what} {} ────", safe_line(&request.server));
+            eprintln!("server: {}", safe_line(&request.verdict));
+            eprintln!("resource: {}", safe_line(&request.resource));
+            eprintln!(
+                "authorization server: {}",
+                safe_line(request.issuer.as_deref().unwrap_or("(no issuer published)"))
+            );
+            if !request.scopes.is_empty() {
+                eprintln!("access asked for: {}", safe_line(&request.scopes.join(" ")));
+            }
+            eprintln!(
+                "URL (exactly what will be opened): {}",
+                safe_line(&request.url)
+            );
+            eprintln!(
+                "host: {}",
+                self.bold(&safe_line(&request.authorization_host))
+            );
+            match self.read("Open it in your browser to sign in? [y/N]").await {
+                Some(line)
+                    if line.eq_ignore_ascii_case("y") || line.eq_ignore_ascii_case("yes") =>
+                {
+                    SignInAnswer::Open
+                }
+                _ => SignInAnswer::Cancel,
+            }
+        })
+    }
+
+    fn waiting<'a>(&'a self, request: &'a SignInRequest) -> UiFuture<'a, ()> {
+        Box::pin(async move {
+            let question = format!(
+                "Waiting for the sign-in to {} in your browser; type c to cancel:",
+                safe_line(&request.server)
+            );
+            loop {
+                match self.read(&question).await {
+                    Some(line)
+                        if line.eq_ignore_ascii_case("c")
+                            || line.eq_ignore_ascii_case("cancel") =>
+                    {
+                        return;
+                    }
+                    Some(_) => continue,
+                    // No more input: the browser may still finish; the timeout ends the wait.
+                    None => std::future::pending::<()>().await,
+                }
+            }
+        })
+    }
+
+    fn finished(&self, request: &SignInRequest, failure: Option<SignInCode>) {
+        match failure {
+            None => eprintln!("signed in to {}", safe_line(&request.server)),
+            Some(code) => eprintln!(
+                "sign-in to {} not completed ({})",
+                safe_line(&request.server),
+                code.code()
+            ),
         }
     }
 }

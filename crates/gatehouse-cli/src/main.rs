@@ -7,6 +7,7 @@
 
 mod admin;
 mod audit;
+mod auth;
 mod cli;
 mod clients;
 mod commands;

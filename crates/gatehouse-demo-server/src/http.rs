@@ -1,5 +1,6 @@
 //! Serving the demo over Streamable HTTP at `/mcp`, loopback-only unless told otherwise, with
-//! its attestation at `/.well-known/mcp-attestation`.
+//! its attestation at `/.well-known/mcp-attestation` and, with `--require-auth`, its protected
+//! resource metadata at `/.well-known/oauth-protected-resource/mcp` (see [`crate::auth`]).
 
 use std::{
     future::Future,
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     attestation::{AttestationMode, WELL_KNOWN_PATH},
+    auth::layer::{AuthState, metadata_routes, require_bearer},
     era::{Era, legacy_discover_gate},
     server::DemoServer,
     wire::modern_wire_layer,
@@ -95,6 +97,23 @@ pub async fn serve_http(
     attestation: AttestationMode,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    serve_http_with_auth(server, listener, attestation, None, shutdown).await
+}
+
+/// [`serve_http`], and with `auth` (`--require-auth`) the MCP endpoint accepts only requests
+/// with a valid bearer token, and the protected resource metadata is served (see
+/// [`crate::auth`]).
+///
+/// # Errors
+///
+/// When the listener's address cannot be read or the HTTP server fails.
+pub async fn serve_http_with_auth(
+    server: DemoServer,
+    listener: TcpListener,
+    attestation: AttestationMode,
+    auth: Option<Arc<AuthState>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let local = listener
         .local_addr()
         .context("listener has no local address")?;
@@ -127,9 +146,20 @@ pub async fn serve_http(
             Default::default(),
             config,
         );
-    let mcp = axum::Router::new()
+    let mut mcp = axum::Router::new()
         .fallback_service(service)
         .layer(axum::middleware::from_fn(modern_wire_layer));
+    if let Some(auth) = &auth {
+        // Nothing answers an MCP request before its token is checked, not even the legacy
+        // discover gate, which then sits inside the check.
+        if era == Era::Legacy {
+            mcp = mcp.layer(axum::middleware::from_fn(legacy_discover_gate));
+        }
+        mcp = mcp.layer(axum::middleware::from_fn_with_state(
+            auth.clone(),
+            require_bearer,
+        ));
+    }
     // The attestation route sits outside the rmcp service, so it needs no MCP session or
     // protocol headers: hosts fetch it before they speak MCP at all.
     let mut router = axum::Router::new()
@@ -138,11 +168,20 @@ pub async fn serve_http(
             get(serve_attestation).with_state(Arc::new(well_known)),
         )
         .nest_service(MCP_PATH, mcp);
-    if era == Era::Legacy {
+    if let Some(auth) = &auth {
+        // Like the attestation, the protected resource metadata needs no token.
+        router = router.merge(metadata_routes(auth.clone()));
+    } else if era == Era::Legacy {
         router = router.layer(axum::middleware::from_fn(legacy_discover_gate));
     }
 
-    tracing::info!(%local, %era, attestation = attestation.as_str(), "serving Streamable HTTP");
+    tracing::info!(
+        %local,
+        %era,
+        attestation = attestation.as_str(),
+        issuer = auth.as_ref().map(|auth| auth.config().issuer.as_str()),
+        "serving Streamable HTTP"
+    );
     serve_until(listener, router, shutdown, ct).await
 }
 

@@ -31,8 +31,17 @@
 //! public, so the signature means something only under the demo trust root: never install that
 //! key anywhere else. `--attestation tampered` serves a document altered after signing and
 //! `--attestation none` serves none, so hosts can be tested against refusals too.
+//!
+//! `--http ADDR --require-auth ISSUER` makes it an OAuth 2.1 protected resource ([`auth`]): at
+//! startup it discovers ISSUER's metadata and keys, then every request to `/mcp` needs a bearer
+//! JWT from ISSUER whose audience is the server's own `http://IP:PORT/mcp` and whose scope has
+//! `mcp:tools` (401 with an RFC 9728 `resource_metadata` challenge otherwise). Each
+//! `--tool-scope NAME=SCOPE` makes calling tool NAME also need SCOPE (403 `insufficient_scope`
+//! otherwise), and the protected resource metadata is served at
+//! `/.well-known/oauth-protected-resource/mcp`.
 
 pub mod attestation;
+pub mod auth;
 pub mod conformance;
 pub mod era;
 pub mod http;

@@ -4,9 +4,11 @@
 use std::{io::Write, net::SocketAddr, num::NonZeroUsize, path::PathBuf, process::ExitCode};
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use gatehouse_demo_server::{
-    AttestationMode, DemoServer, Era, PageConfig, conformance, http, stdio,
+    AttestationMode, DemoServer, Era, PageConfig,
+    auth::{self, layer::AuthState},
+    conformance, http, stdio,
 };
 use tracing_subscriber::EnvFilter;
 
@@ -61,11 +63,43 @@ struct Cli {
     /// --attestation and the page options do not apply to it.
     #[arg(long)]
     conformance: bool,
+
+    /// Require OAuth bearer tokens (MCP authorization): every request to /mcp needs a JWT
+    /// access token from ISSUER, an http(s) URL, for this server's http://IP:PORT/mcp with the
+    /// base scope. ISSUER's metadata and keys are fetched at startup. Needs --http.
+    #[arg(
+        long,
+        value_name = "ISSUER",
+        requires = "http",
+        conflicts_with = "conformance",
+        value_parser = auth::parse_issuer
+    )]
+    require_auth: Option<String>,
+
+    /// With --require-auth: calling tool NAME also needs scope SCOPE (403 insufficient_scope
+    /// without it). Repeatable.
+    #[arg(
+        long = "tool-scope",
+        value_name = "NAME=SCOPE",
+        requires = "require_auth",
+        value_parser = auth::parse_tool_scope
+    )]
+    tool_scopes: Vec<(String, String)>,
+
+    /// With --require-auth: the scope every MCP request needs [default: mcp:tools].
+    #[arg(
+        long,
+        value_name = "SCOPE",
+        requires = "require_auth",
+        value_parser = auth::parse_scope
+    )]
+    base_scope: Option<String>,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    check_tool_scopes(&cli);
     init_logging();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -95,8 +129,46 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let local = listener
                 .local_addr()
                 .context("listener has no local address")?;
+            // Before announcing the address: a client must never meet a server that cannot
+            // check its tokens yet.
+            let auth = match &cli.require_auth {
+                Some(issuer) => Some(
+                    AuthState::discover(
+                        issuer,
+                        local,
+                        cli.base_scope.as_deref().unwrap_or(auth::BASE_SCOPE),
+                        cli.tool_scopes,
+                    )
+                    .await?,
+                ),
+                None => None,
+            };
             print_listening(local)?;
-            http::serve_http(server, listener, cli.attestation, shutdown_signal()).await
+            http::serve_http_with_auth(server, listener, cli.attestation, auth, shutdown_signal())
+                .await
+        }
+    }
+}
+
+/// A `--tool-scope` naming a tool the demo does not have is a usage error (exit code 2), like
+/// clap's own: it is almost certainly a typo that would leave the intended tool unprotected.
+fn check_tool_scopes(cli: &Cli) {
+    if cli.tool_scopes.is_empty() {
+        return;
+    }
+    let names = DemoServer::new(Era::Both).tool_names();
+    for (tool, _) in &cli.tool_scopes {
+        if !names.contains(tool) {
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ValueValidation,
+                    format!(
+                        "--tool-scope names the tool {tool:?}, which this server does not have; \
+                         its tools are {}",
+                        names.join(", ")
+                    ),
+                )
+                .exit();
         }
     }
 }

@@ -142,6 +142,15 @@ impl DemoServer {
     pub fn era(&self) -> Era {
         self.era
     }
+
+    /// The names of every tool this server has, in `tools/list` order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.tool_router
+            .list_all()
+            .into_iter()
+            .map(|tool| tool.name.into_owned())
+            .collect()
+    }
 }
 
 #[tool_router]

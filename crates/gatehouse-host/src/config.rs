@@ -47,8 +47,32 @@ pub struct ServerEntry {
     /// Name of a keychain secret sent as `Authorization: Bearer <secret>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token_secret: Option<String>,
+    /// MCP authorization settings (all optional; without them Gatehouse registers itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthEntry>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// `oauth` of a server entry: how Gatehouse identifies itself to the server's authorization
+/// server. Tokens never appear here: they live in the keychain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OAuthEntry {
+    /// A client id the authorization server issued out of band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The keychain secret holding that client's secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_secret: Option<String>,
+    /// An https URL of a Client ID Metadata Document describing Gatehouse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The loopback port of a pre-registered client's redirect URI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_port: Option<u16>,
 }
 
 /// A validated server: what the host connects to.
@@ -73,6 +97,20 @@ pub struct HttpSpec {
     /// Values may hold `${secret:NAME}`.
     pub headers: Vec<(String, String)>,
     pub bearer_token_secret: Option<String>,
+    /// How to sign in when the server requires MCP authorization (used only when neither a
+    /// bearer token nor an Authorization header is configured).
+    pub oauth: crate::auth::OAuthOptions,
+}
+
+impl HttpSpec {
+    /// Whether the host signs in with OAuth: the server has no static credential configured.
+    pub fn uses_oauth(&self) -> bool {
+        self.bearer_token_secret.is_none()
+            && !self
+                .headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    }
 }
 
 impl ServerSpec {
@@ -99,6 +137,7 @@ impl ServerSpec {
             url: parse_server_url(url, "--url")?,
             headers: Vec::new(),
             bearer_token_secret: None,
+            oauth: Default::default(),
         }))
     }
 
@@ -180,8 +219,8 @@ impl ServerEntry {
                 if command.trim().is_empty() {
                     return Err(err("\"command\" is empty".into()));
                 }
-                if !self.headers.is_empty() || self.bearer_token_secret.is_some() {
-                    return Err(err("\"headers\" and \"bearerTokenSecret\" apply to HTTP servers only; a stdio server takes credentials through \"env\"".into()));
+                if !self.headers.is_empty() || self.bearer_token_secret.is_some() || self.oauth.is_some() {
+                    return Err(err("\"headers\", \"bearerTokenSecret\" and \"oauth\" apply to HTTP servers only; a stdio server takes credentials through \"env\"".into()));
                 }
                 Ok(ServerSpec::Stdio(StdioSpec {
                     command: command.clone(),
@@ -201,10 +240,35 @@ impl ServerEntry {
                         return Err(err("sets both an Authorization header and bearerTokenSecret; keep one".into()));
                     }
                 }
+                let oauth = match &self.oauth {
+                    None => crate::auth::OAuthOptions::default(),
+                    Some(entry) => {
+                        if entry.client_secret_secret.is_some() && entry.client_id.is_none() {
+                            return Err(err("\"oauth.clientSecretSecret\" needs \"oauth.clientId\" (the secret belongs to a pre-registered client)".into()));
+                        }
+                        if let Some(doc) = &entry.client_metadata_url {
+                            let ok = url::Url::parse(doc).is_ok_and(|u| u.scheme() == "https" && u.path() != "/");
+                            if !ok {
+                                return Err(err(format!("\"oauth.clientMetadataUrl\" {doc:?} must be an https URL with a path")));
+                            }
+                        }
+                        if self.bearer_token_secret.is_some() || self.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+                            return Err(err("sets \"oauth\" and a static credential (bearerTokenSecret or an Authorization header); keep one".into()));
+                        }
+                        crate::auth::OAuthOptions {
+                            client_id: entry.client_id.clone(),
+                            client_secret_secret: entry.client_secret_secret.clone(),
+                            client_metadata_url: entry.client_metadata_url.clone(),
+                            scopes: entry.scopes.clone(),
+                            redirect_port: entry.redirect_port.unwrap_or(0),
+                        }
+                    }
+                };
                 Ok(ServerSpec::Http(HttpSpec {
                     url: parse_server_url(url, &format!("server {name:?}: \"url\""))?,
                     headers: self.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                     bearer_token_secret: self.bearer_token_secret.clone(),
+                    oauth,
                 }))
             }
         }
@@ -231,6 +295,11 @@ impl ServerEntry {
             }
         }
         names.extend(self.bearer_token_secret.clone());
+        names.extend(
+            self.oauth
+                .as_ref()
+                .and_then(|o| o.client_secret_secret.clone()),
+        );
         names
     }
 }
@@ -250,6 +319,13 @@ impl From<&ServerSpec> for ServerEntry {
                 url: Some(h.url.to_string()),
                 headers: h.headers.iter().cloned().collect(),
                 bearer_token_secret: h.bearer_token_secret.clone(),
+                oauth: (h.oauth != Default::default()).then(|| OAuthEntry {
+                    client_id: h.oauth.client_id.clone(),
+                    client_secret_secret: h.oauth.client_secret_secret.clone(),
+                    client_metadata_url: h.oauth.client_metadata_url.clone(),
+                    scopes: h.oauth.scopes.clone(),
+                    redirect_port: (h.oauth.redirect_port != 0).then_some(h.oauth.redirect_port),
+                }),
                 ..ServerEntry::default()
             },
         }

@@ -63,6 +63,15 @@ pub enum HostError {
         message: String,
     },
 
+    /// Signing in to a server (MCP authorization) was refused or failed; nothing was stored.
+    /// `code` says why (`issuer_not_allowed`, `sign_in_cancelled`, `auth_required`, …).
+    #[error("server {server:?}: sign-in {}: {detail}", code.code())]
+    SignIn {
+        server: String,
+        code: crate::auth::SignInCode,
+        detail: String,
+    },
+
     /// The server was not admitted, and the posture does not let the host talk to it.
     #[error("server {server:?} is not admitted: {reason}{}: {detail}", code.map(|c| format!(" (code {c})")).unwrap_or_default())]
     NotAdmitted {
@@ -142,6 +151,7 @@ impl HostError {
             HostError::Secret { .. } => "secret_unavailable",
             HostError::Spawn { .. } => "spawn_failed",
             HostError::Connect { .. } => "connect_failed",
+            HostError::SignIn { code, .. } => code.code(),
             HostError::Transport { .. } => "transport_failed",
             HostError::Timeout { .. } => "timeout",
             HostError::Cancelled { .. } => "cancelled",
@@ -162,6 +172,7 @@ impl HostError {
     /// refusals to exit code 1 and everything else to 2.
     pub fn is_refusal(&self) -> bool {
         match self {
+            HostError::SignIn { code, .. } => code.is_refusal(),
             HostError::ServerError { .. }
             | HostError::NotAdmitted { .. }
             | HostError::ToolDenied { .. }

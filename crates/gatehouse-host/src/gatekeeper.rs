@@ -24,6 +24,14 @@ use crate::tap::Clock;
 pub mod events {
     pub const ADMISSION: &str = "admission";
     pub const TOOL_CALL: &str = "tool_call";
+    /// A sign-in (or step-up) to a server completed; tokens stored in the keychain.
+    pub const OAUTH_SIGNED_IN: &str = "oauth_signed_in";
+    /// A sign-in was refused (issuer pin, insecure URL) or failed; nothing was stored.
+    pub const OAUTH_SIGN_IN_FAILED: &str = "oauth_sign_in_failed";
+    /// Tokens were refreshed silently.
+    pub const OAUTH_REFRESHED: &str = "oauth_refreshed";
+    /// The user removed a sign-in.
+    pub const OAUTH_LOGGED_OUT: &str = "oauth_logged_out";
     pub const TOOL_PIN_MISMATCH: &str = "tool_pin_mismatch";
     pub const TOOL_APPROVED: &str = "tool_approved";
     pub const BUNDLE_ACCEPTED: &str = "bundle_accepted";
@@ -451,6 +459,16 @@ impl Gatekeeper {
     }
 
     /// Appends an audit record; `Err` means whatever it records must not take effect.
+    /// Records an event that belongs to no admission verdict (a sign-in, a logout).
+    pub fn record_event(
+        &self,
+        event: &str,
+        server: Option<&str>,
+        data: Value,
+    ) -> Result<u64, HostError> {
+        self.audit.record(event, server, data)
+    }
+
     pub fn audit(&self, event: &str, verdict: &Verdict, data: Value) -> Result<u64, HostError> {
         self.audit
             .record(event, Some(&verdict.audit_server()), data)

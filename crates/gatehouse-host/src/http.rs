@@ -64,6 +64,28 @@ pub fn transport(
     server: &str,
     launch: &HttpLaunch,
 ) -> Result<StreamableHttpClientTransport<reqwest::Client>, HostError> {
+    let client = client(server, launch)?;
+    Ok(StreamableHttpClientTransport::with_client(
+        client,
+        config(server, launch)?,
+    ))
+}
+
+/// The transport over another HTTP client (the OAuth client that adds and renews tokens).
+pub fn transport_with<C: rmcp::transport::streamable_http_client::StreamableHttpClient>(
+    server: &str,
+    launch: &HttpLaunch,
+    client: C,
+) -> Result<StreamableHttpClientTransport<C>, HostError> {
+    Ok(StreamableHttpClientTransport::with_client(
+        client,
+        config(server, launch)?,
+    ))
+}
+
+/// The host's HTTP client for a server: same-origin redirects only, its timeouts, and the
+/// same network path as the attestation fetch.
+pub fn client(server: &str, launch: &HttpLaunch) -> Result<reqwest::Client, HostError> {
     let config_error = |detail: String| HostError::Config(format!("server {server:?}: {detail}"));
     let builder = reqwest::Client::builder()
         .redirect(same_origin_redirects())
@@ -71,9 +93,16 @@ pub fn transport(
         // rmcp's own default: idle pooled connections cause ~40 ms delayed-ACK stalls on Linux.
         .pool_max_idle_per_host(0);
     // The same network path as the attestation fetch: admitted at an origin, talked to there.
-    let client = crate::fetch::loopback_path(builder, &launch.url)
+    crate::fetch::loopback_path(builder, &launch.url)
         .build()
-        .map_err(|e| config_error(format!("cannot build the HTTP client: {e}")))?;
+        .map_err(|e| config_error(format!("cannot build the HTTP client: {e}")))
+}
+
+fn config(
+    server: &str,
+    launch: &HttpLaunch,
+) -> Result<StreamableHttpClientTransportConfig, HostError> {
+    let config_error = |detail: String| HostError::Config(format!("server {server:?}: {detail}"));
     let mut headers = HashMap::new();
     for (name, value) in &launch.headers {
         let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
@@ -92,5 +121,5 @@ pub fn transport(
     if let Some(token) = &launch.bearer {
         config = config.auth_header(token.clone());
     }
-    Ok(StreamableHttpClientTransport::with_client(client, config))
+    Ok(config)
 }

@@ -17,6 +17,7 @@
 //! never renders server text: that is the caller's job.
 
 pub mod admission;
+pub mod auth;
 pub mod broker;
 pub mod caller;
 pub mod client;

@@ -34,7 +34,7 @@ pub use elicit::{
     Arrival, Association, Correlation, MAX_SHOWN_MESSAGE_BYTES, truncate_for_display,
 };
 pub use receipt::ElicitationRecord;
-pub use session::{ForgetCall, Session};
+pub use session::{Authorization, ForgetCall, Session};
 pub use url_flow::WaitOutcome;
 
 use url_flow::Pending;

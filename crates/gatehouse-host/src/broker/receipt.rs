@@ -101,6 +101,7 @@ impl ElicitationBroker {
             "note": h.note,
             "policy_version": self.policy.version,
             "bundle": verdict.bundle,
+            "authorization": session.authorization.lock().expect("session poisoned").clone(),
         })
     }
 

@@ -15,6 +15,14 @@ use crate::admission::{Status, Verdict};
 use crate::consent::IdentityBanner;
 use crate::tap::{EraCell, InFlight};
 
+/// The sign-in an HTTP connection runs under: its authorization server and, when the token
+/// names one, the subject.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Authorization {
+    pub issuer: Option<String>,
+    pub subject: Option<String>,
+}
+
 /// What the broker knows about one connection.
 pub struct Session {
     broker: Arc<ElicitationBroker>,
@@ -22,7 +30,9 @@ pub struct Session {
     pub(super) verdict: Arc<Verdict>,
     pub(super) banner: Mutex<IdentityBanner>,
     standing: ServerStanding,
-    transport: TransportKind,
+    transport: Mutex<TransportKind>,
+    /// Who the user is signed in as at this server (MCP authorization), for receipts.
+    pub(super) authorization: Mutex<Option<Authorization>>,
     pub(super) allowed_hosts: Vec<String>,
     era: Arc<EraCell>,
     pub(super) inflight: Arc<InFlight>,
@@ -75,6 +85,18 @@ impl Session {
     }
 
     /// Cancelled when the kill switch fires; the connection closes itself on it.
+    /// The connection signed in (or stepped up): elicitations now come from an authenticated
+    /// user's session (SEP-2343 lifts its hold on remote servers), and receipts name the
+    /// authorization server and subject.
+    pub fn set_authorization(&self, authorization: Authorization) {
+        if let TransportKind::Http { authorized, .. } =
+            &mut *self.transport.lock().expect("session poisoned")
+        {
+            *authorized = true;
+        }
+        *self.authorization.lock().expect("session poisoned") = Some(authorization);
+    }
+
     pub fn kill_token(&self) -> CancellationToken {
         self.kill.clone()
     }
@@ -203,7 +225,7 @@ impl Session {
     pub(super) fn context(&self, mode: Mode, tied_to_request: bool) -> ElicitationContext {
         ElicitationContext {
             standing: self.standing,
-            transport: self.transport,
+            transport: *self.transport.lock().expect("session poisoned"),
             mode,
             // Gatehouse declares both modes on every connection.
             mode_declared: true,
@@ -241,7 +263,8 @@ impl ElicitationBroker {
             banner: Mutex::new(IdentityBanner::from_verdict(&verdict)),
             verdict,
             standing,
-            transport,
+            transport: Mutex::new(transport),
+            authorization: Mutex::new(None),
             allowed_hosts,
             era,
             inflight,

@@ -127,8 +127,35 @@ impl Connection {
     }
 
     /// [`Connection::call_tool`], also returning the elicitations the call caused when it
-    /// failed (on success they are in the outcome).
+    /// failed (on success they are in the outcome). A server that answers 403
+    /// `insufficient_scope` gets a step-up sign-in and the call again, at most
+    /// [`crate::auth::MAX_STEP_UPS`] times; the gate decides every attempt.
     pub async fn call_tool_traced(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> (Result<ToolOutcome, HostError>, Vec<ElicitationRecord>) {
+        let mut step_ups = 0;
+        loop {
+            self.clear_challenge();
+            let (outcome, records) = self
+                .call_tool_attempt(name, arguments.clone(), options)
+                .await;
+            match &outcome {
+                Err(HostError::Transport { .. }) if step_ups < crate::auth::MAX_STEP_UPS => {
+                    match self.reauthorize().await {
+                        Ok(true) => step_ups += 1,
+                        Ok(false) => return (outcome, records),
+                        Err(e) => return (Err(e), records),
+                    }
+                }
+                _ => return (outcome, records),
+            }
+        }
+    }
+
+    async fn call_tool_attempt(
         &self,
         name: &str,
         arguments: Option<JsonObject>,

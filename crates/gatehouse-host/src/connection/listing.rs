@@ -43,19 +43,31 @@ impl Connection {
         {
             return Ok(tools);
         }
-        let refreshed = async {
+        let mut signed_in = false;
+        let refreshed = loop {
+            self.clear_challenge();
             let peer = self.service.peer();
-            let tools = self
+            let listed = self
                 .list_pages("tools/list", |cursor| async move {
                     peer.list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
                         .await
                         .map(|page| (page.tools, page.next_cursor))
                 })
-                .await?;
+                .await;
+            match listed {
+                // A server that wants a (new) sign-in for listing: once, then list again.
+                Err(HostError::Transport { .. }) if !signed_in => match self.reauthorize().await {
+                    Ok(true) => signed_in = true,
+                    Ok(false) => break listed,
+                    Err(e) => break Err(e),
+                },
+                listed => break listed,
+            }
+        }
+        .and_then(|tools| {
             self.observe(&tools)?;
             Ok(tools)
-        }
-        .await;
+        });
         match refreshed {
             Ok(tools) => {
                 *self.tools_cache.lock().expect("tool cache poisoned") = Some(tools.clone());

@@ -45,7 +45,7 @@ pub use listing::{GatedTool, MAX_CURSOR_BYTES, MAX_LIST_ITEMS, MAX_LIST_PAGES};
 
 use launch::{Launch, handshake, resolve, transport_kind};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectOptions {
     pub era: EraPreference,
     pub elicitation: ElicitationMode,
@@ -60,6 +60,25 @@ pub struct ConnectOptions {
     /// The elicitation broker (policy, consent, receipts). Without one every elicitation is
     /// answered per `elicitation` (declined, unless in conformance mode).
     pub broker: Option<Arc<ElicitationBroker>>,
+    /// Who asks the user to sign in to a server that requires MCP authorization. Without one,
+    /// such a server is refused (`auth_required`) unless a stored sign-in works.
+    pub sign_in: Option<Arc<dyn crate::auth::SignInUi>>,
+    /// Where authorization URLs open once the user agreed.
+    pub opener: Arc<dyn crate::consent::UrlOpener>,
+    /// How long the user has to finish a sign-in in the browser.
+    pub sign_in_timeout: Duration,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("era", &self.era)
+            .field("elicitation", &self.elicitation)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("sign_in", &self.sign_in.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ConnectOptions {
@@ -72,6 +91,9 @@ impl Default for ConnectOptions {
             log_dir: None,
             shutdown_grace: Duration::from_secs(2),
             broker: None,
+            sign_in: None,
+            opener: Arc::new(crate::consent::SystemBrowser),
+            sign_in_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -112,6 +134,44 @@ pub struct Connection {
     /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
     /// flood the audit log.
     mismatches_seen: Mutex<std::collections::HashSet<(String, String)>>,
+    /// A server reached with MCP authorization: how to step up when it asks for more scope.
+    oauth: Option<OAuthLink>,
+}
+
+/// What a sign-in for `server` needs, from its config, its admission and the front end.
+pub(crate) fn sign_in_context(
+    server: &str,
+    spec: &crate::config::HttpSpec,
+    secrets: Arc<dyn SecretStore>,
+    gatekeeper: &Arc<Gatekeeper>,
+    verdict: &Verdict,
+    options: &ConnectOptions,
+) -> crate::auth::SignInContext {
+    crate::auth::SignInContext {
+        server: server.to_string(),
+        url: spec.url.clone(),
+        options: spec.oauth.clone(),
+        secrets,
+        gatekeeper: gatekeeper.clone(),
+        identity: verdict.identity.as_ref().map(|i| i.id.clone()),
+        verdict: verdict.headline(),
+        audit_server: verdict.audit_server(),
+        allowed_issuers: verdict
+            .policy()
+            .map(|p| p.authorization_servers.clone())
+            .unwrap_or_default(),
+        ui: options.sign_in.clone(),
+        opener: options.opener.clone(),
+        timeout: options.sign_in_timeout,
+        network_timeout: crate::auth::NETWORK_TIMEOUT,
+    }
+}
+
+/// What a connection keeps of its sign-in.
+struct OAuthLink {
+    context: crate::auth::SignInContext,
+    client: crate::auth::AuthTransportClient,
+    challenges: crate::auth::Challenges,
 }
 
 impl std::fmt::Debug for Connection {
@@ -160,7 +220,7 @@ impl Connection {
                 since: suspension.since,
             });
         }
-        let (mut launch, used) = resolve(server, spec, secrets, options).await?;
+        let (mut launch, used) = resolve(server, spec, secrets.clone(), options).await?;
         // Launch exactly the file that was hashed, not whatever PATH finds next time, in a
         // fixed directory: the binding hashes only the executable, and an interpreter resolves
         // relative scripts, `-m` modules and project files (`.npmrc`, `package.json`) in its
@@ -181,16 +241,22 @@ impl Connection {
             inflight: Default::default(),
         };
         let (session_tx, session_rx) = tokio::sync::watch::channel(None);
-        let mut handler = HostClient::new(
-            server,
-            options.elicitation,
-            events.clone(),
-            tools_stale.clone(),
-            wire.progress.clone(),
-        );
-        if options.broker.is_some() {
-            handler = handler.with_pending_session(session_rx);
-        }
+        let make_handler = || {
+            let handler = HostClient::new(
+                server,
+                options.elicitation,
+                events.clone(),
+                tools_stale.clone(),
+                wire.progress.clone(),
+            );
+            if options.broker.is_some() {
+                handler.with_pending_session(session_rx.clone())
+            } else {
+                handler
+            }
+        };
+        let handler = make_handler();
+        let mut oauth = None;
         let (service, state) = match launch {
             Launch::Stdio(launch) => {
                 let (transport, state) = StdioTransport::spawn(server, &launch)?;
@@ -199,14 +265,75 @@ impl Connection {
                     state,
                 )
             }
-            Launch::Http(launch) => {
-                let state = Arc::new(TransportState::default());
-                let transport = http::transport(server, &launch)?;
-                (
-                    handshake(server, handler, transport, wire.clone(), options, &state).await?,
-                    state,
-                )
-            }
+            Launch::Http(launch) => match spec {
+                ServerSpec::Http(http_spec) if http_spec.uses_oauth() => {
+                    let state = Arc::new(TransportState::default());
+                    let context =
+                        sign_in_context(server, http_spec, secrets, &gatekeeper, &verdict, options);
+                    let challenges = crate::auth::Challenges::default();
+                    let client = rmcp::transport::AuthClient::new(
+                        crate::auth::Recording::new(
+                            http::client(server, &launch)?,
+                            challenges.clone(),
+                        ),
+                        context.manager().await?,
+                    );
+                    let transport = http::transport_with(server, &launch, client.clone())?;
+                    let first =
+                        handshake(server, handler, transport, wire.clone(), options, &state).await;
+                    let service = match (first, challenges.take()) {
+                        (Ok(service), _) => service,
+                        // The server wants a sign-in: ask, then connect again with the tokens.
+                        (Err(_), Some(challenge)) => {
+                            let reason = crate::auth::SignInReason::SignIn;
+                            let manager = context
+                                .sign_in(Some(&challenge.header), reason, &[])
+                                .await
+                                .map_err(|e| match e {
+                                    HostError::SignIn {
+                                        server,
+                                        code,
+                                        detail,
+                                    } => HostError::SignIn {
+                                        server,
+                                        code,
+                                        detail: format!(
+                                            "the server requires authorization (HTTP 401), and signing in did not complete: {detail}"
+                                        ),
+                                    },
+                                    other => other,
+                                })?;
+                            *client.auth_manager.lock().await = manager;
+                            let transport = http::transport_with(server, &launch, client.clone())?;
+                            handshake(
+                                server,
+                                make_handler(),
+                                transport,
+                                wire.clone(),
+                                options,
+                                &state,
+                            )
+                            .await?
+                        }
+                        (Err(e), None) => return Err(e),
+                    };
+                    oauth = Some(OAuthLink {
+                        context,
+                        client,
+                        challenges,
+                    });
+                    (service, state)
+                }
+                _ => {
+                    let state = Arc::new(TransportState::default());
+                    let transport = http::transport(server, &launch)?;
+                    (
+                        handshake(server, handler, transport, wire.clone(), options, &state)
+                            .await?,
+                        state,
+                    )
+                }
+            },
         };
 
         let info = service
@@ -243,6 +370,11 @@ impl Connection {
                 wire.inflight.clone(),
             )
         });
+        if let (Some(session), Some(link)) = (&session, &oauth)
+            && let Some(authorization) = link.context.authorization().await
+        {
+            session.set_authorization(authorization);
+        }
         if let Some(session) = &session {
             let _ = session_tx.send(Some(session.clone()));
             // The kill switch closes the connection from wherever it fires.
@@ -272,7 +404,52 @@ impl Connection {
             session,
             tool_gate,
             mismatches_seen: Mutex::new(Default::default()),
+            oauth,
         })
+    }
+
+    /// Forgets any challenge seen before a request, so only that request's counts.
+    pub(crate) fn clear_challenge(&self) {
+        if let Some(link) = &self.oauth {
+            link.challenges.take();
+        }
+    }
+
+    /// After a request failed: when the server answered 401 (the sign-in expired or was
+    /// revoked and could not be refreshed) or 403 `insufficient_scope` (step-up, for the union
+    /// of the granted and the asked-for scopes), signs in again. `Ok(true)`: retry the
+    /// request; `Ok(false)`: the failure was not an authorization challenge.
+    pub(crate) async fn reauthorize(&self) -> Result<bool, HostError> {
+        let Some(link) = &self.oauth else {
+            return Ok(false);
+        };
+        let Some(challenge) = link.challenges.take() else {
+            return Ok(false);
+        };
+        let (reason, wanted) = if challenge.insufficient_scope {
+            (
+                crate::auth::SignInReason::StepUp,
+                crate::auth::challenge_scopes(&challenge.header),
+            )
+        } else {
+            (crate::auth::SignInReason::SignIn, Vec::new())
+        };
+        let manager = link
+            .context
+            .sign_in(Some(&challenge.header), reason, &wanted)
+            .await?;
+        *link.client.auth_manager.lock().await = manager;
+        if let (Some(session), Some(authorization)) =
+            (&self.session, link.context.authorization().await)
+        {
+            session.set_authorization(authorization);
+        }
+        Ok(true)
+    }
+
+    /// Whether this connection signed in (or reused a sign-in) with MCP authorization.
+    pub fn uses_oauth(&self) -> bool {
+        self.oauth.is_some()
     }
 
     /// The admission verdict this connection was made under.

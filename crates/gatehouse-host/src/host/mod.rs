@@ -6,7 +6,10 @@
 //!
 //! Decisions never arrive here as events: a consent UI answers through its own typed calls.
 
+mod auth;
 pub mod downstream;
+
+pub use auth::SignInRow;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -159,6 +162,11 @@ pub struct HostOptions {
     /// Told what opening the trust roots and the audit log found, as each step completes (so
     /// a front end can show it even when a later step fails the opening).
     pub findings: Option<FindingsSink>,
+    /// Who asks the user to sign in to a server that requires MCP authorization; without
+    /// one, such servers are refused (`auth_required`) unless a stored sign-in works.
+    pub sign_in: Option<Arc<dyn crate::auth::SignInUi>>,
+    /// How long the user has to finish a sign-in in the browser.
+    pub sign_in_timeout: Duration,
 }
 
 impl HostOptions {
@@ -193,6 +201,8 @@ impl HostOptions {
             connect_timeout: ConnectOptions::default().connect_timeout,
             traffic_log: None,
             findings: None,
+            sign_in: None,
+            sign_in_timeout: ConnectOptions::default().sign_in_timeout,
         }
     }
 }
@@ -610,19 +620,7 @@ impl Host {
             slots.insert(name.to_string(), Slot::Connecting);
         }
         (self.notify)(Change::Servers { name: name.into() });
-        let options = ConnectOptions {
-            era: if demo {
-                demo::demo_era(name, self.options.request_era)
-            } else {
-                self.options.request_era
-            },
-            elicitation: ElicitationMode::DeclineAndLog,
-            request_timeout: self.options.request_timeout,
-            connect_timeout: self.options.connect_timeout,
-            log_dir: Some(self.options.paths.logs.clone()),
-            broker: Some(self.broker.clone()),
-            ..ConnectOptions::default()
-        };
+        let options = self.connect_options(name, demo);
         let result = Connection::connect(
             name,
             &spec,
@@ -1000,6 +998,36 @@ impl Host {
             quarantined: report.quarantined,
             refused: report.refused,
         })
+    }
+
+    /// How this host connects to `name`: its era, timeouts, broker, and who asks the user to
+    /// sign in.
+    fn connect_options(&self, name: &str, demo: bool) -> ConnectOptions {
+        ConnectOptions {
+            era: if demo {
+                demo::demo_era(name, self.options.request_era)
+            } else {
+                self.options.request_era
+            },
+            elicitation: ElicitationMode::DeclineAndLog,
+            request_timeout: self.options.request_timeout,
+            connect_timeout: self.options.connect_timeout,
+            log_dir: Some(self.options.paths.logs.clone()),
+            broker: Some(self.broker.clone()),
+            sign_in: self.options.sign_in.clone(),
+            opener: self.options.opener.clone(),
+            sign_in_timeout: self.options.sign_in_timeout,
+            ..ConnectOptions::default()
+        }
+    }
+
+    /// Closes the connection to `name`, if any; the next use reconnects.
+    pub async fn disconnect(&self, name: &str) {
+        let stale = self.slots.lock().await.remove(name);
+        if stale.is_some() {
+            close_slot(stale).await;
+            (self.notify)(Change::Servers { name: name.into() });
+        }
     }
 
     /// Lifts a suspension (after the kill switch); the next use reconnects.

