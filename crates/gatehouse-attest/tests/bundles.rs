@@ -383,3 +383,37 @@ fn installed_bundles_combine_by_written_rules() {
     );
     assert_eq!(TrustStore::combine(Vec::new()).unwrap().posture(), None);
 }
+
+#[test]
+fn authorization_servers_are_issuer_urls_or_the_bundle_is_refused() {
+    let mut s = signed("acme", 1, &[1, 2], 2);
+    s["servers"][0]["authorizationServers"] =
+        json!(["https://login.example.com", "http://127.0.0.1:9000"]);
+    let verified = check(&bundle(&s, &[1, 2]), None, None).unwrap();
+    assert_eq!(
+        verified.content().servers[0].authorization_servers,
+        ["https://login.example.com", "http://127.0.0.1:9000"]
+    );
+    // Absent: not pinned.
+    let plain = check(&bundle(&signed("acme", 1, &[1, 2], 2), &[1, 2]), None, None).unwrap();
+    assert!(plain.content().servers[0].authorization_servers.is_empty());
+
+    for bad in [
+        json!(["http://login.example.com"]),
+        json!(["https://login.example.com?tenant=x"]),
+        json!(["https://login.example.com#x"]),
+        json!(["login.example.com"]),
+        json!(["javascript:alert(1)"]),
+        json!("https://login.example.com"),
+        json!([42]),
+    ] {
+        let mut s = signed("acme", 1, &[1, 2], 2);
+        s["servers"][0]["authorizationServers"] = bad.clone();
+        match check(&bundle(&s, &[1, 2]), None, None) {
+            Err(BundleError::Invalid(detail)) => {
+                assert!(detail.contains("authorizationServers"), "{bad}: {detail}")
+            }
+            other => panic!("{bad}: expected a refusal, got {other:?}"),
+        }
+    }
+}
