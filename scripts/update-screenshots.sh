@@ -24,6 +24,7 @@ names=(
   settings
   prompt-from-ai-client
   clients
+  sign-in
 )
 
 from=target/e2e-screenshots

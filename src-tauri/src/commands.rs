@@ -8,7 +8,7 @@ use gatehouse_host::consent::WaitChoice;
 use gatehouse_host::desk::FieldError;
 use gatehouse_host::desk::{
     AuditVerdict, CallOutcome, Desk, DeskError, ImportOutcome, NewServer, PromptCard, ServerDetail,
-    ServerRow, Settings, WindowAnswer,
+    ServerRow, ServerSignIn, Settings, SignInCards, SignInReply, SignInRow, WindowAnswer,
 };
 use gatehouse_host::host::downstream::ClientRow;
 use serde_json::{Map, Value};
@@ -102,6 +102,38 @@ fn prompt_dismiss(desk: DeskState<'_>, prompt_id: u64) -> Answer<()> {
     desk.prompts().dismiss(prompt_id)
 }
 
+/// The sign-ins waiting for the user (a reloaded window shows them again) and how the latest
+/// ones ended.
+#[tauri::command]
+fn sign_in_cards(desk: DeskState<'_>) -> SignInCards {
+    desk.sign_in_desk().cards()
+}
+
+/// Open or Cancel on a sign-in card, by its id.
+#[tauri::command]
+fn sign_in_answer(desk: DeskState<'_>, sign_in_id: u64, reply: SignInReply) -> Answer<()> {
+    desk.sign_in_desk().answer(sign_in_id, reply)
+}
+
+/// Every configured server that signs in (HTTP without a static credential), with its stored
+/// sign-in.
+#[tauri::command]
+async fn server_sign_ins(desk: DeskState<'_>) -> Answer<Vec<ServerSignIn>> {
+    desk.server_sign_ins().await
+}
+
+/// Signs in to `name` now: the sign-in card asks first.
+#[tauri::command]
+async fn server_sign_in(desk: DeskState<'_>, name: String) -> Answer<SignInRow> {
+    desk.sign_in(&name, &[]).await
+}
+
+/// Removes `name`'s stored sign-in (and closes its connection); `false` when there was none.
+#[tauri::command]
+async fn server_sign_out(desk: DeskState<'_>, name: String) -> Answer<bool> {
+    desk.sign_out(&name).await
+}
+
 #[tauri::command]
 fn audit_list(
     desk: DeskState<'_>,
@@ -166,6 +198,11 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         prompt_answer,
         prompt_wait_choice,
         prompt_dismiss,
+        sign_in_cards,
+        sign_in_answer,
+        server_sign_ins,
+        server_sign_in,
+        server_sign_out,
         audit_list,
         audit_verify,
         traffic_list,

@@ -2,7 +2,8 @@
 //!
 //! Each command is one call into the desk. The desk's change notices become window events
 //! that carry no decision; decisions come back only as typed commands (`prompt_answer`,
-//! `prompt_wait_choice`). Prompts live in Rust, so a reloaded window loses nothing.
+//! `prompt_wait_choice`, `sign_in_answer`). Prompts and sign-ins live in Rust, so a reloaded
+//! window loses nothing.
 
 #![forbid(unsafe_code)]
 
@@ -14,7 +15,9 @@ use gatehouse_gateway::bridge;
 use gatehouse_host::KeyringStore;
 use gatehouse_host::SecretStore;
 use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
-use gatehouse_host::desk::{Desk, DeskEvent, DeskOptions, DeskPaths, Notifier};
+use gatehouse_host::desk::{
+    Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
+};
 use gatehouse_host::tap::system_clock;
 use serde_json::json;
 use tauri::{Builder, Emitter, Manager, Runtime, UserAttentionType};
@@ -28,6 +31,7 @@ pub mod events {
     pub const AUDIT: &str = "gatehouse://audit";
     pub const TRAFFIC: &str = "gatehouse://traffic";
     pub const CLIENTS: &str = "gatehouse://clients";
+    pub const SIGN_INS: &str = "gatehouse://sign-ins";
 }
 
 /// When the process started (as near as the app can tell): start-up is measured from here.
@@ -183,6 +187,26 @@ fn notifier<R: Runtime>(app: tauri::AppHandle<R>) -> Notifier {
     })
 }
 
+/// Turns the desk's sign-in card changes into window events, and asks for the user's
+/// attention when a new sign-in needs them.
+fn sign_in_notifier<R: Runtime>(app: tauri::AppHandle<R>) -> SignInNotifier {
+    Arc::new(move |change: SignInChange| {
+        if change.attention
+            && let Some(window) = app.get_webview_window(MAIN_WINDOW)
+        {
+            let _ = window.request_user_attention(Some(UserAttentionType::Critical));
+        }
+        let sent = app.emit_to(
+            MAIN_WINDOW,
+            events::SIGN_INS,
+            json!({"signInId": change.sign_in_id}),
+        );
+        if let Err(error) = sent {
+            tracing::warn!(%error, "a sign-in notice did not reach the window");
+        }
+    })
+}
+
 /// The app, for the real runtime and for `tauri::test`'s mock runtime alike: commands and
 /// the desk, opened in `setup` with the resolver's paths (or the launch's).
 pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
@@ -208,8 +232,14 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
                 .secrets
                 .clone()
                 .unwrap_or_else(|| Arc::new(KeyringStore));
-            let desk = Desk::open(options, secrets, notifier(handle.clone()))
-                .map_err(|e| e.to_string())?;
+            // The desk's sign-in cards are the host's sign-in UI (`options.sign_in`).
+            let desk = Desk::open_with_sign_ins(
+                options,
+                secrets,
+                notifier(handle.clone()),
+                sign_in_notifier(handle.clone()),
+            )
+            .map_err(|e| e.to_string())?;
             app.manage(desk.clone());
             if launch.bridge {
                 tauri::async_runtime::spawn(serve_bridge(desk.host().clone()));

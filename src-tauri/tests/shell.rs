@@ -442,6 +442,63 @@ fn the_demo_servers_are_listed_and_admitted_on_connect() {
 }
 
 #[test]
+fn sign_in_commands_take_typed_ids_and_replies_and_apply_only_to_servers_that_sign_in() {
+    let shell = Shell::start();
+    assert_eq!(
+        shell.ok("sign_in_cards", json!({})),
+        json!({"cards": [], "results": []})
+    );
+    // Only HTTP servers without a static credential sign in.
+    std::fs::create_dir_all(shell.dir.path().join("config")).unwrap();
+    std::fs::write(
+        shell.dir.path().join("config").join("servers.json"),
+        json!({"mcpServers": {
+            "remote": {"url": "https://mcp.example/mcp"},
+            "keyed": {"url": "https://api.example/mcp", "bearerTokenSecret": "keyed-bearer"},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        shell.ok("server_sign_ins", json!({})),
+        json!([{"server": "remote", "signIn": null}])
+    );
+    // A decision names a card by its number and is one of two words.
+    assert_eq!(
+        shell.refused("sign_in_answer", json!({"signInId": 7, "reply": "open"})),
+        "unknown_sign_in"
+    );
+    for bad in [
+        json!({"signInId": 7, "reply": "Open"}),
+        json!({"signInId": 7, "reply": "submit"}),
+        json!({"signInId": "7", "reply": "cancel"}),
+    ] {
+        let error = shell.invoke("sign_in_answer", bad.clone()).unwrap_err();
+        assert!(
+            error.as_str().is_some_and(|m| m.contains("invalid args")),
+            "{bad}: {error}"
+        );
+    }
+    assert_eq!(
+        shell.refused("server_sign_in", json!({"name": "demo"})),
+        "config_invalid"
+    );
+    assert_eq!(
+        shell.refused("server_sign_in", json!({"name": "keyed"})),
+        "config_invalid"
+    );
+    assert_eq!(
+        shell.refused("server_sign_in", json!({"name": "missing"})),
+        "unknown_server"
+    );
+    assert_eq!(
+        shell.ok("server_sign_out", json!({"name": "remote"})),
+        json!(false)
+    );
+    assert!(shell.browser.opened().is_empty());
+}
+
+#[test]
 fn the_posture_asked_for_at_launch_reaches_admission_and_settings() {
     let shell = Shell::start_with(|launch| launch.posture = Some(Posture::Warn));
     let settings = shell.ok("settings_get", json!({}));

@@ -7,6 +7,7 @@ export const EVENTS = Object.freeze({
   audit: 'gatehouse://audit',
   traffic: 'gatehouse://traffic',
   clients: 'gatehouse://clients',
+  signIns: 'gatehouse://sign-ins',
 });
 
 /** A failed command, always `{code, message}` whatever shape Rust rejected with. */
@@ -68,6 +69,13 @@ export const promptValidate = (promptId, content) => invoke('prompt_validate', {
 export const promptAnswer = (promptId, answer) => invoke('prompt_answer', { promptId, answer });
 export const promptWaitChoice = (promptId, choice) => invoke('prompt_wait_choice', { promptId, choice });
 export const promptDismiss = (promptId) => invoke('prompt_dismiss', { promptId });
+
+// Sign-ins (MCP authorization)
+export const signInCards = () => invoke('sign_in_cards');
+export const signInAnswer = (signInId, reply) => invoke('sign_in_answer', { signInId, reply });
+export const serverSignIns = () => invoke('server_sign_ins');
+export const serverSignIn = (name) => invoke('server_sign_in', { name });
+export const serverSignOut = (name) => invoke('server_sign_out', { name });
 
 // Audit, traffic, settings
 export const auditList = ({ server, event } = {}) => invoke('audit_list', present({ server, event }));

@@ -3,6 +3,7 @@
 import { EVENTS, onEvent, uiReady } from './api.js';
 import * as servers from './servers.js';
 import * as prompts from './prompts.js';
+import * as signIns from './signin.js';
 import * as audit from './audit.js';
 import * as traffic from './traffic.js';
 import * as clients from './clients.js';
@@ -50,6 +51,8 @@ async function refreshServers() {
 async function subscribe() {
   const subscriptions = [
     [EVENTS.prompts, () => prompts.refresh()],
+    // A sign-in that ends may change what the Servers view shows of its server.
+    [EVENTS.signIns, () => { signIns.refresh(); servers.refreshSignIns(); }],
     [EVENTS.servers, () => refreshServers()],
     [EVENTS.audit, () => refreshWhenShown('audit')],
     [EVENTS.traffic, () => refreshWhenShown('traffic')],
@@ -65,6 +68,7 @@ async function subscribe() {
 function start() {
   servers.init();
   prompts.init({ whenAsking: () => showView('prompts') });
+  signIns.init();
   audit.init();
   traffic.init();
   clients.init();
@@ -83,6 +87,7 @@ function start() {
   subscribe().finally(() => {
     refreshServers();
     prompts.refresh();
+    signIns.refresh();
     audit.refresh();
     traffic.refresh();
     clients.refresh();

@@ -6,7 +6,7 @@ import { el, append, replace, flag, focusables } from './dom.js';
 import { renderBanner } from './identity.js';
 import { buildPromptForm } from './promptform.js';
 import { notify } from './notice.js';
-import { coalesce, formatTime } from './util.js';
+import { coalesce, formatTime, hostIndex } from './util.js';
 
 const HOLD = 'hold_for_elicitation_evidence';
 const ALLOW = 'allow_elicitation_with_receipt';
@@ -187,22 +187,6 @@ function reasonsBlock(assessment) {
         el('li', { 'data-testid': 'reason', 'data-code': r.code },
           el('code', { class: 'reason-code' }, r.code), el('span', { class: 'reason-detail' }, r.detail))))
       : null);
-}
-
-/** Where the host starts in `full`: after the scheme and any userinfo, else its first occurrence. */
-function hostIndex(full, host) {
-  if (!host) return -1;
-  const scheme = full.indexOf('://');
-  if (scheme >= 0) {
-    const start = scheme + 3;
-    const rest = full.slice(start);
-    const end = rest.search(/[/?#]/);
-    const authority = end < 0 ? rest : rest.slice(0, end);
-    const at = authority.lastIndexOf('@');
-    const hostStart = start + at + 1;
-    if (full.startsWith(host, hostStart)) return hostStart;
-  }
-  return full.indexOf(host);
 }
 
 function urlBlock(prompt) {

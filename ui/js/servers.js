@@ -12,6 +12,8 @@ let selected = null;
 let detail = null;
 let detailRound = 0;
 let openTool = null; // {name, schema, form}
+// Servers that sign in (HTTP without a static credential), by name: {server, signIn}.
+let signInServers = new Map();
 let listRoot;
 let detailSlot;
 let reportSlot;
@@ -31,7 +33,25 @@ export function init() {
     else if (action === 'connect') connect(name);
     else openDetail(name);
   });
+  refreshSignIns();
 }
+
+/** Refetches which servers sign in and their stored sign-ins; redraws the detail if its changed. */
+export const refreshSignIns = coalesce(async () => {
+  let list;
+  try {
+    list = await api.serverSignIns();
+  } catch {
+    // A config that cannot be read is reported by the server list itself.
+    return;
+  }
+  const before = detail ? JSON.stringify(signInServers.get(detail.row.name) ?? null) : null;
+  signInServers = new Map((list ?? []).map((entry) => [entry.server, entry]));
+  if (detail && selected === detail.row.name
+    && JSON.stringify(signInServers.get(detail.row.name) ?? null) !== before) {
+    renderDetail(detail);
+  }
+});
 
 /** The configured server names, as last fetched. */
 export const names = () => rows.map((r) => r.name);
@@ -98,6 +118,7 @@ async function openDetail(name) {
   if (selected !== name) openTool = null;
   selected = name;
   markSelected();
+  refreshSignIns();
   await loadDetail(name, { quiet: false });
 }
 
@@ -126,6 +147,7 @@ async function connect(name) {
   if (selected !== name) openTool = null;
   selected = name;
   markSelected();
+  refreshSignIns();
   await loadDetail(name, { quiet: false, connectNow: true });
 }
 
@@ -196,7 +218,11 @@ function renderDetail(next) {
       resumeButton, reconnect),
     el('p', { class: 'muted mono' }, `${row.transport} · ${row.target ?? ''}`, next.era ? ` · protocol ${next.era}` : ''),
     row.headline ? el('p', { class: 'headline' }, row.headline) : null,
-    row.reason ? el('p', { class: 'reason' }, el('code', {}, row.reason.code), ' ', row.reason.detail ?? '') : null,
+    row.reason
+      ? el('p', { class: 'reason', 'data-testid': 'detail-reason', 'data-code': row.reason.code },
+        el('code', {}, row.reason.code), ' ', row.reason.detail ?? '')
+      : null,
+    signInSection(row.name),
     el('h3', {}, 'Identity'),
     renderBanner(next.banner, 'identity', row.status),
     el('h3', {}, 'Tools'),
@@ -208,6 +234,12 @@ function renderDetail(next) {
       (tools.blocked ?? []).map(blockedItem), null));
 
   section.addEventListener('click', (event) => {
+    const account = event.target.closest('button[data-action=sign-in], button[data-action=sign-out]');
+    if (account && !account.disabled) {
+      if (account.dataset.action === 'sign-in') signIn(row.name, account);
+      else signOut(row.name, account);
+      return;
+    }
     const button = event.target.closest('button[data-action=open-tool]');
     if (!button) return;
     const name = button.closest('[data-tool]').dataset.tool;
@@ -215,6 +247,55 @@ function renderDetail(next) {
   });
   if (openTool) placeToolForm(section);
   replace(detailSlot, section);
+}
+
+// For a server that signs in: whether a sign-in is stored (issuer, subject, scopes as text)
+// and Sign in / Sign out. Absent for every other server.
+function signInSection(name) {
+  const entry = signInServers.get(name);
+  if (!entry) return null;
+  const stored = entry.signIn;
+  const scopes = stored?.scopes ?? [];
+  return el('div', { class: 'sign-in-section', 'data-testid': 'sign-in-section', 'data-signed-in': String(Boolean(stored)) },
+    stored
+      ? el('p', {},
+        'Signed in', stored.subject ? [' as ', el('strong', { 'data-testid': 'sign-in-subject' }, stored.subject)] : null,
+        ' at ', el('code', { 'data-testid': 'sign-in-issuer' }, stored.issuer ?? '(no issuer published)'),
+        scopes.length > 0 ? [' for ', el('code', {}, scopes.join(' '))] : null, '.')
+      : el('p', {}, 'Not signed in. This server has no static credential: Gatehouse signs in with MCP authorization when it asks, after you agree on the sign-in card.'),
+    el('div', { class: 'actions' },
+      stored
+        ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'sign-out' }, 'Sign out')
+        : el('button', { type: 'button', class: 'secondary small', 'data-action': 'sign-in' }, 'Sign in')));
+}
+
+// The sign-in card asks first; once signed in, the server is connected afresh with it.
+async function signIn(name, button) {
+  button.disabled = true;
+  try {
+    await api.serverSignIn(name);
+    await refreshSignIns();
+    await connect(name);
+  } catch (error) {
+    notify(error);
+    refreshSignIns();
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function signOut(name, button) {
+  button.disabled = true;
+  try {
+    const removed = await api.serverSignOut(name);
+    notify(removed ? `Signed out of ${name}.` : `${name} had no stored sign-in.`, { tone: 'good' });
+  } catch (error) {
+    notify(error);
+  } finally {
+    button.disabled = false;
+  }
+  await refreshSignIns();
+  refresh();
 }
 
 function placeToolForm(section) {

@@ -68,3 +68,19 @@ export function splitArgs(text) {
   if (current !== null) args.push(current);
   return args;
 }
+
+/** Where the host starts in `full`: after the scheme and any userinfo, else its first occurrence. */
+export function hostIndex(full, host) {
+  if (!host) return -1;
+  const scheme = full.indexOf('://');
+  if (scheme >= 0) {
+    const start = scheme + 3;
+    const rest = full.slice(start);
+    const end = rest.search(/[/?#]/);
+    const authority = end < 0 ? rest : rest.slice(0, end);
+    const at = authority.lastIndexOf('@');
+    const hostStart = start + at + 1;
+    if (full.startsWith(host, hostStart)) return hostStart;
+  }
+  return full.indexOf(host);
+}

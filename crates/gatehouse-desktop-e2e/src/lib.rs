@@ -3,6 +3,7 @@
 //! with its own config and data directories and a recorder standing in for the system
 //! browser. Tests find things by the `data-*` hooks of docs/desktop-api.md only.
 
+use std::io::{BufRead, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -132,13 +133,120 @@ impl Display {
     }
 }
 
+/// The private session bus's configuration: the session bus's, without service activation.
+const SESSION_BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"#;
+
+/// A private D-Bus session bus with a real gnome-keyring on it, unlocked: the app's keychain
+/// (the Secret Service), for what the app stores there (sign-ins). Ended with the app.
+struct Keychain {
+    address: String,
+    _keyring: Process,
+    _bus: Process,
+}
+
+impl Keychain {
+    /// Starts the bus and the keyring, its files under `data`, and waits until a secret can be
+    /// stored.
+    fn start(home: &Path, data: &Path, runtime: &Path) -> Keychain {
+        std::fs::create_dir_all(home).expect("home dir");
+        // A session bus that starts nothing by itself: with the system's service files, a
+        // client asking before our keyring is up would start a second, locked one.
+        let config = home.join("session-bus.conf");
+        std::fs::write(&config, SESSION_BUS_CONFIG).expect("bus config");
+        let mut bus = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}", config.display()))
+            .args(["--nofork", "--print-address=1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon is not installed: run scripts/install-deps.sh");
+        let mut line = String::new();
+        std::io::BufReader::new(bus.stdout.take().expect("the bus's stdout"))
+            .read_line(&mut line)
+            .expect("dbus-daemon prints its address");
+        let bus = Process(bus);
+        let address = line.trim().to_string();
+        assert!(
+            address.starts_with("unix:"),
+            "dbus-daemon printed no address: {line:?}"
+        );
+        let mut keyring = Command::new("gnome-keyring-daemon")
+            .args(["--foreground", "--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", data)
+            .env("XDG_RUNTIME_DIR", runtime)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("gnome-keyring-daemon is not installed: run scripts/install-deps.sh");
+        // The login keyring's password, then end of input: it unlocks (creating it) with it.
+        let mut stdin = keyring.stdin.take().expect("the keyring's stdin");
+        stdin
+            .write_all(b"e2e-keyring-password")
+            .expect("the keyring reads its password");
+        drop(stdin);
+        let keyring = Process(keyring);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut probe = Command::new("secret-tool")
+                .args([
+                    "store",
+                    "--label=gatehouse e2e probe",
+                    "service",
+                    "gatehouse-e2e-probe",
+                ])
+                .env("DBUS_SESSION_BUS_ADDRESS", &address)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("secret-tool is not installed: run scripts/install-deps.sh");
+            if let Some(mut input) = probe.stdin.take() {
+                let _ = input.write_all(b"probe");
+            }
+            if probe.wait().is_ok_and(|s| s.success()) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the keyring did not come up on the private session bus"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Keychain {
+            address,
+            _keyring: keyring,
+            _bus: bus,
+        }
+    }
+}
+
 /// How to start the app.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// `servers.json` content to start with.
     pub servers: Option<Value>,
-    /// GATEHOUSE_BROWSER_VISIT for the recorder: `submit`, `view` or nothing.
+    /// GATEHOUSE_BROWSER_VISIT for the recorder: `submit`, `view`, `oauth`, `oauth-deny` or
+    /// nothing (record only).
     pub browser_visit: Option<&'static str>,
+    /// A private session bus with an unlocked gnome-keyring as the app's keychain, where a
+    /// sign-in keeps its tokens. Without it the app has no session bus at all.
+    pub keychain: bool,
     /// Files to put in the app's config directory (`$XDG_CONFIG_HOME/gatehouse`) before it
     /// starts, by path relative to it: e.g. `trust-roots/NAME.json` for a user trust root.
     pub config_files: Vec<(PathBuf, Vec<u8>)>,
@@ -167,6 +275,7 @@ pub struct App {
     pub dirs: tempfile::TempDir,
     screenshots: PathBuf,
     _driver: Process,
+    _keychain: Option<Keychain>,
     _display: Display,
 }
 
@@ -205,9 +314,13 @@ impl App {
         std::fs::create_dir_all(demo_server.parent().expect("a parent")).expect("demo server dir");
         std::fs::copy(target_dir().join("gatehouse-demo-server"), &demo_server)
             .expect("the demo server is missing: build it with `cargo build --workspace`");
+        let keychain = options
+            .keychain
+            .then(|| Keychain::start(&dirs.path().join("home"), &data, &runtime));
         let driver_port = free_port();
         let native_port = free_port();
-        let driver = Command::new(find_program("TAURI_DRIVER", "tauri-driver"))
+        let mut driver = Command::new(find_program("TAURI_DRIVER", "tauri-driver"));
+        driver
             .args([
                 "--port",
                 &driver_port.to_string(),
@@ -235,13 +348,18 @@ impl App {
                 "GATEHOUSE_DEMO_PAGE_HITS",
                 dirs.path().join("page-hits.log"),
             )
-            // No session bus: single-instance steps aside, the keychain is not touched.
-            .env_remove("DBUS_SESSION_BUS_ADDRESS")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tauri-driver could not start");
-        let driver = Process(driver);
+            .stderr(Stdio::null());
+        match &keychain {
+            // The private bus: the keychain, and single-instance on a bus of its own.
+            Some(keychain) => driver
+                .env("DBUS_SESSION_BUS_ADDRESS", &keychain.address)
+                // No accessibility bus to look for on it.
+                .env("NO_AT_BRIDGE", "1"),
+            // No session bus: single-instance steps aside, the keychain is not touched.
+            None => driver.env_remove("DBUS_SESSION_BUS_ADDRESS"),
+        };
+        let driver = Process(driver.spawn().expect("tauri-driver could not start"));
         let url = format!("http://127.0.0.1:{driver_port}");
         let mut capabilities = serde_json::Map::new();
         capabilities.insert(
@@ -271,6 +389,7 @@ impl App {
             dirs,
             screenshots,
             _driver: driver,
+            _keychain: keychain,
             _display: display,
         }
     }

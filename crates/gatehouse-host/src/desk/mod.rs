@@ -1,15 +1,22 @@
 //! The desktop app's front end on the [`Host`]: the host with [`PromptDesk`] as its consent UI
-//! (prompts are cards kept here; the window is told only that something changed and answers
-//! through typed calls). The Tauri shell adds the window: it passes in the paths from its path
-//! resolver and a [`Notifier`] that turns [`Change`]s into window events.
+//! and [`SignInDesk`] as its sign-in UI (prompts and sign-ins are cards kept here; the window is
+//! told only that something changed and answers through typed calls). The Tauri shell adds the
+//! window: it passes in the paths from its path resolver, a [`Notifier`] that turns [`Change`]s
+//! into window events, and a [`SignInNotifier`] for the sign-in cards.
 
 pub mod prompts;
+pub mod signin;
 
 use std::ops::Deref;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde::Serialize;
+
+use crate::config::{ServerSpec, ServersFile};
 use crate::secrets::SecretStore;
 
+pub use crate::host::SignInRow;
 pub use crate::host::{
     ApiError as DeskError, AuditVerdict, AuditWarning, BlockedTool, CallOutcome,
     Change as DeskEvent, DEMO_LEGACY_NAME, Host, HostOptions as DeskOptions,
@@ -18,27 +25,99 @@ pub use crate::host::{
 };
 pub use gatehouse_policy::FieldError;
 pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
+pub use signin::{
+    SignInCard, SignInCards, SignInChange, SignInDesk, SignInNotifier, SignInReply, SignInResult,
+    SignInState,
+};
 
 /// The desktop host: the [`Host`] (every server action, through `Deref`) and its cards.
 pub struct Desk {
     host: Arc<Host>,
     prompts: Arc<PromptDesk>,
+    sign_ins: Arc<SignInDesk>,
+    /// `servers.json`, to tell which servers sign in.
+    config: PathBuf,
+}
+
+/// A configured HTTP server that signs in with MCP authorization (it has no static
+/// credential), and its stored sign-in, if any.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerSignIn {
+    pub server: String,
+    pub sign_in: Option<SignInRow>,
 }
 
 impl Desk {
-    /// Opens the host with the desk's cards as its consent UI; fails as [`Host::open`] does.
+    /// Opens the host with the desk's cards as its consent and sign-in UIs; fails as
+    /// [`Host::open`] does. Sign-in cards are announced as a change of their server.
     pub fn open(
         options: DeskOptions,
         secrets: Arc<dyn SecretStore>,
         notify: Notifier,
     ) -> Result<Arc<Desk>, DeskError> {
+        let servers = notify.clone();
+        let sign_ins: SignInNotifier = Arc::new(move |change: SignInChange| {
+            servers(DeskEvent::Servers {
+                name: change.server,
+            })
+        });
+        Desk::open_with_sign_ins(options, secrets, notify, sign_ins)
+    }
+
+    /// [`Desk::open`], with sign-in cards announced through `sign_ins`. The desk's
+    /// [`SignInDesk`] is the host's sign-in UI (`options.sign_in`).
+    pub fn open_with_sign_ins(
+        mut options: DeskOptions,
+        secrets: Arc<dyn SecretStore>,
+        notify: Notifier,
+        sign_ins: SignInNotifier,
+    ) -> Result<Arc<Desk>, DeskError> {
         let prompts = PromptDesk::new(notify.clone());
+        let sign_ins = SignInDesk::new(sign_ins);
+        options.sign_in = Some(sign_ins.clone());
+        let config = options.paths.config.clone();
         let host = Host::open(options, secrets, prompts.clone(), notify)?;
-        Ok(Arc::new(Desk { host, prompts }))
+        Ok(Arc::new(Desk {
+            host,
+            prompts,
+            sign_ins,
+            config,
+        }))
     }
 
     pub fn prompts(&self) -> &Arc<PromptDesk> {
         &self.prompts
+    }
+
+    /// The sign-in cards (not [`Host::sign_ins`], the stored sign-ins).
+    pub fn sign_in_desk(&self) -> &Arc<SignInDesk> {
+        &self.sign_ins
+    }
+
+    /// Every server in `servers.json` that signs in with MCP authorization (HTTP, no
+    /// bearerTokenSecret or Authorization header), in file order, with its stored sign-in.
+    pub async fn server_sign_ins(&self) -> Result<Vec<ServerSignIn>, DeskError> {
+        let config = ServersFile::load(&self.config)?;
+        let names: Vec<String> = config
+            .servers
+            .iter()
+            .filter(|(name, entry)| {
+                matches!(entry.to_spec(name), Ok(ServerSpec::Http(http)) if http.uses_oauth())
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        let mut stored = self.host.sign_ins().await?;
+        Ok(names
+            .into_iter()
+            .map(|server| {
+                let sign_in = stored
+                    .iter()
+                    .position(|row| row.server == server)
+                    .map(|at| stored.swap_remove(at));
+                ServerSignIn { server, sign_in }
+            })
+            .collect())
     }
 
     /// The host itself, for a front end that shares it (the gateway's bridge).
