@@ -579,19 +579,7 @@ fn read_or_empty(path: &Path) -> String {
 #[test]
 fn connect_moves_a_literal_token_into_a_real_keychain() {
     // A gnome-keyring on a private D-Bus session bus, as tests/keychain.rs runs it.
-    for tool in ["dbus-run-session", "gnome-keyring-daemon", "secret-tool"] {
-        let found = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(
-            found,
-            "{tool} is not installed; run scripts/install-deps.sh (or apt-get install dbus gnome-keyring libsecret-tools)"
-        );
-    }
+    common::require_tools(&["dbus-run-session", "gnome-keyring-daemon", "secret-tool"]);
     let home = Home::new();
     let text = r#"{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_live_5eCr3t", "LOG_LEVEL": "debug"}}}}"#;
     let file = home.write(".config/Claude/claude_desktop_config.json", text);

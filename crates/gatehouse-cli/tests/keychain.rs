@@ -4,29 +4,19 @@
 //! gnome-keyring, libsecret-tools; the test command installs them). Missing tools fail the
 //! test with that message rather than skipping it.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 #[test]
 fn secrets_live_in_a_real_gnome_keyring() {
-    for tool in [
+    common::require_tools(&[
         "dbus-run-session",
         "gnome-keyring-daemon",
         "secret-tool",
         "python3",
-    ] {
-        let found = Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(
-            found,
-            "{tool} is not installed; run scripts/install-deps.sh (or apt-get install dbus gnome-keyring libsecret-tools)"
-        );
-    }
+    ]);
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     let output = Command::new("dbus-run-session")
         .arg("--")

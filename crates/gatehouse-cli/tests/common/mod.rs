@@ -8,6 +8,24 @@ use std::process::{Child, Command, Stdio};
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
 
+/// Fails the test, naming what to install, unless every command in `tools` is on the PATH
+/// (the real-keychain tests need dbus-run-session, gnome-keyring-daemon, secret-tool…).
+pub fn require_tools(tools: &[&str]) {
+    for tool in tools {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(
+            found,
+            "{tool} is not installed; run scripts/install-deps.sh (or apt-get install dbus gnome-keyring libsecret-tools)"
+        );
+    }
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
