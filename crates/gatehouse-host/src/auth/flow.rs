@@ -145,10 +145,11 @@ impl SignInContext {
                     .as_ref()
                     .and_then(|c| c.token_response.as_ref())
                     .map(|t| fingerprint(rmcp_token(t)));
-                let _ = ctx.audit(
+                ctx.audit(
                     events::OAUTH_REFRESHED,
                     json!({"name": ctx.server, "issuer": record.issuer, "scopes": record.scopes, "token": token}),
-                );
+                )
+                .map_err(|e| e.to_string())
             },
         ))
     }

@@ -108,9 +108,9 @@ pub fn delete(secrets: &dyn SecretStore, server: &str) -> Result<(), HostError> 
     secrets.delete(&entry_name(server))
 }
 
-/// Called when rmcp saves tokens outside a sign-in (a refresh), with the new token's
-/// fingerprint; the host audits it.
-pub type RefreshHook = Arc<dyn Fn(&Record) + Send + Sync>;
+/// Called when rmcp saves tokens outside a sign-in (a refresh), before they are stored: the
+/// host audits it, and a refresh that cannot be recorded is not stored (`Err`: why).
+pub type RefreshHook = Arc<dyn Fn(&Record) -> Result<(), String> + Send + Sync>;
 
 /// rmcp's view of a server's keychain entry. Keychain calls block, so each runs on the
 /// blocking pool.
@@ -259,13 +259,13 @@ impl CredentialStore for KeychainCredentials {
             record.scopes = credentials.granted_scopes.clone();
         }
         record.credentials = Some(credentials);
-        self.write(record.clone())
-            .await
-            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        // Recorded before it takes effect; an unrecorded refresh is not kept.
         if let Some(hook) = &self.on_refresh {
-            hook(&record);
+            hook(&record).map_err(AuthError::CredentialStoreError)?;
         }
-        Ok(())
+        self.write(record)
+            .await
+            .map_err(|e| AuthError::CredentialStoreError(e.to_string()))
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
@@ -346,8 +346,11 @@ mod tests {
         save(secrets.as_ref(), "s", &record()).unwrap();
         let seen = Arc::new(std::sync::Mutex::new(0));
         let counter = seen.clone();
-        let store = KeychainCredentials::new("s", secrets.clone())
-            .on_refresh(Arc::new(move |_| *counter.lock().unwrap() += 1));
+        let store =
+            KeychainCredentials::new("s", secrets.clone()).on_refresh(Arc::new(move |_| {
+                *counter.lock().unwrap() += 1;
+                Ok(())
+            }));
         store.save(credentials("c1")).await.unwrap();
         assert_eq!(*seen.lock().unwrap(), 1);
         assert!(
@@ -362,5 +365,23 @@ mod tests {
         // A refresh after the sign-in was removed (logout meanwhile) is an error, not a
         // resurrection.
         assert!(store.save(credentials("c1")).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_refresh_that_cannot_be_audited_is_not_stored() {
+        let secrets: Arc<dyn SecretStore> = Arc::new(MemoryStore::default());
+        save(secrets.as_ref(), "s", &record()).unwrap();
+        let store = KeychainCredentials::new("s", secrets.clone())
+            .on_refresh(Arc::new(|_| Err("the audit log is full".into())));
+        let error = store.save(credentials("c1")).await.unwrap_err();
+        assert!(error.to_string().contains("audit log is full"), "{error}");
+        assert!(
+            load(secrets.as_ref(), "s")
+                .unwrap()
+                .unwrap()
+                .credentials
+                .is_none(),
+            "the unaudited tokens were stored"
+        );
     }
 }
