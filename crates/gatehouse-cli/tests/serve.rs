@@ -644,6 +644,20 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
         "subscriptions/listen",
         json!({"notifications": {"promptsListChanged": true}}),
     ));
+    // Both streams are open once acknowledged: only then is the change made, so that the
+    // test does not race the gateway's handling of the two requests (a change before a
+    // stream exists is, rightly, not sent on it).
+    let mut acknowledged = Vec::new();
+    let mut changed_on = Vec::new();
+    while acknowledged.len() < 2 {
+        let message = raw.next_message();
+        if message["method"] == "notifications/subscriptions/acknowledged" {
+            acknowledged.push((
+                message["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].clone(),
+                message["params"]["notifications"].clone(),
+            ));
+        }
+    }
     // The fixture changes its tool's description after the first call and says so: the pin
     // blocks the tool, so what is offered changed.
     raw.send(&modern(
@@ -651,8 +665,6 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
         "tools/call",
         json!({"name": "pinned__t", "arguments": {}}),
     ));
-    let mut acknowledged = Vec::new();
-    let mut changed_on = Vec::new();
     let mut called = false;
     while !called || changed_on.is_empty() {
         let message = raw.next_message();
