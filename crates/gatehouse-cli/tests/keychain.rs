@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 #[test]
 fn secrets_live_in_a_real_gnome_keyring() {
@@ -18,21 +17,11 @@ fn secrets_live_in_a_real_gnome_keyring() {
         "python3",
     ]);
     let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
-    let output = Command::new("dbus-run-session")
-        .arg("--")
-        .arg("bash")
-        .arg("-x")
-        .arg(fixtures.join("keychain_session.sh"))
-        .arg(env!("CARGO_BIN_EXE_gatehouse"))
-        .arg(&fixtures)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    // On failure the whole bash -x trace is shown, so the failing step is visible in CI.
-    assert!(
-        output.status.success(),
-        "{stderr}\n{}",
-        String::from_utf8_lossy(&output.stdout)
+    common::run_session_script(
+        &fixtures.join("keychain_session.sh"),
+        &[
+            env!("CARGO_BIN_EXE_gatehouse").as_ref(),
+            fixtures.as_os_str(),
+        ],
     );
-    assert!(stderr.contains("all steps passed"), "{stderr}");
 }

@@ -9,7 +9,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 #[test]
 fn a_real_sign_in_step_up_refresh_and_logout() {
@@ -32,21 +31,12 @@ fn a_real_sign_in_step_up_refresh_and_logout() {
         "{} is missing; build the workspace first (cargo build --workspace)",
         demo.display()
     );
-    let output = Command::new("dbus-run-session")
-        .arg("--")
-        .arg("bash")
-        .arg("-x")
-        .arg(root.join("tests/fixtures/oauth_session.sh"))
-        .arg(env!("CARGO_BIN_EXE_gatehouse"))
-        .arg(&demo)
-        .arg(&root)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{stderr}\n{}",
-        String::from_utf8_lossy(&output.stdout)
+    common::run_session_script(
+        &root.join("tests/fixtures/oauth_session.sh"),
+        &[
+            env!("CARGO_BIN_EXE_gatehouse").as_ref(),
+            demo.as_os_str(),
+            root.as_os_str(),
+        ],
     );
-    assert!(stderr.contains("all steps passed"), "{stderr}");
 }

@@ -26,6 +26,27 @@ pub fn require_tools(tools: &[&str]) {
     }
 }
 
+/// Runs a session script (`bash -x SCRIPT ARGS…`) on a private D-Bus session bus, as the
+/// real-keychain tests do, and asserts it ended with "all steps passed". On failure the whole
+/// trace is shown, so the failing step is visible in CI.
+pub fn run_session_script(script: &std::path::Path, args: &[&std::ffi::OsStr]) {
+    let output = Command::new("dbus-run-session")
+        .arg("--")
+        .arg("bash")
+        .arg("-x")
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{stderr}\n{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(stderr.contains("all steps passed"), "{stderr}");
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
