@@ -113,9 +113,18 @@ echo "conformance-server: runner $("$NODE" "$RUNNER" --version); upstream at $up
 cat >"$GATEHOUSE_CONFIG" <<EOF
 {"mcpServers": {"conformance": {"url": "$upstream"}}}
 EOF
-# The posture is warn (the upstream has no attestation): its tools are approved as listed
-# now, as a person would with `tools pin`, so the gateway offers them.
+# The posture is warn (the upstream has no attestation): its tools and prompts are approved as
+# listed now, as a person would with `tools pin` and `prompts pin`, and its resources (each
+# listed URI, and the template's start as a prefix) with `resources approve`, so the gateway
+# offers them.
 "$GATEHOUSE_BIN" tools pin conformance >"$OUT/pin.log" 2>&1 || { cat "$OUT/pin.log" >&2; die "tools pin failed"; }
+"$GATEHOUSE_BIN" prompts pin conformance >>"$OUT/pin.log" 2>&1 || { cat "$OUT/pin.log" >&2; die "prompts pin failed"; }
+uris=()
+while IFS= read -r uri; do uris+=(--uri "$uri"); done < <(
+  "$GATEHOUSE_BIN" --json resources conformance 2>>"$OUT/pin.log" \
+    | "$NODE" -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{for(const r of JSON.parse(s).hidden)if(r.uri)console.log(r.uri)})')
+"$GATEHOUSE_BIN" resources approve conformance "${uris[@]}" --prefix test://template/ >>"$OUT/pin.log" 2>&1 \
+  || { cat "$OUT/pin.log" >&2; die "resources approve failed"; }
 token=$("$GATEHOUSE_BIN" clients token conformance_suite 2>"$OUT/token.log") \
   || { cat "$OUT/token.log" >&2; die "clients token failed"; }
 start "$OUT/gateway.log" "$GATEHOUSE_BIN" serve --http 127.0.0.1:0 --server conformance

@@ -15,6 +15,12 @@
 //                                                   -> {"op":"waitListChanged","seen":true|false,"count":C}
 //     (seen: at least K notifications/tools/list_changed arrived since the last mark, or the start)
 //   {"op":"mark"}                                   -> {"op":"mark","count":C}
+//   {"op":"prompts"}                                -> {"op":"prompts","names":[...],"prompts":[...]}
+//   {"op":"getPrompt","name":N,"arguments":{}}      -> {"op":"getPrompt","result":{...}} or {"op":"getPrompt","error":{...}}
+//   {"op":"resources"}                              -> {"op":"resources","uris":[...],"templates":[...]}
+//   {"op":"read","uri":U}                           -> {"op":"read","result":{...}} or {"op":"read","error":{...}}
+//   {"op":"complete","ref":{...},"argument":{"name","value"}}
+//                                                   -> {"op":"complete","values":[...]} or {"op":"complete","error":{...}}
 // A call gives up after TS_CLIENT_TIMEOUT_MS (default 120000) milliseconds.
 // The client declares no capabilities (no sampling, roots or elicitation). The server's
 // stderr is passed through; the environment is passed whole (the SDK's default keeps only
@@ -69,6 +75,26 @@ for (const step of steps) {
   } else if (step.op === 'mark') {
     mark = listChanged;
     out({ op: 'mark', count: mark });
+  } else if (step.op === 'prompts') {
+    const { prompts } = await client.listPrompts();
+    out({ op: 'prompts', names: prompts.map((p) => p.name), prompts });
+  } else if (step.op === 'resources') {
+    const { resources } = await client.listResources();
+    const { resourceTemplates } = await client.listResourceTemplates();
+    out({ op: 'resources', uris: resources.map((r) => r.uri), templates: resourceTemplates.map((t) => t.uriTemplate) });
+  } else if (['getPrompt', 'read', 'complete'].includes(step.op)) {
+    try {
+      if (step.op === 'getPrompt') {
+        out({ op: step.op, result: await client.getPrompt({ name: step.name, arguments: step.arguments ?? {} }) });
+      } else if (step.op === 'read') {
+        out({ op: step.op, result: await client.readResource({ uri: step.uri }) });
+      } else {
+        const { completion } = await client.complete({ ref: step.ref, argument: step.argument });
+        out({ op: step.op, values: completion.values });
+      }
+    } catch (error) {
+      out({ op: step.op, error: { code: error.code ?? null, message: String(error.message ?? error) } });
+    }
   } else {
     console.error(`ts-client: unknown step ${JSON.stringify(step)}`);
     process.exit(2);

@@ -167,11 +167,23 @@ pub struct ServerPolicy {
     /// `authorizationServers`: the issuers whose sign-ins count for this server (exact
     /// issuer URLs); empty: whichever the server names.
     pub authorization_servers: Vec<String>,
+    /// `allowedPrompts` (specVersion 2): exact prompt names.
+    pub allowed_prompts: Vec<String>,
+    /// `promptPins` (specVersion 2): prompt name → `sha256:<hex>` of the JCS of its whole
+    /// definition.
+    pub prompt_pins: BTreeMap<String, String>,
+    /// `allowedResources` (specVersion 2): exact resource URIs.
+    pub allowed_resources: Vec<String>,
+    /// `allowedResourcePrefixes` (specVersion 2): URI prefixes, each ending in `/`
+    /// ([`crate::resources`] has the matching rule).
+    pub allowed_resource_prefixes: Vec<String>,
 }
 
 /// The checked content of `signed`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundleContent {
+    /// `specVersion`: 1, or 2 (which adds prompt and resource allow-lists).
+    pub spec_version: u64,
     pub bundle_id: String,
     pub version: u64,
     pub expires: OffsetDateTime,
@@ -254,7 +266,51 @@ fn is_identifier(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-fn parse_server(raw: &Value, path: &str) -> Result<ServerPolicy, BundleError> {
+/// A name → pin map (`toolPins`, `promptPins`) whose every name is on `names`.
+fn parse_pins(
+    raw: Option<&Value>,
+    names: &[String],
+    path: &str,
+    list: &str,
+) -> Result<BTreeMap<String, String>, BundleError> {
+    let mut out = BTreeMap::new();
+    match raw {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(pins)) => {
+            for (name, pin) in pins {
+                let pin = text(pin, &format!("{path}.{name}"))?;
+                parse_pin(pin).map_err(|e| BundleError::Invalid(format!("{path}.{name}: {e}")))?;
+                if !names.contains(name) {
+                    return invalid(format!("{path} pins {name:?}, which is not in {list}"));
+                }
+                out.insert(name.clone(), pin.to_string());
+            }
+        }
+        Some(_) => return invalid(format!("{path} must be an object of name to pin")),
+    }
+    Ok(out)
+}
+
+/// A list of distinct non-empty strings.
+fn distinct_texts(value: Option<&Value>, path: &str) -> Result<Vec<String>, BundleError> {
+    let items = texts(value, path)?;
+    let unique: BTreeSet<&String> = items.iter().collect();
+    if unique.len() != items.len() {
+        return invalid(format!("{path} lists an entry twice"));
+    }
+    Ok(items)
+}
+
+/// The specVersion 2 keys of a server entry; refused by name in a version 1 bundle, so an
+/// admin never believes a list is enforced by a host that would not read it.
+const V2_SERVER_KEYS: [&str; 4] = [
+    "allowedPrompts",
+    "promptPins",
+    "allowedResources",
+    "allowedResourcePrefixes",
+];
+
+fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPolicy, BundleError> {
     let id = text(field(raw, "id", path)?, &format!("{path}.id"))?.to_string();
     let origins = texts(raw.get("origins"), &format!("{path}.origins"))?;
     for origin in &origins {
@@ -305,32 +361,43 @@ fn parse_server(raw: &Value, path: &str) -> Result<ServerPolicy, BundleError> {
         None | Some(Value::Null) => None,
         Some(v) => Some(text(v, &format!("{path}.requiredClearance"))?.to_string()),
     };
-    let allowed_tools = texts(raw.get("allowedTools"), &format!("{path}.allowedTools"))?;
-    let unique: BTreeSet<&String> = allowed_tools.iter().collect();
-    if unique.len() != allowed_tools.len() {
-        return invalid(format!("{path}.allowedTools lists a tool twice"));
+    let allowed_tools = distinct_texts(raw.get("allowedTools"), &format!("{path}.allowedTools"))?;
+    let tool_pins = parse_pins(
+        raw.get("toolPins"),
+        &allowed_tools,
+        &format!("{path}.toolPins"),
+        "allowedTools",
+    )?;
+    if spec_version < 2
+        && let Some(key) = V2_SERVER_KEYS.iter().find(|key| raw.get(**key).is_some())
+    {
+        return invalid(format!(
+            "{path}.{key} needs \"specVersion\": 2; raise the bundle's specVersion (and version) to use it"
+        ));
     }
-    let mut tool_pins = BTreeMap::new();
-    match raw.get("toolPins") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(pins)) => {
-            for (tool, pin) in pins {
-                let pin = text(pin, &format!("{path}.toolPins.{tool}"))?;
-                parse_pin(pin)
-                    .map_err(|e| BundleError::Invalid(format!("{path}.toolPins.{tool}: {e}")))?;
-                if !allowed_tools.contains(tool) {
-                    return invalid(format!(
-                        "{path}.toolPins pins {tool:?}, which is not in allowedTools"
-                    ));
-                }
-                tool_pins.insert(tool.clone(), pin.to_string());
-            }
-        }
-        Some(_) => {
-            return invalid(format!(
-                "{path}.toolPins must be an object of tool name to pin"
-            ));
-        }
+    let allowed_prompts =
+        distinct_texts(raw.get("allowedPrompts"), &format!("{path}.allowedPrompts"))?;
+    let prompt_pins = parse_pins(
+        raw.get("promptPins"),
+        &allowed_prompts,
+        &format!("{path}.promptPins"),
+        "allowedPrompts",
+    )?;
+    let allowed_resources = distinct_texts(
+        raw.get("allowedResources"),
+        &format!("{path}.allowedResources"),
+    )?;
+    for uri in &allowed_resources {
+        crate::resources::check_exact_uri(uri)
+            .map_err(|e| BundleError::Invalid(format!("{path}.allowedResources: {e}")))?;
+    }
+    let allowed_resource_prefixes = distinct_texts(
+        raw.get("allowedResourcePrefixes"),
+        &format!("{path}.allowedResourcePrefixes"),
+    )?;
+    for prefix in &allowed_resource_prefixes {
+        crate::resources::check_prefix(prefix)
+            .map_err(|e| BundleError::Invalid(format!("{path}.allowedResourcePrefixes: {e}")))?;
     }
     let url_elicitation_domains = texts(
         raw.get("urlElicitationDomains"),
@@ -365,6 +432,10 @@ fn parse_server(raw: &Value, path: &str) -> Result<ServerPolicy, BundleError> {
         tool_pins,
         url_elicitation_domains,
         authorization_servers,
+        allowed_prompts,
+        prompt_pins,
+        allowed_resources,
+        allowed_resource_prefixes,
     })
 }
 
@@ -376,11 +447,14 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
     if signed.get("type").and_then(Value::as_str) != Some(BUNDLE_TYPE) {
         return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
     }
-    if signed.get("specVersion").and_then(Value::as_u64) != Some(1) {
-        return invalid(
-            "signed.specVersion must be 1 (the only version this Gatehouse understands)",
-        );
-    }
+    let spec_version = match signed.get("specVersion").and_then(Value::as_u64) {
+        Some(version @ (1 | 2)) => version,
+        _ => {
+            return invalid(
+                "signed.specVersion must be 1 or 2 (the versions this Gatehouse understands)",
+            );
+        }
+    };
     let bundle_id = text(field(signed, "bundleId", p)?, "signed.bundleId")?.to_string();
     if !is_identifier(&bundle_id) {
         return invalid("signed.bundleId must be 1 to 128 characters from A-Z a-z 0-9 . _ -");
@@ -463,7 +537,7 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         None => {}
         Some(Value::Array(raw_servers)) => {
             for (i, raw) in raw_servers.iter().enumerate() {
-                let server = parse_server(raw, &format!("signed.servers[{i}]"))?;
+                let server = parse_server(raw, &format!("signed.servers[{i}]"), spec_version)?;
                 if let Some(level) = &server.required_clearance {
                     resolves(level, &format!("signed.servers[{i}].requiredClearance"))?;
                 }
@@ -476,6 +550,7 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         Some(_) => return invalid("signed.servers must be an array"),
     }
     Ok(BundleContent {
+        spec_version,
         bundle_id,
         version,
         expires,

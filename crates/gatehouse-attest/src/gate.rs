@@ -67,6 +67,52 @@ struct Slot {
     folded: String,
 }
 
+/// What a name gate guards: tools and prompts are both named, listed, allow-listed by exact
+/// name and pinned by the hash of their whole definition; only the words and codes differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Tool,
+    Prompt,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+        }
+    }
+
+    fn listing(self) -> &'static str {
+        match self {
+            Kind::Tool => "tools/list",
+            Kind::Prompt => "prompts/list",
+        }
+    }
+
+    fn not_admitted(self) -> GateReason {
+        match self {
+            Kind::Tool => GateReason::ToolNotAdmitted,
+            Kind::Prompt => GateReason::PromptNotAdmitted,
+        }
+    }
+
+    fn not_listed(self) -> GateReason {
+        match self {
+            Kind::Tool => GateReason::ToolNotListed,
+            Kind::Prompt => GateReason::PromptNotListed,
+        }
+    }
+
+    fn pin_mismatch(self) -> GateReason {
+        match self {
+            Kind::Tool => GateReason::ToolPinMismatch,
+            Kind::Prompt => GateReason::PromptPinMismatch,
+        }
+    }
+}
+
 /// Closed allow-list: exact tool-name bytes → entry.
 #[derive(Debug, Clone, Default)]
 pub struct AllowList {
@@ -83,23 +129,44 @@ impl AllowList {
     /// `toolPins` says so. Fails on a pin that is not `sha256:<64 lower-case hex>` or that names
     /// a tool outside `allowedTools` (both already refused when a bundle is parsed).
     pub fn from_policy(policy: &ServerPolicy, bundle_label: &str) -> Result<AllowList, String> {
-        if let Some(stray) = policy
-            .tool_pins
-            .keys()
-            .find(|tool| !policy.allowed_tools.contains(tool))
-        {
+        Self::from_names(
+            &policy.allowed_tools,
+            &policy.tool_pins,
+            Kind::Tool,
+            bundle_label,
+        )
+    }
+
+    /// The prompt allow-list a bundle's server policy grants: `allowedPrompts`, pinned where
+    /// `promptPins` says so.
+    pub fn prompts_from_policy(
+        policy: &ServerPolicy,
+        bundle_label: &str,
+    ) -> Result<AllowList, String> {
+        Self::from_names(
+            &policy.allowed_prompts,
+            &policy.prompt_pins,
+            Kind::Prompt,
+            bundle_label,
+        )
+    }
+
+    fn from_names(
+        names: &[String],
+        pins: &BTreeMap<String, String>,
+        kind: Kind,
+        bundle_label: &str,
+    ) -> Result<AllowList, String> {
+        if let Some(stray) = pins.keys().find(|name| !names.contains(name)) {
             return Err(format!(
-                "the pin for {} names a tool that is not in allowedTools",
-                shown(stray)
+                "the pin for {} names a {} that is not on the allow-list",
+                shown(stray),
+                kind.noun()
             ));
         }
         let mut list = AllowList::new();
-        for name in &policy.allowed_tools {
-            let pin = policy
-                .tool_pins
-                .get(name)
-                .map(|pin| parse_pin(pin))
-                .transpose()?;
+        for name in names {
+            let pin = pins.get(name).map(|pin| parse_pin(pin)).transpose()?;
             list.allow(name.as_str(), Scope::Bundle(bundle_label.to_string()), pin);
         }
         Ok(list)
@@ -161,6 +228,17 @@ pub enum GateReason {
     /// The tool is pinned, but the server's current `tools/list` does not contain it, so the
     /// pin cannot be checked.
     ToolNotListed,
+    /// The prompt name is not on the prompt allow-list (compared byte for byte).
+    PromptNotAdmitted,
+    /// The pinned prompt's current definition hashes differently from its pin.
+    PromptPinMismatch,
+    /// The prompt is pinned, but the server's current `prompts/list` does not contain it.
+    PromptNotListed,
+    /// The URI is neither an allowed URI nor under an allowed prefix ([`crate::resources`]).
+    ResourceNotAdmitted,
+    /// The URI starts with an allowed prefix but could leave it (a dot segment, an encoded
+    /// separator, a control character): refused rather than normalized.
+    ResourceUriRefused,
 }
 
 impl GateReason {
@@ -169,6 +247,11 @@ impl GateReason {
             GateReason::ToolNotAdmitted => "tool_not_admitted",
             GateReason::ToolPinMismatch => "tool_pin_mismatch",
             GateReason::ToolNotListed => "tool_not_listed",
+            GateReason::PromptNotAdmitted => "prompt_not_admitted",
+            GateReason::PromptPinMismatch => "prompt_pin_mismatch",
+            GateReason::PromptNotListed => "prompt_not_listed",
+            GateReason::ResourceNotAdmitted => "resource_not_admitted",
+            GateReason::ResourceUriRefused => "resource_uri_refused",
         }
     }
 
@@ -176,7 +259,13 @@ impl GateReason {
     pub fn code(self) -> Option<u8> {
         match self {
             GateReason::ToolNotAdmitted => Some(9),
-            GateReason::ToolPinMismatch | GateReason::ToolNotListed => None,
+            GateReason::ToolPinMismatch
+            | GateReason::ToolNotListed
+            | GateReason::PromptNotAdmitted
+            | GateReason::PromptPinMismatch
+            | GateReason::PromptNotListed
+            | GateReason::ResourceNotAdmitted
+            | GateReason::ResourceUriRefused => None,
         }
     }
 }
@@ -187,11 +276,11 @@ impl fmt::Display for GateReason {
     }
 }
 
-/// Why a tool call may not leave the host.
+/// Why a tool call, a prompt or a resource read may not leave the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Denial {
     pub reason: GateReason,
-    /// The requested name, exactly as asked for.
+    /// The requested name (or URI), exactly as asked for.
     pub tool: String,
     /// For people: what exactly failed, with the name escaped so invisible characters show.
     pub detail: String,
@@ -224,7 +313,7 @@ impl std::error::Error for Denial {}
 ///
 /// ```compile_fail
 /// // The fields are private: a `Permit` cannot be built outside this crate…
-/// let forged = gatehouse_attest::gate::Permit { name: "echo".into(), scope: gatehouse_attest::gate::Scope::User.into(), pinned: false };
+/// let forged = gatehouse_attest::gate::Permit { kind: gatehouse_attest::gate::Kind::Tool, name: "echo".into(), scope: gatehouse_attest::gate::Scope::User.into(), pinned: false };
 /// ```
 ///
 /// ```compile_fail
@@ -244,6 +333,7 @@ impl std::error::Error for Denial {}
 #[derive(Debug)]
 #[must_use]
 pub struct Permit {
+    kind: Kind,
     name: Arc<str>,
     scope: Arc<Scope>,
     pinned: bool,
@@ -253,6 +343,10 @@ impl Permit {
     /// The allowed name (byte-equal to the requested one).
     pub fn tool(&self) -> &str {
         &self.name
+    }
+    /// Whether this permits a tool call or a prompt.
+    pub fn kind(&self) -> Kind {
+        self.kind
     }
     /// The allow-list scope of the entry that allowed it.
     pub fn scope(&self) -> &Scope {
@@ -290,9 +384,11 @@ pub struct PinMismatch {
     pub scope: Scope,
 }
 
-/// The per-server gate: the allow-list plus what the server's latest `tools/list` said.
+/// The per-server gate: the allow-list plus what the server's latest `tools/list` said. The
+/// same gate guards prompts ([`ToolGate::for_prompts`]) against `prompts/list`.
 #[derive(Debug, Clone)]
 pub struct ToolGate {
+    kind: Kind,
     allow: AllowList,
     // Name → SHA-256 of the JCS of the whole definition, from the latest tools/list.
     observed: HashMap<String, [u8; 32]>,
@@ -310,9 +406,25 @@ impl ToolGate {
     /// [`ToolGate::observe`] has seen their definitions.
     pub fn new(allow: AllowList) -> Self {
         ToolGate {
+            kind: Kind::Tool,
             allow,
             observed: HashMap::new(),
         }
+    }
+
+    /// The same gate for prompts: names from `allowedPrompts`, pins over whole prompt
+    /// definitions, observations from `prompts/list`, `prompt_*` reasons.
+    pub fn for_prompts(allow: AllowList) -> Self {
+        ToolGate {
+            kind: Kind::Prompt,
+            allow,
+            observed: HashMap::new(),
+        }
+    }
+
+    /// What this gate guards.
+    pub fn kind(&self) -> Kind {
+        self.kind
     }
 
     pub fn allow_list(&self) -> &AllowList {
@@ -380,41 +492,46 @@ impl ToolGate {
         let (reason, detail) = match self.verdict(name) {
             Verdict::Allowed(slot) => {
                 return Ok(Permit {
+                    kind: self.kind,
                     name: Arc::clone(&slot.name),
                     scope: Arc::clone(&slot.scope),
                     pinned: slot.entry.pin.is_some(),
                 });
             }
             Verdict::NotAdmitted => {
+                let noun = self.kind.noun();
                 let mut detail = format!(
-                    "the tool {} is not on this server's allow-list",
+                    "the {noun} {} is not on this server's allow-list",
                     shown(name)
                 );
                 if let Some(allowed) = self.allow.look_alike_of(name) {
                     let _ = write!(
                         detail,
-                        "; it differs from the allowed tool {} only by look-alike characters; \
+                        "; it differs from the allowed {noun} {} only by look-alike characters; \
                          names are compared byte for byte",
                         shown(allowed)
                     );
                 }
-                (GateReason::ToolNotAdmitted, detail)
+                (self.kind.not_admitted(), detail)
             }
             Verdict::NotListed(slot, pin) => (
-                GateReason::ToolNotListed,
+                self.kind.not_listed(),
                 format!(
-                    "the tool {} is pinned ({}, {}) but the server's current tools/list does \
+                    "the {} {} is pinned ({}, {}) but the server's current {} does \
                      not include it, so its definition cannot be checked",
+                    self.kind.noun(),
                     shown(name),
                     slot.entry.scope,
-                    format_pin(&pin)
+                    format_pin(&pin),
+                    self.kind.listing(),
                 ),
             ),
             Verdict::Mismatch(slot, pin, actual) => (
-                GateReason::ToolPinMismatch,
+                self.kind.pin_mismatch(),
                 format!(
-                    "the definition of the tool {} changed since it was approved ({}): pinned \
+                    "the definition of the {} {} changed since it was approved ({}): pinned \
                      {}, now {}; it stays blocked until it is re-approved",
+                    self.kind.noun(),
                     shown(name),
                     slot.entry.scope,
                     format_pin(&pin),
@@ -435,12 +552,12 @@ impl ToolGate {
             Verdict::Allowed(_) => ToolStatus::Allowed,
             Verdict::NotAdmitted => ToolStatus::Hidden,
             Verdict::NotListed(_, pin) => ToolStatus::Blocked {
-                reason: GateReason::ToolNotListed,
+                reason: self.kind.not_listed(),
                 expected: format_pin(&pin),
                 actual: String::new(),
             },
             Verdict::Mismatch(_, pin, actual) => ToolStatus::Blocked {
-                reason: GateReason::ToolPinMismatch,
+                reason: self.kind.pin_mismatch(),
                 expected: format_pin(&pin),
                 actual: format_pin(&actual),
             },
@@ -454,7 +571,7 @@ const SHOWN_CHARS: usize = 128;
 /// A name as people should read it: quoted with Rust's escapes, so NUL, zero-width and bidi
 /// characters are visible; when printable non-ASCII remains, also as code points, because a
 /// Cyrillic "о" prints just like "o".
-fn shown(name: &str) -> String {
+pub(crate) fn shown(name: &str) -> String {
     let (head, total) = match name.char_indices().nth(SHOWN_CHARS) {
         Some((cut, _)) => (&name[..cut], Some(name.chars().count())),
         None => (name, None),
@@ -523,7 +640,7 @@ fn homoglyph(c: char) -> char {
 /// The look-alike fold, used only to explain a denial, never to allow: drops invisible and
 /// control characters, maps fullwidth ASCII to ASCII, lower-cases, maps common homoglyphs to
 /// Latin, trims whitespace.
-fn look_alike_fold(name: &str) -> String {
+pub(crate) fn look_alike_fold(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         if is_invisible(c) || c.is_control() {

@@ -22,7 +22,9 @@ pub mod json;
 pub mod keys;
 pub mod origin;
 pub mod pins;
+pub mod resources;
 pub mod trust_root;
+pub mod uri_template;
 pub mod verify;
 
 pub use trust_root::{Level, Scheme, SignerKey, TrustRoot, TrustRootError};

@@ -5,6 +5,12 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// The pin of a prompt definition (name, title, description, arguments, anything else): the
+/// same rule as for tools.
+pub fn prompt_pin(prompt: &Value) -> String {
+    tool_pin(prompt)
+}
+
 /// The pin of a tool definition, as written in bundles: `sha256:<64 lower-case hex>`.
 pub fn tool_pin(tool: &Value) -> String {
     format_pin(&tool_digest(tool))

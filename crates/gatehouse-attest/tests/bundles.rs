@@ -246,7 +246,7 @@ fn structural_mistakes_are_refused_with_the_path() {
     });
     let cases: Vec<(&str, Value, &str)> = vec![
         (".type", json!("tuf-root"), "signed.type"),
-        (".specVersion", json!(2), "specVersion"),
+        (".specVersion", json!(3), "specVersion"),
         (".bundleId", json!("acme prod"), "bundleId"),
         (".version", json!(0), "version"),
         (".expires", json!("next year"), "RFC 3339"),
@@ -288,6 +288,64 @@ fn structural_mistakes_are_refused_with_the_path() {
     for (pointer, value, needle) in cases {
         // Paths into `signed`: JSON pointers written with dots for slashes.
         let mut s = base.clone();
+        *s.pointer_mut(&pointer.replace('.', "/"))
+            .unwrap_or_else(|| panic!("{pointer}")) = value;
+        let error = check(&bundle(&s, &[1]), None, None).unwrap_err();
+        assert_eq!(error.code(), "bundle_invalid", "{pointer}");
+        assert!(error.to_string().contains(needle), "{pointer}: {error}");
+    }
+    // specVersion 2: prompt and resource allow-lists, each checked by path.
+    let mut v1_with_prompts = base.clone();
+    v1_with_prompts["servers"][0]["allowedPrompts"] = json!(["summarize"]);
+    let error = check(&bundle(&v1_with_prompts, &[1]), None, None).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("allowedPrompts needs \"specVersion\": 2"),
+        "{error}"
+    );
+    let mut v2 = base.clone();
+    v2["specVersion"] = json!(2);
+    v2["servers"][0]["allowedPrompts"] = json!(["summarize", "review_code"]);
+    v2["servers"][0]["promptPins"] = json!({"summarize": format!("sha256:{}", "cd".repeat(32))});
+    v2["servers"][0]["allowedResources"] = json!(["demo://docs/welcome.txt"]);
+    v2["servers"][0]["allowedResourcePrefixes"] = json!(["demo://notes/"]);
+    let verified = check(&bundle(&v2, &[1]), None, None).unwrap();
+    let server = &verified.content().servers[0];
+    assert_eq!(verified.content().spec_version, 2);
+    assert_eq!(server.allowed_prompts, ["summarize", "review_code"]);
+    assert_eq!(server.prompt_pins.len(), 1);
+    assert_eq!(server.allowed_resources, ["demo://docs/welcome.txt"]);
+    assert_eq!(server.allowed_resource_prefixes, ["demo://notes/"]);
+    for (pointer, value, needle) in [
+        (".servers/0/allowedPrompts", json!(["a", "a"]), "twice"),
+        (
+            ".servers/0/promptPins",
+            json!({"other": format!("sha256:{}", "ab".repeat(32))}),
+            "not in allowedPrompts",
+        ),
+        (
+            ".servers/0/promptPins",
+            json!({"summarize": "sha256:x"}),
+            "sha256:",
+        ),
+        (
+            ".servers/0/allowedResources",
+            json!(["no-scheme"]),
+            "absolute URI",
+        ),
+        (
+            ".servers/0/allowedResourcePrefixes",
+            json!(["demo://notes"]),
+            "does not end in",
+        ),
+        (
+            ".servers/0/allowedResourcePrefixes",
+            json!(["demo://a/../b/"]),
+            "path segment",
+        ),
+    ] {
+        let mut s = v2.clone();
         *s.pointer_mut(&pointer.replace('.', "/"))
             .unwrap_or_else(|| panic!("{pointer}")) = value;
         let error = check(&bundle(&s, &[1]), None, None).unwrap_err();

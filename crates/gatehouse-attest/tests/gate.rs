@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use gatehouse_attest::bundle::ServerPolicy;
-use gatehouse_attest::gate::{AllowList, Denial, GateReason, Scope, ToolGate, ToolStatus};
-use gatehouse_attest::pins::{tool_digest, tool_pin};
+use gatehouse_attest::gate::{AllowList, Denial, GateReason, Kind, Scope, ToolGate, ToolStatus};
+use gatehouse_attest::pins::{prompt_pin, tool_digest, tool_pin};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -386,6 +386,10 @@ fn policy(pins: &[(&str, String)]) -> ServerPolicy {
             .collect::<BTreeMap<_, _>>(),
         url_elicitation_domains: Vec::new(),
         authorization_servers: Vec::new(),
+        allowed_prompts: Vec::new(),
+        prompt_pins: BTreeMap::new(),
+        allowed_resources: Vec::new(),
+        allowed_resource_prefixes: Vec::new(),
     }
 }
 
@@ -463,4 +467,50 @@ proptest! {
         prop_assert!(!denial.detail.chars().any(char::is_control), "{:?}", denial.detail);
         prop_assert_eq!(gate.status(&name), ToolStatus::Hidden);
     }
+}
+
+#[test]
+fn the_prompt_gate_is_the_same_gate_with_prompt_reasons() {
+    let summarize =
+        json!({"name": "summarize", "arguments": [{"name": "topic", "required": true}]});
+    let mut policy = policy(&[]);
+    policy.allowed_prompts = vec!["summarize".into(), "review_code".into()];
+    policy.prompt_pins = [("summarize".to_string(), prompt_pin(&summarize))].into();
+    let allow = AllowList::prompts_from_policy(&policy, BUNDLE).unwrap();
+    let mut gate = ToolGate::for_prompts(allow);
+    assert_eq!(gate.kind(), Kind::Prompt);
+    // Pinned and not yet listed: not usable.
+    assert_eq!(
+        gate.check("summarize").unwrap_err().reason,
+        GateReason::PromptNotListed
+    );
+    assert!(gate.observe(std::slice::from_ref(&summarize)).is_empty());
+    let permit = gate.check("summarize").unwrap();
+    assert_eq!((permit.kind(), permit.pinned()), (Kind::Prompt, true));
+    assert!(gate.check("review_code").is_ok());
+    for look_alike in ["Summarize", "summarize\u{200b}", "summаrize", " summarize"] {
+        let denial = gate.check(look_alike).unwrap_err();
+        assert_eq!(
+            denial.reason,
+            GateReason::PromptNotAdmitted,
+            "{look_alike:?}"
+        );
+        assert!(denial.detail.contains("prompt"), "{}", denial.detail);
+        assert!(denial.detail.contains("look-alike"), "{}", denial.detail);
+    }
+    // A changed argument list blocks the pinned prompt.
+    let changed = json!({"name": "summarize", "arguments": [{"name": "topic", "required": false}]});
+    let mismatches = gate.observe(&[changed]);
+    assert_eq!(mismatches.len(), 1);
+    let denial = gate.check("summarize").unwrap_err();
+    assert_eq!(denial.reason, GateReason::PromptPinMismatch);
+    assert_eq!(denial.reason.as_str(), "prompt_pin_mismatch");
+    assert!(
+        denial.detail.contains("prompt \"summarize\""),
+        "{}",
+        denial.detail
+    );
+    // A pin for a prompt outside allowedPrompts grants nothing.
+    policy.prompt_pins = [("other".to_string(), prompt_pin(&summarize))].into();
+    assert!(AllowList::prompts_from_policy(&policy, BUNDLE).is_err());
 }

@@ -313,7 +313,7 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                 .collect::<Result<_, Failure>>()?;
             let threshold = threshold.unwrap_or(roots.len() as u64 / 2 + 1);
             let signed = json!({
-                "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": bundle_id, "version": 1,
+                "type": "gatehouse-trust-root", "specVersion": 2, "bundleId": bundle_id, "version": 1,
                 "expires": expires,
                 "root": {"threshold": threshold, "keys": roots},
                 "posture": "deny-by-default", "locked": false, "requiredClearance": "internal",
@@ -401,10 +401,11 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
             let servers: Vec<Value> = c
                 .servers
                 .iter()
-                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins}))
+                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes}))
                 .collect();
             let data = json!({
                 "bundle": format!("{}@{}", c.bundle_id, c.version),
+                "specVersion": c.spec_version,
                 "expires": c.expires.format(&Rfc3339).unwrap_or_default(),
                 "posture": c.posture.as_str(), "locked": c.locked, "requiredClearance": c.required_clearance,
                 "root": {"threshold": c.threshold, "keys": c.root_keys.iter().map(|k| &k.id).collect::<Vec<_>>()},

@@ -121,6 +121,169 @@ pub enum Command {
     /// and give them their own servers back.
     #[command(subcommand)]
     Clients(ClientsCommand),
+    /// List a server's resources and resource templates (allowed, and hidden by the
+    /// allow-list with the reason), or approve URIs with `resources approve`.
+    Resources(ResourcesArgs),
+    /// Read a resource through the gate: `read SERVER URI`, or `read SERVER --template T --var
+    /// NAME=VALUE`.
+    ///
+    /// Also `read --stdio CMD URI`. Text is printed as text (control characters escaped);
+    /// images and binary data are described in one line, never written to the terminal: save
+    /// them with --out FILE.
+    Read(ReadArgs),
+    /// List a server's prompts and their arguments (allowed, hidden by the allow-list,
+    /// blocked by a pin change), or approve them with `prompts pin`.
+    Prompts(PromptsArgs),
+    /// Get a prompt through the gate: `prompt SERVER NAME --args JSON`; prints each message
+    /// as `role: text`.
+    ///
+    /// Also `prompt --stdio CMD NAME --args JSON`. Images and binary data in messages are
+    /// described in one line, never written to the terminal.
+    Prompt(PromptArgs),
+    /// Complete an argument of a prompt (--prompt NAME) or a variable of a resource template
+    /// (--template URI_TEMPLATE): prints the server's suggestions, one per line.
+    Complete(CompleteArgs),
+    /// Subscribe to a resource (`subscribe SERVER URI`) and print a line for each update.
+    ///
+    /// One line per notifications/resources/updated for the URI, until --count updates
+    /// arrived (exit 0) or --wait seconds passed (exit 2); then it unsubscribes.
+    Subscribe(SubscribeArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ResourcesArgs {
+    #[command(subcommand)]
+    pub action: Option<ResourcesAction>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResourcesAction {
+    /// Approve exact resource URIs, or URI prefixes (warn posture only), so they can be read
+    /// and subscribed to. A prefix follows the trust-root bundles' rule: it ends in "/", and
+    /// only plain paths below it are covered (no "..", no encoded "/").
+    Approve {
+        #[command(flatten)]
+        target: Target,
+        /// A URI to approve, exactly as the server lists it (or as a template expands to);
+        /// repeat for each.
+        #[arg(long = "uri", value_name = "URI", required_unless_present = "prefixes")]
+        uris: Vec<String>,
+        /// A URI prefix ending in "/" (e.g. the start of a template); repeat for each.
+        #[arg(long = "prefix", value_name = "PREFIX")]
+        prefixes: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// SERVER URI; just URI with --stdio / --url; just SERVER (or nothing with --stdio /
+    /// --url) with --template.
+    #[arg(value_name = "SERVER URI", num_args = 0..=2)]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub adhoc: Adhoc,
+    /// Instead of a URI: one of the server's listed URI templates (exactly as listed),
+    /// expanded with the --var values; the URI it expands to is read through the gate.
+    #[arg(long, value_name = "URI_TEMPLATE")]
+    pub template: Option<String>,
+    /// A value for a --template variable, NAME=VALUE; repeat for each variable.
+    #[arg(long = "var", value_name = "NAME=VALUE", requires = "template")]
+    pub vars: Vec<String>,
+    /// Save the content to FILE: the decoded bytes of the first image or binary item, else
+    /// the first text. Written to a temporary file beside FILE, then renamed into place.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// With --out: replace FILE if it exists (default: refuse).
+    #[arg(long, requires = "out")]
+    pub force: bool,
+    /// Answer elicitations from this file instead of asking on the terminal (as for `call`).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct PromptsArgs {
+    #[command(subcommand)]
+    pub action: Option<PromptsAction>,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PromptsAction {
+    /// Approve prompts as listed now (warn posture only): pins each definition, so a later
+    /// change blocks the prompt again until re-approved.
+    Pin {
+        #[command(flatten)]
+        target: Target,
+        /// Approve only this prompt (exact name); repeat. Default: every listed prompt.
+        #[arg(long = "prompt", value_name = "NAME")]
+        prompts: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// SERVER NAME, or just NAME with --stdio / --url.
+    #[arg(value_name = "SERVER NAME", num_args = 1..=2, required = true)]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub adhoc: Adhoc,
+    /// The prompt's arguments as a JSON object, e.g. '{"topic": "mcp"}'.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Answer elicitations from this file instead of asking on the terminal (as for `call`).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("reference").required(true).args(["prompt", "template"])))]
+pub struct CompleteArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// Complete an argument of this prompt (exact name; it must be allowed).
+    #[arg(long, value_name = "NAME")]
+    pub prompt: Option<String>,
+    /// Complete a variable of this resource template (exactly as listed; it must be under an
+    /// allowed prefix).
+    #[arg(long, value_name = "URI_TEMPLATE")]
+    pub template: Option<String>,
+    /// The argument (or template variable) to complete.
+    #[arg(long = "arg", value_name = "NAME", required = true)]
+    pub argument: String,
+    /// What has been typed so far (default: nothing).
+    #[arg(
+        long,
+        value_name = "PREFIX",
+        default_value = "",
+        hide_default_value = true
+    )]
+    pub value: String,
+    /// Values of the other arguments already chosen, as a JSON object of strings, e.g.
+    /// '{"topic": "mcp"}'.
+    #[arg(long, value_name = "JSON")]
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SubscribeArgs {
+    /// SERVER URI, or just URI with --stdio / --url.
+    #[arg(value_name = "SERVER URI", num_args = 1..=2, required = true)]
+    pub words: Vec<String>,
+    #[command(flatten)]
+    pub adhoc: Adhoc,
+    /// Stop after this many updates.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub count: u64,
+    /// Seconds to wait for the updates; when they have not all arrived by then, the command
+    /// unsubscribes and fails (exit 2). (--timeout is the global per-request timeout.)
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub wait: f64,
 }
 
 #[derive(Debug, Args)]

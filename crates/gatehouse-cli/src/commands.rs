@@ -350,6 +350,12 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Policy(command) => crate::policy::run(&context, command),
         Command::Serve(args) => crate::serve::run(&context, &args, &own_host).await,
         Command::Clients(command) => crate::clients::run(&context, command).await,
+        Command::Resources(args) => crate::context::resources(&context, &args).await,
+        Command::Read(args) => crate::context::read(&context, &args).await,
+        Command::Prompts(args) => crate::context::prompts(&context, &args).await,
+        Command::Prompt(args) => crate::context::prompt(&context, &args).await,
+        Command::Complete(args) => crate::context::complete(&context, &args).await,
+        Command::Subscribe(args) => crate::context::subscribe(&context, &args).await,
     }
 }
 
@@ -396,14 +402,14 @@ fn adhoc_spec(adhoc: &Adhoc) -> Result<ServerSpec, Failure> {
 
 /// Collects host events while a command runs, printing progress and elicitations to stderr
 /// in human mode.
-struct EventLog {
+pub(crate) struct EventLog {
     events: Arc<Mutex<Vec<HostEvent>>>,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl EventLog {
-    fn start(context: &Context, host: &Host) -> EventLog {
+    pub(crate) fn start(context: &Context, host: &Host) -> EventLog {
         let events = Arc::new(Mutex::new(Vec::new()));
         let mut rx = host.subscribe();
         let sink = events.clone();
@@ -437,7 +443,7 @@ impl EventLog {
         EventLog { events, stop, task }
     }
 
-    async fn finish(self) -> Vec<HostEvent> {
+    pub(crate) async fn finish(self) -> Vec<HostEvent> {
         let _ = self.stop.send(());
         let _ = self.task.await;
         std::mem::take(&mut *self.events.lock().expect("event log poisoned"))
@@ -446,7 +452,7 @@ impl EventLog {
 
 /// Opens the host for a one-shot command with the server it names on it: a configured one
 /// (the demo's in `--demo`), or the ad-hoc `--stdio` / `--url` one.
-fn host_with_target(
+pub(crate) fn host_with_target(
     context: &Context,
     consent: Arc<dyn ConsentUi>,
     name: Option<&str>,
@@ -463,7 +469,7 @@ fn host_with_target(
 /// The host's live connection to `name` (admitted first), with the CLI's spinner and its
 /// warning for a server that is not admitted. When there is none, the host is shut down
 /// before the failure is returned (what it recorded, such as traffic, stays readable).
-async fn connect(
+pub(crate) async fn connect(
     context: &Context,
     host: &Host,
     name: &str,
@@ -666,7 +672,7 @@ fn parse_arguments(raw: Option<&str>) -> Result<Option<serde_json::Map<String, V
 }
 
 /// Cancelled on Ctrl-C, so an interrupted call sends `notifications/cancelled`.
-fn ctrl_c_token() -> CancellationToken {
+pub(crate) fn ctrl_c_token() -> CancellationToken {
     let token = CancellationToken::new();
     let trigger = token.clone();
     tokio::spawn(async move {

@@ -150,11 +150,24 @@ async fn exercise(
         }
         "http-standard-headers" => {
             call_all(connection, &tools).await?;
-            for resource in connection.resources().await? {
-                connection.read_resource(&resource.uri).await?;
+            // Approved like the tools: in memory, under this mode's own warn posture.
+            let uris: Vec<String> = connection
+                .resources()
+                .await?
+                .into_iter()
+                .map(|r| r.uri)
+                .collect();
+            connection.approve_resources(&uris)?;
+            for uri in &uris {
+                connection
+                    .read_resource(uri, &CallOptions::default())
+                    .await?;
             }
+            connection.approve_prompts(&[]).await?;
             for prompt in connection.prompts().await? {
-                connection.get_prompt(&prompt.name).await?;
+                connection
+                    .get_prompt(&prompt.name, None, &CallOptions::default())
+                    .await?;
             }
             Ok(())
         }

@@ -13,6 +13,7 @@ mod clients;
 mod commands;
 mod conformance;
 mod consent;
+mod context;
 mod output;
 mod policy;
 mod serve;

@@ -241,6 +241,12 @@ pub fn print_event(event: &HostEvent) {
             eprintln!("progress {progress}{of}{message}");
         }
         HostEvent::ToolsChanged { server } => eprintln!("{server}: the tool list changed"),
+        HostEvent::ResourceUpdated { server, uri } => {
+            eprintln!("{server}: resource updated {}", safe_line(uri))
+        }
+        HostEvent::ContextChanged { server } => {
+            eprintln!("{server}: the prompt or resource list changed")
+        }
         HostEvent::Elicitation {
             server,
             mode,
@@ -393,6 +399,240 @@ impl Spinner {
                 // Clear the spinner's line.
                 eprint!("\r\x1b[2K");
             }
+        }
+    }
+}
+
+/// How many bytes base64 data decodes to (the host checked it is strict base64).
+pub fn base64_size(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(padding)
+}
+
+/// Resources and templates callers may read: URI, title (or name), MIME type.
+pub fn print_resources(
+    resources: &[rmcp::model::Resource],
+    templates: &[rmcp::model::ResourceTemplate],
+) {
+    if resources.is_empty() && templates.is_empty() {
+        println!("(no resources)");
+        return;
+    }
+    let row = |uri: &str, title: Option<&str>, name: &str, mime: Option<&str>, width: usize| {
+        println!(
+            "{:width$}  {}  {}",
+            safe_name(uri),
+            safe_line(title.unwrap_or(name)),
+            safe_line(mime.unwrap_or("(no type given)"))
+        );
+    };
+    let width = |uris: &mut dyn Iterator<Item = &str>| {
+        uris.map(|u| u.chars().count()).max().unwrap_or(0).min(50)
+    };
+    if resources.is_empty() {
+        println!("(no resources)");
+    }
+    let w = width(&mut resources.iter().map(|r| r.uri.as_str()));
+    for r in resources {
+        row(
+            &r.uri,
+            r.title.as_deref(),
+            &r.name,
+            r.mime_type.as_deref(),
+            w,
+        );
+    }
+    if !templates.is_empty() {
+        println!("\ntemplates (read with --template URI_TEMPLATE --var NAME=VALUE):");
+        let w = width(&mut templates.iter().map(|t| t.uri_template.as_str()));
+        for t in templates {
+            print!("  ");
+            row(
+                &t.uri_template,
+                t.title.as_deref(),
+                &t.name,
+                t.mime_type.as_deref(),
+                w,
+            );
+        }
+    }
+}
+
+/// Resources and templates the allow-list hides: (URI or URI template, name, is a template,
+/// why).
+pub fn print_hidden_resources(
+    hidden: &[(String, String, bool, gatehouse_attest::gate::GateReason)],
+) {
+    if hidden.is_empty() {
+        return;
+    }
+    println!("\nnot admitted (hidden by the allow-list; reading them is refused):");
+    for (uri, _name, template, reason) in hidden {
+        let kind = if *template { " (template)" } else { "" };
+        println!("  {}{kind}  {}", safe_name(uri), reason.as_str());
+    }
+}
+
+/// Prompts callers may get, each with its arguments.
+pub fn print_prompts(prompts: &[rmcp::model::Prompt]) {
+    if prompts.is_empty() {
+        println!("(no prompts)");
+        return;
+    }
+    let width = prompts
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(40);
+    for prompt in prompts {
+        let description = prompt
+            .description
+            .as_deref()
+            .and_then(|d| d.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("");
+        println!(
+            "{:width$}  {}",
+            safe_name(&prompt.name),
+            safe_line(description.trim())
+        );
+        let arguments: Vec<(String, String)> = prompt
+            .arguments
+            .iter()
+            .flatten()
+            .map(|argument| {
+                let required = if argument.required == Some(true) {
+                    " (required)"
+                } else {
+                    ""
+                };
+                let description = argument.description.as_deref().unwrap_or("");
+                (
+                    format!("{}{required}", safe_name(&argument.name)),
+                    safe_line(description.trim()),
+                )
+            })
+            .collect();
+        let column = arguments
+            .iter()
+            .map(|(name, _)| name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(40);
+        for (name, description) in &arguments {
+            println!("    {name:column$}  {description}");
+        }
+    }
+}
+
+/// Prompts the caller cannot get: hidden by the allow-list, or blocked by a pin change.
+pub fn print_gated_prompts(
+    hidden: &[rmcp::model::Prompt],
+    blocked: &[(
+        rmcp::model::Prompt,
+        gatehouse_attest::gate::GateReason,
+        String,
+        String,
+    )],
+) {
+    if !hidden.is_empty() {
+        println!("\nnot admitted (hidden by the allow-list; getting them is refused):");
+        for prompt in hidden {
+            println!("  {}", safe_name(&prompt.name));
+        }
+    }
+    if !blocked.is_empty() {
+        println!("\nblocked (definition changed since it was pinned; re-approve to use):");
+        for (prompt, reason, expected, actual) in blocked {
+            println!(
+                "  {}  {}: pinned {expected}, now {actual}",
+                safe_name(&prompt.name),
+                reason.as_str()
+            );
+        }
+    }
+}
+
+/// One line for content that is not printed: what it is and how big.
+fn describe_blob(display: &gatehouse_host::content::Display, claimed: Option<&str>) -> String {
+    use gatehouse_host::content::Display;
+    match display {
+        Display::Image { mime, base64 } => format!("{mime}, {} bytes", base64_size(base64)),
+        Display::Binary { size, note, .. } => match note {
+            Some(note) => format!("binary data, {size} bytes; {}", safe_line(note)),
+            None => format!(
+                "{}, {size} bytes",
+                safe_line(claimed.unwrap_or("binary data"))
+            ),
+        },
+        Display::Text { text } => format!("text, {} bytes", text.len()),
+    }
+}
+
+/// A resource's contents: text as text (control characters escaped), images and binary data
+/// as one line each, never their bytes. `saved` is the item `--out` wrote, and where.
+pub fn print_contents(
+    contents: &[gatehouse_host::content::ContentView],
+    saved: Option<(usize, &Path)>,
+) {
+    use gatehouse_host::content::Display;
+    if contents.is_empty() {
+        println!("(no content)");
+    }
+    for (index, item) in contents.iter().enumerate() {
+        let uri = safe_name(&item.uri);
+        let saved_here = saved.filter(|(i, _)| *i == index).map(|(_, path)| path);
+        match (&item.display, saved_here) {
+            (Display::Text { text }, None) => {
+                if contents.len() > 1 {
+                    println!(
+                        "--- {uri} ({}) ---",
+                        safe_line(item.mime.as_deref().unwrap_or("text"))
+                    );
+                }
+                let text = safe(text);
+                if text.ends_with('\n') {
+                    print!("{text}");
+                } else {
+                    println!("{text}");
+                }
+            }
+            (display, None) => println!(
+                "{uri}: {} (use --out FILE to save)",
+                describe_blob(display, item.mime.as_deref())
+            ),
+            (display, Some(path)) => println!(
+                "{uri}: {} (saved to {})",
+                describe_blob(display, item.mime.as_deref()),
+                path.display()
+            ),
+        }
+    }
+}
+
+/// A prompt's messages as `role: text`; images and binary data as a one-line description.
+pub fn print_messages(messages: &[gatehouse_host::content::MessageView]) {
+    use gatehouse_host::content::Display;
+    if messages.is_empty() {
+        println!("(no messages)");
+    }
+    for message in messages {
+        let role = safe_line(&message.role);
+        let resource = message
+            .uri
+            .as_deref()
+            .map(|uri| format!("[resource {}] ", safe_name(uri)))
+            .unwrap_or_default();
+        match &message.display {
+            Display::Text { text } => {
+                let text = safe(text);
+                let text = text.strip_suffix('\n').unwrap_or(&text);
+                println!("{role}: {resource}{text}");
+            }
+            other => println!(
+                "{role}: {resource}[{}, not shown]",
+                describe_blob(other, None)
+            ),
         }
     }
 }

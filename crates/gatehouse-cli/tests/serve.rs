@@ -832,3 +832,100 @@ fn claude_codes_own_mcp_commands_find_gatehouse_connected_after_clients_connect(
     assert_eq!(code, 0, "{got}{stderr}");
     assert!(got.contains("Connected"), "{got}");
 }
+
+#[test]
+fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
+    let env = Env::new();
+    // Every server side by side: prompts under SERVER__NAME. The two demo servers list the
+    // same URIs, so no resource is offered rather than one guessed.
+    let steps = json!([
+        {"op": "prompts"},
+        {"op": "getPrompt", "name": "demo__summarize", "arguments": {"topic": "gateways"}},
+        {"op": "getPrompt", "name": "demo__Summarize", "arguments": {"topic": "x"}},
+        {"op": "complete", "ref": {"type": "ref/prompt", "name": "demo-2025__summarize"}, "argument": {"name": "topic", "value": "oa"}},
+        {"op": "resources"},
+    ]);
+    let out = ts_client(&env, steps, &["--demo", "serve", "--client", "ts_test"]);
+    let offered: Vec<&str> = out[0]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for name in [
+        "demo__summarize",
+        "demo__plan_trip",
+        "demo-2025__review_code",
+    ] {
+        assert!(offered.contains(&name), "{name} in {offered:?}");
+    }
+    let said = out[1]["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(said.contains("gateways"), "{}", out[1]);
+    assert_eq!(out[2]["error"]["code"], json!(-32602), "{}", out[2]);
+    assert_eq!(out[3]["values"], json!(["oauth"]), "{}", out[3]);
+    assert_eq!(out[4]["uris"], json!([]), "{}", out[4]);
+
+    // One server: its resources under their own URIs, every read through its gate.
+    let steps = json!([
+        {"op": "resources"},
+        {"op": "read", "uri": "demo://docs/welcome.txt"},
+        {"op": "read", "uri": "demo://notes/ideas"},
+        {"op": "read", "uri": "demo://notes/../secrets"},
+        {"op": "read", "uri": "demo://hostile/markup.html"},
+        {"op": "prompts"},
+    ]);
+    let out = ts_client(
+        &env,
+        steps,
+        &["--demo", "serve", "--server", "demo", "--client", "ts_test"],
+    );
+    let uris = out[0]["uris"].as_array().unwrap();
+    assert!(
+        uris.contains(&json!("demo://docs/welcome.txt")),
+        "{}",
+        out[0]
+    );
+    assert_eq!(out[0]["templates"], json!(["demo://notes/{name}"]));
+    assert!(
+        out[1]["result"]["contents"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{}",
+        out[1]
+    );
+    assert_eq!(out[2]["result"]["contents"][0]["uri"], "demo://notes/ideas");
+    // What the gate does not allow does not exist for the client: -32002, audited.
+    for refused in &out[3..5] {
+        assert_eq!(refused["error"]["code"], json!(-32002), "{refused}");
+    }
+    assert!(
+        out[5]["names"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("summarize")),
+        "{}",
+        out[5]
+    );
+    let reads: Vec<Value> = audit(&env)
+        .into_iter()
+        .filter(|r| r["event"] == "resource_read")
+        .collect();
+    let denied: Vec<&Value> = reads
+        .iter()
+        .filter(|r| r["data"]["decision"] == "denied")
+        .collect();
+    assert_eq!(denied.len(), 2, "{reads:?}");
+    assert_eq!(denied[0]["data"]["reason"], "resource_uri_refused");
+    assert_eq!(denied[0]["data"]["caller"]["client"], "ts_test");
+    let prompts: Vec<Value> = audit(&env)
+        .into_iter()
+        .filter(|r| r["event"] == "prompt_get")
+        .collect();
+    // A name the offer does not have never reaches a server (as for tools).
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0]["data"]["decision"], "allowed");
+    assert_eq!(prompts[0]["data"]["prompt"], "summarize");
+    assert_eq!(prompts[0]["data"]["caller"]["client"], "ts_test");
+}

@@ -14,6 +14,14 @@
 //! The form and URL tools report exactly the answer they received, so tests can check what a
 //! host sent.
 //!
+//! It serves resources and prompts too ([`server::resources`], [`server::prompts`]): text,
+//! Markdown, a PNG and bytes, a `demo://counter` that ticks every `--tick-ms` while subscribed
+//! (`resources/subscribe` in 2025-11-25, `subscriptions/listen` in 2026-07-28), notes behind
+//! the template `demo://notes/{name}`, prompts with arguments and completions, and a prompt
+//! (`plan_trip`) and a resource (`demo://private/diary`) that ask a form first, in both eras.
+//! `--hostile-content` adds resources and a prompt built to trip up hosts (huge, mislabelled,
+//! markup); without it the demo stays clean.
+//!
 //! What it never does: it never reads files, runs commands or reaches out to the network on a
 //! client's behalf (`open_link` never fetches its URL); the only file it writes is the page-hits
 //! log an operator names with `--page-hits`. It never listens on a non-loopback address unless

@@ -1,7 +1,9 @@
 //! `gatehouse-demo-server`: the Gatehouse demo MCP server over stdio (default) or Streamable
 //! HTTP (`--http ADDR`). See the library docs for what it serves and what it never does.
 
-use std::{io::Write, net::SocketAddr, num::NonZeroUsize, path::PathBuf, process::ExitCode};
+use std::{
+    io::Write, net::SocketAddr, num::NonZeroUsize, path::PathBuf, process::ExitCode, time::Duration,
+};
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
@@ -32,9 +34,25 @@ struct Cli {
     #[arg(long, value_name = "ERA", env = "GATEHOUSE_DEMO_ERA", default_value_t = Era::Both)]
     era: Era,
 
-    /// Paginate tools/list with N tools per page (default: one page).
+    /// Paginate tools/list, resources/list, resources/templates/list and prompts/list with N
+    /// items per page (default: one page).
     #[arg(long, value_name = "N", env = "GATEHOUSE_DEMO_PAGE_SIZE")]
     page_size: Option<NonZeroUsize>,
+
+    /// Increase demo://counter every MS milliseconds while a client is subscribed to it.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 500,
+        value_parser = clap::value_parser!(u64).range(1..=3_600_000)
+    )]
+    tick_ms: u64,
+
+    /// Also serve hostile content, for testing how hosts cope: a 9 MiB text resource, a blob
+    /// that is not base64, a PNG that is HTML, an HTML resource with script, a `{+target}`
+    /// template and a prompt with markup and a 12 MiB image. Off by default.
+    #[arg(long)]
+    hostile_content: bool,
 
     /// What --http serves at /.well-known/mcp-attestation: a document signed with the
     /// DEMO-ONLY signer key, one altered after signing, or none (404).
@@ -60,7 +78,7 @@ struct Cli {
 
     /// Serve the conformance profile instead of the demo: the test surface of the official
     /// MCP conformance suite's server scenarios, in both eras. Needs --http; --era, --page-size,
-    /// --attestation and the page options do not apply to it.
+    /// --attestation, --tick-ms, --hostile-content and the page options do not apply to it.
     #[arg(long)]
     conformance: bool,
 
@@ -117,6 +135,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let server = DemoServer::new(cli.era)
         .with_page_size(cli.page_size)
+        .with_tick(Duration::from_millis(cli.tick_ms))
+        .with_hostile_content(cli.hostile_content)
         .with_pages(PageConfig {
             port: cli.page_port,
             hits_file: cli.page_hits,

@@ -1,20 +1,29 @@
 //! The demo server's handler: four deterministic tools, the elicitation tools
-//! ([`elicitation`]), server identity, era rules and optional `tools/list` pagination.
+//! ([`elicitation`]), resources and their subscriptions ([`resources`]), prompts and
+//! completions ([`prompts`]), server identity, era rules and optional list pagination.
 
 pub mod elicitation;
+mod input;
+pub mod png;
+pub mod prompts;
+pub mod resources;
 
-use std::{borrow::Cow, num::NonZeroUsize, time::Duration};
+use std::{borrow::Cow, num::NonZeroUsize, sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, wrapper::Parameters},
     model::{
-        CacheScope, CallToolResult, ContentBlock, DiscoverResult, Implementation, ListToolsResult,
-        PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ResultType,
-        ServerCapabilities, ServerConfig,
+        CacheScope, CallToolResult, CompleteRequestParams, CompleteResult, ContentBlock,
+        DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ProgressNotificationParam, PromptsCapability, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ResourcesCapability, ResultType,
+        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+        UnsubscribeRequestParams,
     },
     schemars::JsonSchema,
-    service::RequestContext,
+    service::{RequestContext, SubscriptionContext},
     tool, tool_handler, tool_router,
 };
 use serde::Deserialize;
@@ -23,6 +32,7 @@ use crate::{
     era::{Era, discover_not_found},
     pages::{ConnectPages, ConnectionId, PageConfig},
 };
+use resources::{Counter, DEFAULT_TICK, Subscriptions};
 
 /// The name the server reports in `serverInfo`.
 pub const SERVER_NAME: &str = "gatehouse-demo-server";
@@ -34,7 +44,11 @@ progress step by step and can be cancelled), fail (always returns a tool error),
 form elicitation using every field type), ask_password (a form asking for a password), \
 connect_account and connect_account_required (URL elicitations to a demo page on this computer), \
 open_link (a URL elicitation to the URL given) and spoof_completion (sends elicitation completions \
-for ids it never issued). It is a demo: never trust it with real data.";
+for ids it never issued). Resources: demo://docs/welcome.txt, demo://docs/guide.md, \
+demo://images/logo.png, demo://data/sample.bin, demo://counter (subscribe to watch it count), \
+demo://private/diary (asks before it opens) and notes at demo://notes/{name}. Prompts: summarize, \
+review_code, describe_logo and plan_trip (asks who is travelling first). It is a demo: never trust \
+it with real data.";
 
 /// Default message of the `fail` tool.
 pub const DEFAULT_FAIL_MESSAGE: &str = "the fail tool always fails";
@@ -90,7 +104,7 @@ fn default_fail_message() -> String {
 }
 
 /// The demo MCP server. Cheap to clone: Streamable HTTP builds one per session (see
-/// [`DemoServer::for_new_connection`]); clones share the connect pages.
+/// [`DemoServer::for_new_connection`]); clones share the connect pages and the counter.
 #[derive(Clone)]
 pub struct DemoServer {
     era: Era,
@@ -98,6 +112,12 @@ pub struct DemoServer {
     pages: ConnectPages,
     connection: ConnectionId,
     tool_router: ToolRouter<Self>,
+    /// `--hostile-content`: also serve the hostile resources, template and prompt.
+    hostile: bool,
+    /// `demo://counter`, one per server process.
+    counter: Counter,
+    /// This connection's `resources/subscribe` subscriptions (2025-11-25).
+    subscriptions: Arc<Subscriptions>,
 }
 
 impl DemoServer {
@@ -110,7 +130,23 @@ impl DemoServer {
             pages: ConnectPages::new(PageConfig::default()),
             connection: ConnectionId::fresh(),
             tool_router: Self::tool_router() + Self::elicitation_router(),
+            hostile: false,
+            counter: Counter::new(DEFAULT_TICK),
+            subscriptions: Arc::default(),
         }
+    }
+
+    /// Also serve the hostile resources, template and prompt (`--hostile-content`).
+    pub fn with_hostile_content(mut self, hostile: bool) -> Self {
+        self.hostile = hostile;
+        self
+    }
+
+    /// Tick `demo://counter` every `tick` while subscribed. Call before cloning: clones share
+    /// the counter.
+    pub fn with_tick(mut self, tick: Duration) -> Self {
+        self.counter = Counter::new(tick);
+        self
     }
 
     /// Serve the connect pages as `config` says. Call before cloning: clones share the pages.
@@ -119,11 +155,13 @@ impl DemoServer {
         self
     }
 
-    /// A copy for another MCP connection: same settings and connect pages, but its own
-    /// identity, so per-connection state (a pending `connect_account_required`) stays apart.
+    /// A copy for another MCP connection: same settings, connect pages and counter, but its
+    /// own identity, so per-connection state (a pending `connect_account_required`, resource
+    /// subscriptions) stays apart.
     pub fn for_new_connection(&self) -> Self {
         Self {
             connection: ConnectionId::fresh(),
+            subscriptions: Arc::default(),
             ..self.clone()
         }
     }
@@ -133,7 +171,8 @@ impl DemoServer {
         &self.pages
     }
 
-    /// Paginate `tools/list` with `page_size` tools per page, so clients exercise cursors.
+    /// Paginate `tools/list`, `resources/list`, `resources/templates/list` and `prompts/list`
+    /// with `page_size` items per page, so clients exercise cursors.
     pub fn with_page_size(mut self, page_size: Option<NonZeroUsize>) -> Self {
         self.page_size = page_size;
         self
@@ -249,8 +288,17 @@ impl DemoServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for DemoServer {
     fn get_info(&self) -> ServerConfig {
+        // Fixed lists: nothing is ever added or removed while the server runs.
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(true);
+        resources.list_changed = Some(false);
+        let mut prompts = PromptsCapability::default();
+        prompts.list_changed = Some(false);
         ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_completions()
+                .enable_prompts_with(prompts)
+                .enable_resources_with(resources)
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -302,6 +350,123 @@ impl ServerHandler for DemoServer {
             tools,
         })
     }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let (resources, next_cursor) = paginate(
+            resources::resources(self.hostile),
+            cursor.as_deref(),
+            self.page_size,
+        )?;
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next_cursor;
+        (result.ttl_ms, result.cache_scope) = list_cache_hints(&context);
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let (templates, next_cursor) = paginate(
+            resources::resource_templates(self.hostile),
+            cursor.as_deref(),
+            self.page_size,
+        )?;
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next_cursor;
+        (result.ttl_ms, result.cache_scope) = list_cache_hints(&context);
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(request, context).await
+    }
+
+    // resources/subscribe and resources/unsubscribe are the 2025-11-25 way; rmcp marks them
+    // deprecated in favour of subscriptions/listen, which the demo serves too.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_legacy(&request.uri, &context.peer)
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribe_legacy(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(self.accepted_filter(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.listen_stream(context).await;
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let cursor = request.and_then(|request| request.cursor);
+        let (prompts, next_cursor) = paginate(
+            prompts::prompts(self.hostile),
+            cursor.as_deref(),
+            self.page_size,
+        )?;
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.next_cursor = next_cursor;
+        (result.ttl_ms, result.cache_scope) = list_cache_hints(&context);
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.prompt(request, context).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.complete_argument(&request)
+    }
+}
+
+/// The cache hints of every list for 2026-07-28 peers (the same as `tools/list`): the lists
+/// are the same for everyone, but fresh only now. Older peers get none.
+fn list_cache_hints(context: &RequestContext<RoleServer>) -> (Option<u64>, Option<CacheScope>) {
+    let modern = context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    (modern.then_some(0), modern.then_some(CacheScope::Public))
 }
 
 /// Print a sum the way a person writes it: `5`, not `5.0`.

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 
 use axum::{
-    body::{Body, to_bytes},
+    body::{Body, HttpBody, to_bytes},
     extract::Request,
     http::{StatusCode, header},
     middleware::Next,
@@ -132,6 +132,13 @@ pub async fn modern_wire_layer(request: Request, next: Next) -> Response {
         return response;
     }
     let (mut parts, body) = response.into_parts();
+    // Too large to buffer (a big resource or prompt): passed on unread. An input_required
+    // result, the only thing rewritten, is never that large.
+    let too_large = usize::try_from(body.size_hint().lower())
+        .map_or(true, |size| size > MAX_REWRITTEN_BODY_BYTES);
+    if too_large {
+        return Response::from_parts(parts, body);
+    }
     let bytes = match to_bytes(body, MAX_REWRITTEN_BODY_BYTES).await {
         Ok(bytes) => bytes,
         Err(error) => {

@@ -3,6 +3,7 @@
 //! admitted, and every call passes the host's gate and audit, with the client named.
 
 pub mod bridge;
+mod context;
 pub mod headless;
 pub mod http;
 pub mod names;

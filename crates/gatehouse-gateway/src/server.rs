@@ -9,12 +9,12 @@ use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::host::{ApiError, Host};
 use gatehouse_host::{CallOptions, CallProgress, Caller, DownstreamTransport, HostEvent};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestMethod,
-    CompleteRequestParams, CompleteResult, ContentBlock, Implementation, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, RequestParamsMeta, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ReadResourceRequestParams,
+    ReadResourceResponse, RequestParamsMeta, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -27,7 +27,7 @@ use crate::names::{NameTable, Naming};
 /// is ready (the rest follows with `notifications/tools/list_changed`).
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(10);
 
-const INSTRUCTIONS: &str = "Gatehouse: the tools of the MCP servers Gatehouse admitted, offered as SERVER__TOOL (or under their own names when Gatehouse offers one server's). Every call passes Gatehouse's gate and is recorded in its audit log; a refused call returns a tool error that says why and what to do.";
+const INSTRUCTIONS: &str = "Gatehouse: the tools and prompts of the MCP servers Gatehouse admitted, offered as SERVER__NAME (or under their own names when Gatehouse offers one server's), and their resources under the servers' own URIs. Every call, prompt and read passes Gatehouse's gate and is recorded in its audit log; a refused call returns a tool error that says why and what to do.";
 
 /// What is offered: the renamed definitions of the allowed tools, in order, and the table
 /// that resolves the name of every tool of a live connection, allowed or not: a call to a
@@ -83,6 +83,8 @@ pub struct Gateway {
     /// The one server whose tools are offered, under their own names; every server's when
     /// `None`.
     only: Option<String>,
+    /// Resources this client subscribed to: (server, URI).
+    subscriptions: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 /// Counts a call as under way while it lives.
@@ -116,7 +118,20 @@ impl Gateway {
             ended: CancellationToken::new(),
             session: Mutex::new(None),
             only: None,
+            subscriptions: Mutex::new(Default::default()),
         }
+    }
+
+    pub(crate) fn host(&self) -> &Arc<Host> {
+        &self.host
+    }
+
+    pub(crate) fn only(&self) -> Option<&str> {
+        self.only.as_deref()
+    }
+
+    pub(crate) fn subscriptions(&self) -> &Mutex<std::collections::HashSet<(String, String)>> {
+        &self.subscriptions
     }
 
     /// Offers the tools of `server` only, under their own names ([`Naming::Plain`]): for a
@@ -126,7 +141,7 @@ impl Gateway {
         self
     }
 
-    fn naming(&self) -> Naming {
+    pub(crate) fn naming(&self) -> Naming {
         match self.only {
             Some(_) => Naming::Plain,
             None => Naming::Prefixed,
@@ -191,9 +206,18 @@ impl Gateway {
         busy
     }
 
-    async fn wait_for_start(&self) {
+    pub(crate) async fn wait_for_start(&self) {
         let mut started = self.started.clone();
         let _ = tokio::time::timeout(self.startup_wait, started.wait_for(|s| *s)).await;
+    }
+
+    /// Options for a prompt or read a client asked for: its cancellation and its name.
+    pub(crate) fn request_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
+        CallOptions {
+            cancel: Some(context.ct.clone()),
+            caller: Some(self.caller(context)),
+            ..CallOptions::default()
+        }
     }
 
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
@@ -218,6 +242,46 @@ impl Gateway {
 
     /// Sends `notifications/tools/list_changed` whenever what is offered changes, until the
     /// client is gone (its session ended, or its server was dropped).
+    /// Sends `notifications/resources/updated` for each update of a resource this client
+    /// subscribed to, until `until` completes, `tell` fails, or the client is gone.
+    async fn forward_updates<F, Fut>(
+        gateway: std::sync::Weak<Self>,
+        until: impl std::future::Future<Output = ()>,
+        mut tell: F,
+    ) where
+        F: FnMut(String) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let Some(this) = gateway.upgrade() else {
+            return;
+        };
+        let mut events = this.host.subscribe();
+        let ended = this.ended.clone();
+        drop(this);
+        tokio::pin!(until);
+        loop {
+            let event = tokio::select! {
+                event = events.recv() => match event {
+                    Ok(event) => event,
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                () = ended.cancelled() => return,
+                () = &mut until => return,
+            };
+            let Some(this) = gateway.upgrade() else {
+                return;
+            };
+            let uri = this.update_for_client(&event);
+            drop(this);
+            if let Some(uri) = uri
+                && !tell(uri).await
+            {
+                return;
+            }
+        }
+    }
+
     async fn watch_changes(gateway: std::sync::Weak<Self>, peer: rmcp::Peer<RoleServer>) {
         Gateway::on_offer_changes(gateway, std::future::pending(), || async {
             peer.notify_tool_list_changed().await.is_ok()
@@ -294,6 +358,10 @@ impl ServerHandler for GatewayHandler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_completions()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -308,6 +376,21 @@ impl ServerHandler for GatewayHandler {
         let caller = self.0.caller_of(&context.peer, &context.extensions);
         *self.0.session.lock().expect("session poisoned") =
             Some(self.0.host.client_session(caller));
+        let updates = context.peer.clone();
+        tokio::spawn(Gateway::forward_updates(
+            Arc::downgrade(&self.0),
+            std::future::pending(),
+            move |uri| {
+                let peer = updates.clone();
+                async move {
+                    peer.notify_resource_updated(
+                        rmcp::model::ResourceUpdatedNotificationParam::new(uri),
+                    )
+                    .await
+                    .is_ok()
+                }
+            },
+        ));
         tokio::spawn(Gateway::watch_changes(
             Arc::downgrade(&self.0),
             context.peer,
@@ -325,31 +408,62 @@ impl ServerHandler for GatewayHandler {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        if context.accepted().tools_list_changed != Some(true) {
-            // Nothing this gateway sends was asked for: hold the stream until the client ends it.
-            context.cancelled().await;
-            return Ok(());
+        let tools = context.accepted().tools_list_changed == Some(true);
+        let uris = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        for uri in &uris {
+            self.0.subscribe(uri).await?;
         }
-        // What is offered now is the baseline: the client listed it, or will.
-        self.0.wait_for_start().await;
-        self.0.refresh().await;
-        let cancelled = context.cancelled();
-        Gateway::on_offer_changes(Arc::downgrade(&self.0), cancelled, || async {
-            context.sink().notify_tool_list_changed().await.is_ok()
-        })
-        .await;
+        let watch_tools = async {
+            if !tools {
+                return context.cancelled().await;
+            }
+            // What is offered now is the baseline: the client listed it, or will.
+            self.0.wait_for_start().await;
+            self.0.refresh().await;
+            Gateway::on_offer_changes(Arc::downgrade(&self.0), context.cancelled(), || async {
+                context.sink().notify_tool_list_changed().await.is_ok()
+            })
+            .await;
+        };
+        let watch_resources = async {
+            if uris.is_empty() {
+                return context.cancelled().await;
+            }
+            Gateway::forward_updates(Arc::downgrade(&self.0), context.cancelled(), |uri| async {
+                // Only the URIs this stream asked for.
+                !uris.contains(&uri) || context.sink().notify_resource_updated(uri).await.is_ok()
+            })
+            .await;
+        };
+        tokio::join!(watch_tools, watch_resources);
         Ok(())
     }
 
-    // Resources, prompts and completions are not passed through yet, and are not declared:
-    // asked anyway, the gateway says so (rmcp's defaults would answer with empty lists, as if
-    // the servers had none).
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListPromptsRequestMethod>())
+        Ok(ListPromptsResult::with_all_items(
+            self.0.context_offer().await.prompts,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let _under_way = CallUnderWay::start(&self.0.calls);
+        let options = self.0.request_options(&context);
+        self.0
+            .prompt(&request.name, request.arguments, &options)
+            .await
+            .map(GetPromptResponse::Complete)
     }
 
     async fn list_resources(
@@ -357,7 +471,9 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<ListResourcesRequestMethod>())
+        Ok(ListResourcesResult::with_all_items(
+            self.0.context_offer().await.resource_list,
+        ))
     }
 
     async fn list_resource_templates(
@@ -365,17 +481,64 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(ErrorData::method_not_found::<
-            ListResourceTemplatesRequestMethod,
-        >())
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.0.context_offer().await.template_list,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let _under_way = CallUnderWay::start(&self.0.calls);
+        let options = self.0.request_options(&context);
+        self.0
+            .read(&request.uri, &options)
+            .await
+            .map(ReadResourceResponse::Complete)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.0.subscribe(&request.uri).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.0.unsubscribe(&request.uri);
+        Ok(())
     }
 
     async fn complete(
         &self,
-        _request: CompleteRequestParams,
+        request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Err(ErrorData::method_not_found::<CompleteRequestMethod>())
+        let context = request
+            .context
+            .as_ref()
+            .and_then(|c| c.arguments.clone())
+            .unwrap_or_default();
+        let values = self
+            .0
+            .completion(
+                &request.r#ref,
+                &request.argument.name,
+                &request.argument.value,
+                context,
+            )
+            .await?;
+        let info = CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
     }
 
     async fn list_tools(

@@ -69,6 +69,11 @@ pub enum HostEvent {
         level: String,
         data: Value,
     },
+    /// `notifications/resources/updated` for a resource this connection subscribed to
+    /// (updates for anything else are dropped).
+    ResourceUpdated { server: String, uri: String },
+    /// `notifications/prompts/list_changed` or `notifications/resources/list_changed`.
+    ContextChanged { server: String },
     /// A notification the host does not act on yet (for example
     /// `notifications/elicitation/complete`), recorded so nothing is silently dropped.
     Unhandled { server: String, method: String },
@@ -84,6 +89,8 @@ pub struct HostClient {
     /// The broker session, set once the handshake is done (the watch lets a request that
     /// arrives in between wait for it).
     session: Option<tokio::sync::watch::Receiver<Option<Arc<Session>>>>,
+    /// The resources subscribed to (shared with the connection).
+    subscribed: Option<crate::connection::Subscribed>,
 }
 
 /// How long a server request that arrives during the handshake waits for the session before
@@ -122,7 +129,14 @@ impl HostClient {
             tools_stale,
             progress,
             session: None,
+            subscribed: None,
         }
+    }
+
+    /// Passes on resource updates only for the URIs in `subscribed`.
+    pub fn with_subscriptions(mut self, subscribed: crate::connection::Subscribed) -> Self {
+        self.subscribed = Some(subscribed);
+        self
     }
 
     /// Routes elicitations and completions through the broker session that `session` will
@@ -337,6 +351,36 @@ impl ClientHandler for HostClient {
             message: params.message,
         });
         self.progress.handled();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let subscribed = self.subscribed.as_ref().is_some_and(|s| {
+            s.lock()
+                .expect("subscriptions poisoned")
+                .contains_key(&params.uri)
+        });
+        if subscribed {
+            self.emit(HostEvent::ResourceUpdated {
+                server: self.server.clone(),
+                uri: params.uri,
+            });
+        }
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.emit(HostEvent::ContextChanged {
+            server: self.server.clone(),
+        });
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.emit(HostEvent::ContextChanged {
+            server: self.server.clone(),
+        });
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -85,7 +85,7 @@ pub enum HostError {
 
     /// The tool gate denied a call; nothing was sent to the server.
     #[error(
-        "server {server:?}: the call to {tool:?} was denied ({reason}): {detail}; nothing was sent to the server"
+        "server {server:?}: {tool:?} was denied ({reason}): {detail}; nothing was sent to the server"
     )]
     ToolDenied {
         server: String,
@@ -93,6 +93,22 @@ pub enum HostError {
         reason: &'static str,
         detail: String,
     },
+
+    /// A resource's or prompt's content that Gatehouse does not pass on (over the size cap,
+    /// a blob that is not base64); nothing of it is shown.
+    #[error("server {server:?}: {what}: {detail}")]
+    ContentRefused {
+        server: String,
+        what: String,
+        reason: &'static str,
+        detail: String,
+    },
+
+    /// The server did not declare the capability, so it is not asked.
+    #[error(
+        "server {server:?} does not offer {what} (its capabilities do not declare them), so Gatehouse does not ask it"
+    )]
+    NotOffered { server: String, what: &'static str },
 
     /// The audit log could not record a decision, so the decision does not take effect.
     #[error("the audit log cannot record this decision, so Gatehouse refuses it: {detail}")]
@@ -159,6 +175,8 @@ impl HostError {
             HostError::Protocol { .. } => "protocol_error",
             HostError::NotAdmitted { reason, .. } => reason,
             HostError::ToolDenied { reason, .. } => reason,
+            HostError::ContentRefused { reason, .. } => reason,
+            HostError::NotOffered { .. } => "not_offered",
             HostError::AuditUnavailable { .. } => "audit_unavailable",
             HostError::PostureForbids { .. } => "posture_forbids",
             HostError::LockedByAdmin { .. } => "locked_by_admin",
@@ -176,6 +194,7 @@ impl HostError {
             HostError::ServerError { .. }
             | HostError::NotAdmitted { .. }
             | HostError::ToolDenied { .. }
+            | HostError::ContentRefused { .. }
             | HostError::AuditUnavailable { .. }
             | HostError::PostureForbids { .. }
             | HostError::LockedByAdmin { .. }
@@ -190,6 +209,7 @@ impl HostError {
             | HostError::Transport { .. }
             | HostError::Timeout { .. }
             | HostError::Cancelled { .. }
+            | HostError::NotOffered { .. }
             | HostError::Protocol { .. } => false,
         }
     }

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use gatehouse_attest::bundle::Posture;
-use gatehouse_attest::gate::{AllowList, Denial, Permit, PinMismatch, Scope, ToolGate};
+use gatehouse_attest::gate::{AllowList, Denial, Kind, Permit, PinMismatch, Scope, ToolGate};
 use gatehouse_attest::pins::parse_pin;
+use gatehouse_attest::resources::{ResourceAllowList, ResourceGate, ResourcePermit};
 use gatehouse_audit::{AuditLog, OpenReport};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -34,6 +35,14 @@ pub mod events {
     pub const OAUTH_LOGGED_OUT: &str = "oauth_logged_out";
     pub const TOOL_PIN_MISMATCH: &str = "tool_pin_mismatch";
     pub const TOOL_APPROVED: &str = "tool_approved";
+    /// The gate's decision on a `prompts/get`, before anything is sent.
+    pub const PROMPT_GET: &str = "prompt_get";
+    /// The gate's decision on a `resources/read`, a subscription or an argument completion
+    /// for a resource template, before anything is sent.
+    pub const RESOURCE_READ: &str = "resource_read";
+    pub const PROMPT_PIN_MISMATCH: &str = "prompt_pin_mismatch";
+    pub const PROMPT_APPROVED: &str = "prompt_approved";
+    pub const RESOURCE_APPROVED: &str = "resource_approved";
     pub const BUNDLE_ACCEPTED: &str = "bundle_accepted";
     pub const BUNDLE_REFUSED: &str = "bundle_refused";
     /// One per elicitation: the receipt of elicitation.md §4.
@@ -270,7 +279,24 @@ pub fn bounded_data(data: Value) -> Value {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ApprovalsFile {
     version: u32,
+    /// Approval key → tool → pin.
     servers: BTreeMap<String, BTreeMap<String, String>>,
+    /// Approval key → prompt → pin (absent in files written before prompts were gated).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    prompts: BTreeMap<String, BTreeMap<String, String>>,
+    /// Approval key → exact resource URIs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    resources: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Approval key → resource URI prefixes (the bundle's prefix rule).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    resource_prefixes: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// Which of a server's approvals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approved {
+    Tools,
+    Prompts,
 }
 
 /// The user's tool approvals, in a file (0600, written atomically) or only in memory.
@@ -301,7 +327,7 @@ impl Approvals {
                         path.display()
                     ))
                 })?;
-                for tools in file.servers.values() {
+                for tools in file.servers.values().chain(file.prompts.values()) {
                     for (tool, pin) in tools {
                         parse_pin(pin).map_err(|e| {
                             HostError::Config(format!(
@@ -332,24 +358,78 @@ impl Approvals {
 
     /// The approved tools of a server: name → pin.
     pub fn for_server(&self, key: &str) -> BTreeMap<String, String> {
-        self.file
-            .lock()
-            .expect("approvals lock")
-            .servers
-            .get(key)
-            .cloned()
-            .unwrap_or_default()
+        self.named(key, Approved::Tools)
+    }
+
+    /// The approved tools or prompts of a server: name → pin.
+    pub fn named(&self, key: &str, which: Approved) -> BTreeMap<String, String> {
+        let file = self.file.lock().expect("approvals lock");
+        let map = match which {
+            Approved::Tools => &file.servers,
+            Approved::Prompts => &file.prompts,
+        };
+        map.get(key).cloned().unwrap_or_default()
+    }
+
+    /// The exact resource URIs and the URI prefixes approved for a server.
+    pub fn resources(&self, key: &str) -> (Vec<String>, Vec<String>) {
+        let file = self.file.lock().expect("approvals lock");
+        let of = |map: &BTreeMap<String, std::collections::BTreeSet<String>>| {
+            map.get(key)
+                .map(|uris| uris.iter().cloned().collect())
+                .unwrap_or_default()
+        };
+        (of(&file.resources), of(&file.resource_prefixes))
     }
 
     /// Approves tools (with the pins of their current definitions) and saves.
     pub fn approve(&self, key: &str, pins: &[(String, String)]) -> Result<(), HostError> {
+        self.approve_named(key, Approved::Tools, pins)
+    }
+
+    /// Approves tools or prompts (with the pins of their current definitions) and saves.
+    pub fn approve_named(
+        &self,
+        key: &str,
+        which: Approved,
+        pins: &[(String, String)],
+    ) -> Result<(), HostError> {
         let mut file = self.file.lock().expect("approvals lock");
-        let entry = file.servers.entry(key.to_string()).or_default();
+        let map = match which {
+            Approved::Tools => &mut file.servers,
+            Approved::Prompts => &mut file.prompts,
+        };
+        let entry = map.entry(key.to_string()).or_default();
         for (tool, pin) in pins {
             entry.insert(tool.clone(), pin.clone());
         }
+        self.save(&file)
+    }
+
+    /// Approves exact resource URIs and URI prefixes, and saves.
+    pub fn approve_resources(
+        &self,
+        key: &str,
+        uris: &[String],
+        prefixes: &[String],
+    ) -> Result<(), HostError> {
+        let mut file = self.file.lock().expect("approvals lock");
+        file.resources
+            .entry(key.to_string())
+            .or_default()
+            .extend(uris.iter().cloned());
+        if !prefixes.is_empty() {
+            file.resource_prefixes
+                .entry(key.to_string())
+                .or_default()
+                .extend(prefixes.iter().cloned());
+        }
+        self.save(&file)
+    }
+
+    fn save(&self, file: &ApprovalsFile) -> Result<(), HostError> {
         if let Some(path) = &self.path {
-            let mut text = serde_json::to_string_pretty(&*file).expect("serializes");
+            let mut text = serde_json::to_string_pretty(file).expect("serializes");
             text.push('\n');
             write_atomically(path, text.as_bytes(), 0o600).map_err(|e| {
                 HostError::Config(format!(
@@ -556,6 +636,211 @@ impl Gatekeeper {
         list
     }
 
+    /// The prompt allow-list for a server: the bundle's `allowedPrompts`/`promptPins` for an
+    /// admitted server, then, only in the warn posture, the user's prompt approvals.
+    pub fn prompt_allow_list(&self, verdict: &Verdict) -> AllowList {
+        let mut list = match (verdict.policy(), verdict.bundle.as_ref()) {
+            (Some(policy), Some(bundle)) if verdict.is_admitted() => {
+                AllowList::prompts_from_policy(policy, bundle).unwrap_or_default()
+            }
+            _ => AllowList::new(),
+        };
+        if self.user_may_approve() {
+            for (name, pin) in self
+                .approvals
+                .named(&verdict.approval_key, Approved::Prompts)
+            {
+                if let Ok(pin) = parse_pin(&pin) {
+                    list.allow(name, Scope::User, Some(pin));
+                }
+            }
+        }
+        list
+    }
+
+    /// The resource allow-list for a server: the bundle's `allowedResources` and
+    /// `allowedResourcePrefixes` for an admitted server, then, only in the warn posture, the
+    /// exact URIs the user approved.
+    pub fn resource_allow_list(&self, verdict: &Verdict) -> ResourceAllowList {
+        let mut list = match (verdict.policy(), verdict.bundle.as_ref()) {
+            (Some(policy), Some(bundle)) if verdict.is_admitted() => {
+                ResourceAllowList::from_policy(policy, bundle).unwrap_or_default()
+            }
+            _ => ResourceAllowList::new(),
+        };
+        if self.user_may_approve() {
+            let (uris, prefixes) = self.approvals.resources(&verdict.approval_key);
+            // An entry the gate would not accept grants nothing.
+            for uri in uris {
+                let _ = list.allow_uri(&uri, Scope::User);
+            }
+            for prefix in prefixes {
+                let _ = list.allow_prefix(&prefix, Scope::User);
+            }
+        }
+        list
+    }
+
+    /// Records user approvals of prompts (with their current pins), or explains why the
+    /// posture does not allow it.
+    pub fn approve_prompts(
+        &self,
+        verdict: &Verdict,
+        pins: &[(String, String)],
+    ) -> Result<(), HostError> {
+        self.may_approve(
+            "prompts are approved by the admin bundle's allowedPrompts and promptPins",
+            pins.iter().map(|(p, pin)| format!("{p:?}: {pin}")),
+        )?;
+        for (prompt, pin) in pins {
+            self.audit.record(
+                events::PROMPT_APPROVED,
+                Some(&verdict.audit_server()),
+                json!({"prompt": prompt, "pin": pin, "approval_key": verdict.approval_key, "scope": "user"}),
+            )?;
+        }
+        self.approvals
+            .approve_named(&verdict.approval_key, Approved::Prompts, pins)
+    }
+
+    /// Records user approvals of exact resource URIs and of URI prefixes (checked by the
+    /// bundle's rules: a prefix ends in `/` and has a plain path).
+    pub fn approve_resources(
+        &self,
+        verdict: &Verdict,
+        uris: &[String],
+        prefixes: &[String],
+    ) -> Result<(), HostError> {
+        self.may_approve(
+            "resources are approved by the admin bundle's allowedResources and allowedResourcePrefixes",
+            uris.iter().chain(prefixes).map(|u| format!("{u:?}")),
+        )?;
+        let checked = uris
+            .iter()
+            .map(|u| (u, gatehouse_attest::resources::check_exact_uri(u)))
+            .chain(
+                prefixes
+                    .iter()
+                    .map(|p| (p, gatehouse_attest::resources::check_prefix(p))),
+            );
+        for (entry, check) in checked {
+            check.map_err(|detail| {
+                HostError::Config(format!("cannot approve {entry:?}: {detail}"))
+            })?;
+        }
+        for (uri, kind) in uris
+            .iter()
+            .map(|u| (u, "uri"))
+            .chain(prefixes.iter().map(|p| (p, "prefix")))
+        {
+            self.audit.record(
+                events::RESOURCE_APPROVED,
+                Some(&verdict.audit_server()),
+                json!({kind: uri, "approval_key": verdict.approval_key, "scope": "user"}),
+            )?;
+        }
+        self.approvals
+            .approve_resources(&verdict.approval_key, uris, prefixes)
+    }
+
+    fn may_approve(
+        &self,
+        by_admin: &str,
+        items: impl Iterator<Item = String>,
+    ) -> Result<(), HostError> {
+        if self.user_may_approve() {
+            return Ok(());
+        }
+        let trust = self.trust();
+        let why = match trust.locked_by() {
+            Some(label) => format!("the admin bundle {label} is locked (deny-by-default)"),
+            None => format!(
+                "the posture is deny-by-default ({})",
+                trust.posture_reason()
+            ),
+        };
+        Err(HostError::PostureForbids {
+            detail: format!(
+                "{why}: {by_admin}; send these to your admin: {}",
+                items.collect::<Vec<_>>().join(", ")
+            ),
+        })
+    }
+
+    /// The gate's decision on a prompt, recorded before it takes effect.
+    pub fn authorize_prompt(
+        &self,
+        verdict: &Verdict,
+        gate: &ToolGate,
+        prompt: &str,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<Permit, HostError> {
+        let decided = gate.check(prompt);
+        let data = match &decided {
+            Ok(permit) => json!({
+                "decision": "allowed",
+                "prompt": prompt,
+                "scope": permit.scope().label(),
+                "pinned": permit.pinned(),
+            }),
+            Err(denial) => json!({
+                "decision": "denied",
+                "prompt": prompt,
+                "reason": denial.reason.as_str(),
+                "detail": denial.detail,
+            }),
+        };
+        self.record_decision(events::PROMPT_GET, verdict, data, caller)?;
+        decided.map_err(|denial| tool_denied(&verdict.server, denial))
+    }
+
+    /// The gate's decision on a resource URI (`action`: read, subscribe, complete), recorded
+    /// before it takes effect.
+    pub fn authorize_resource(
+        &self,
+        verdict: &Verdict,
+        gate: &ResourceGate,
+        uri: &str,
+        action: &'static str,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<ResourcePermit, HostError> {
+        let decided = gate.check(uri);
+        let data = match &decided {
+            Ok(permit) => json!({
+                "decision": "allowed",
+                "action": action,
+                "uri": uri,
+                "scope": permit.scope().label(),
+                "prefix": permit.prefix(),
+            }),
+            Err(denial) => json!({
+                "decision": "denied",
+                "action": action,
+                "uri": uri,
+                "reason": denial.reason.as_str(),
+                "detail": denial.detail,
+            }),
+        };
+        self.record_decision(events::RESOURCE_READ, verdict, data, caller)?;
+        decided.map_err(|denial| tool_denied(&verdict.server, denial))
+    }
+
+    fn record_decision(
+        &self,
+        event: &str,
+        verdict: &Verdict,
+        mut data: Value,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<u64, HostError> {
+        data["admission"] = json!(verdict.status.as_str());
+        data["name"] = json!(verdict.server);
+        if let Some(caller) = caller {
+            data["caller"] = json!(caller);
+        }
+        self.audit
+            .record(event, Some(&verdict.audit_server()), data)
+    }
+
     /// Users approve tools only in the warn posture (never under a locked bundle, whose
     /// posture wins).
     pub fn user_may_approve(&self) -> bool {
@@ -645,18 +930,31 @@ impl Gatekeeper {
         }
     }
 
-    /// Records pin mismatches found in a fresh tools/list.
+    /// Records pin mismatches found in a fresh tools/list (or prompts/list, by `kind`).
     pub fn record_mismatches(
         &self,
         verdict: &Verdict,
         mismatches: &[PinMismatch],
     ) -> Result<(), HostError> {
+        self.record_pin_mismatches(verdict, Kind::Tool, mismatches)
+    }
+
+    pub fn record_pin_mismatches(
+        &self,
+        verdict: &Verdict,
+        kind: Kind,
+        mismatches: &[PinMismatch],
+    ) -> Result<(), HostError> {
+        let (event, key) = match kind {
+            Kind::Tool => (events::TOOL_PIN_MISMATCH, "tool"),
+            Kind::Prompt => (events::PROMPT_PIN_MISMATCH, "prompt"),
+        };
         for m in mismatches {
             self.audit.record(
-                events::TOOL_PIN_MISMATCH,
+                event,
                 Some(&verdict.audit_server()),
                 json!({
-                    "tool": m.tool,
+                    key: m.tool,
                     "expected": m.expected,
                     "actual": m.actual,
                     "scope": m.scope.label(),

@@ -25,6 +25,7 @@ pub mod clients;
 pub mod config;
 pub mod connection;
 pub mod consent;
+pub mod content;
 pub mod demo;
 pub mod desk;
 pub mod era;

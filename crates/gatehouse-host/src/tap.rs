@@ -316,7 +316,8 @@ pub struct OutRequest {
     /// The JSON-RPC id, as sent.
     pub id: Value,
     pub method: String,
-    /// For `tools/call`: the tool's name.
+    /// What the request is about: the tool's name for `tools/call`, the prompt's name for
+    /// `prompts/get`, the URI for `resources/read`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// The host-side call it belongs to ([`InFlight::expect_call`]).
@@ -337,7 +338,8 @@ pub const MAX_IN_FLIGHT: usize = 1024;
 #[derive(Debug, Default)]
 pub struct InFlight {
     requests: Mutex<Vec<OutRequest>>,
-    expected: Mutex<VecDeque<(String, u64)>>,
+    /// (method, subject, host call) announced and not yet seen on the wire.
+    expected: Mutex<VecDeque<(&'static str, String, u64)>>,
     /// The last request sent for each host call, answered or not.
     last: Mutex<std::collections::HashMap<u64, OutRequest>>,
     /// The downstream client of each host call a gateway made.
@@ -347,10 +349,16 @@ pub struct InFlight {
 impl InFlight {
     /// The next `tools/call` of `tool` sent belongs to host call `call`.
     pub fn expect_call(&self, tool: &str, call: u64) {
+        self.expect_request("tools/call", tool, call);
+    }
+
+    /// The next `method` request about `subject` (a tool or prompt name, a resource URI)
+    /// sent belongs to host call `call`.
+    pub fn expect_request(&self, method: &'static str, subject: &str, call: u64) {
         self.expected
             .lock()
             .expect("in-flight poisoned")
-            .push_back((tool.to_string(), call));
+            .push_back((method, subject.to_string(), call));
     }
 
     /// Host call `call` was made for a downstream client (the gateway); forgotten with the
@@ -382,7 +390,7 @@ impl InFlight {
         self.expected
             .lock()
             .expect("in-flight poisoned")
-            .retain(|(_, c)| *c != call);
+            .retain(|(_, _, c)| *c != call);
         self.last.lock().expect("in-flight poisoned").remove(&call);
         self.requests
             .lock()
@@ -408,18 +416,25 @@ impl InFlight {
         ) else {
             return;
         };
-        let tool = (method == "tools/call")
+        let subject = match method {
+            "tools/call" | "prompts/get" => "/params/name",
+            "resources/read" => "/params/uri",
+            _ => "",
+        };
+        let tool = (!subject.is_empty())
             .then(|| {
                 message
-                    .pointer("/params/name")
+                    .pointer(subject)
                     .and_then(Value::as_str)
                     .map(str::to_string)
             })
             .flatten();
         let call = tool.as_ref().and_then(|tool| {
             let mut expected = self.expected.lock().expect("in-flight poisoned");
-            let position = expected.iter().position(|(t, _)| t == tool)?;
-            expected.remove(position).map(|(_, call)| call)
+            let position = expected
+                .iter()
+                .position(|(m, t, _)| *m == method && t == tool)?;
+            expected.remove(position).map(|(_, _, call)| call)
         });
         let request = OutRequest {
             id: id.clone(),

@@ -155,7 +155,7 @@ pub fn password_schema() -> Value {
     })
 }
 
-fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ErrorData> {
+pub(super) fn form(message: &str, schema: Value) -> Result<ElicitRequestParams, ErrorData> {
     let requested_schema: ElicitationSchema = serde_json::from_value(schema).map_err(|error| {
         ErrorData::internal_error(format!("invalid form schema: {error}"), None)
     })?;
@@ -179,7 +179,7 @@ fn connect_message(service: &str) -> String {
     format!("Connect your {service} account to the Gatehouse demo server")
 }
 
-fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+pub(super) fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, InputRequest, InputRequests,
-    InputResponses, JsonObject,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, InputRequest, InputRequests, InputResponses, JsonObject,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
 };
 use rmcp::service::ServiceError;
 use tokio::sync::broadcast;
@@ -85,6 +86,88 @@ impl ToolOutcome {
     }
 }
 
+/// One request the host drives to its end, round by round: a tool call, a prompt or a
+/// resource read. All three have the same 2026-07-28 input rounds and 2025-11-25 URL
+/// retries; only the request and its result differ. Built from a permit's subject only.
+#[derive(Debug, Clone)]
+pub(crate) enum Ask {
+    Tool(CallToolRequestParams),
+    Prompt(GetPromptRequestParams),
+    Read(ReadResourceRequestParams),
+}
+
+/// The final result of an [`Ask`].
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    Tool(CallToolResult),
+    Prompt(GetPromptResult),
+    Read(ReadResourceResult),
+}
+
+impl Ask {
+    fn method(&self) -> &'static str {
+        match self {
+            Ask::Tool(_) => "tools/call",
+            Ask::Prompt(_) => "prompts/get",
+            Ask::Read(_) => "resources/read",
+        }
+    }
+
+    /// The tool or prompt name, or the URI: what the request is about, as the gate saw it.
+    pub(crate) fn subject(&self) -> &str {
+        match self {
+            Ask::Tool(params) => &params.name,
+            Ask::Prompt(params) => &params.name,
+            Ask::Read(params) => &params.uri,
+        }
+    }
+
+    pub(crate) fn what(&self) -> String {
+        format!("{} {:?}", self.method(), self.subject())
+    }
+
+    fn answer_with(&mut self, responses: InputResponses, state: Option<String>) {
+        match self {
+            Ask::Tool(params) => {
+                params.input_responses = Some(responses);
+                params.request_state = state;
+            }
+            Ask::Prompt(params) => {
+                params.input_responses = Some(responses);
+                params.request_state = state;
+            }
+            Ask::Read(params) => {
+                params.input_responses = Some(responses);
+                params.request_state = state;
+            }
+        }
+    }
+}
+
+impl Answer {
+    fn is_error(&self) -> bool {
+        matches!(self, Answer::Tool(result) if result.is_error == Some(true))
+    }
+
+    /// What the answer says, briefly, for the cards of the elicitations it caused.
+    fn summary(&self) -> String {
+        match self {
+            Answer::Tool(result) => result_text(result),
+            Answer::Prompt(result) => format!("a prompt of {} message(s)", result.messages.len()),
+            Answer::Read(result) => format!("{} content item(s)", result.contents.len()),
+        }
+    }
+}
+
+/// One round of an [`Ask`].
+enum Step {
+    Complete(Answer),
+    InputRequired {
+        requests: InputRequests,
+        request_state: Option<String>,
+    },
+}
+
 impl Connection {
     /// The gate's decision for a call to `name`, recorded in the audit log before it takes
     /// effect. The tool list is fetched first if it never was (or changed), so pins are
@@ -137,34 +220,64 @@ impl Connection {
         options: &CallOptions,
     ) -> (Result<ToolOutcome, HostError>, Vec<ElicitationRecord>) {
         let mut step_ups = 0;
-        loop {
+        let (outcome, records) = loop {
             self.clear_challenge();
-            let (outcome, records) = self
-                .call_tool_attempt(name, arguments.clone(), options)
-                .await;
-            match &outcome {
-                Err(HostError::Transport { .. }) if step_ups < crate::auth::MAX_STEP_UPS => {
-                    match self.reauthorize().await {
-                        Ok(true) => step_ups += 1,
-                        Ok(false) => return (outcome, records),
-                        Err(e) => return (Err(e), records),
-                    }
+            let (outcome, records) = match self.authorize(name, options.caller.as_ref()).await {
+                Ok(permit) => {
+                    let mut params = CallToolRequestParams::new(permit.tool().to_string());
+                    params.arguments = arguments.clone();
+                    self.attempt(Ask::Tool(params), options).await
                 }
-                _ => return (outcome, records),
+                Err(error) => (Err(error), Vec::new()),
+            };
+            match self.step_up_after(&outcome, &mut step_ups).await {
+                Ok(true) => continue,
+                Ok(false) => break (outcome, records),
+                Err(error) => break (Err(error), records),
             }
+        };
+        let outcome = outcome.map(|(answer, rounds, elicitations)| match answer {
+            Answer::Tool(result) => Ok(ToolOutcome {
+                result,
+                rounds,
+                elicitations,
+            }),
+            _ => Err(self.protocol(&format!("tools/call {name:?}"), "unexpected result kind")),
+        });
+        (outcome.and_then(|o| o), records)
+    }
+
+    /// After an attempt: whether to make it again because a step-up sign-in (or a new one)
+    /// succeeded after the server answered 401/403, at most [`crate::auth::MAX_STEP_UPS`]
+    /// times per request. The caller asks the gate again for every attempt.
+    pub(crate) async fn step_up_after<T>(
+        &self,
+        outcome: &Result<T, HostError>,
+        step_ups: &mut u32,
+    ) -> Result<bool, HostError> {
+        match outcome {
+            Err(HostError::Transport { .. }) if *step_ups < crate::auth::MAX_STEP_UPS => {
+                let again = self.reauthorize().await?;
+                if again {
+                    *step_ups += 1;
+                }
+                Ok(again)
+            }
+            _ => Ok(false),
         }
     }
 
-    async fn call_tool_attempt(
+    /// Drives one request the gate allowed to its end inside the broker session (so its
+    /// elicitations are tied to it, receipted and shown on cards): the answer, the rounds it
+    /// took and its elicitations; on failure, the elicitations it caused.
+    pub(crate) async fn attempt(
         &self,
-        name: &str,
-        arguments: Option<JsonObject>,
+        ask: Ask,
         options: &CallOptions,
-    ) -> (Result<ToolOutcome, HostError>, Vec<ElicitationRecord>) {
-        let permit = match self.authorize(name, options.caller.as_ref()).await {
-            Ok(permit) => permit,
-            Err(error) => return (Err(error), Vec::new()),
-        };
+    ) -> (
+        Result<(Answer, usize, Vec<ElicitationRecord>), HostError>,
+        Vec<ElicitationRecord>,
+    ) {
         let call = self.session.as_ref().map(|s| {
             let call = s.begin_call();
             if let Some(caller) = &options.caller {
@@ -174,8 +287,9 @@ impl Connection {
         });
         let Some((session, call)) = call else {
             let outcome = self
-                .drive_call(&permit, name, arguments, options, None)
-                .await;
+                .drive(ask, options, None)
+                .await
+                .map(|(answer, rounds)| (answer, rounds, Vec::new()));
             return (outcome, Vec::new());
         };
         let _forget = session.forget_on_drop(call);
@@ -191,14 +305,15 @@ impl Connection {
             ..options.clone()
         };
         let why = Mutex::new(None);
+        let what = ask.what();
         let mut progress_events = options.progress.as_ref().map(|_| self.events.subscribe());
         let outcome = tokio::select! {
             biased;
-            outcome = self.drive_call(&permit, name, arguments, &options, Some(call)) => outcome,
-            never = self.watch_urls_in_call(&session, call, name, &cancel, &why) => match never {},
+            outcome = self.drive(ask, &options, Some(call)) => outcome,
+            never = self.watch_urls_in_call(&session, call, &what, &cancel, &why) => match never {},
             never = self.pass_progress(&session, call, progress_events.as_mut(), options.progress.as_ref()) => match never {},
         };
-        // Progress reported before the result (drive_call waited for it) is still queued.
+        // Progress reported before the result (drive waited for it) is still queued.
         if let (Some(events), Some(to)) = (progress_events.as_mut(), options.progress.as_ref()) {
             while let Ok(event) = events.try_recv() {
                 self.progress_of_call(&session, call, &event, to);
@@ -223,52 +338,41 @@ impl Connection {
         }
         let mut records = session.end_call(call);
         match &outcome {
-            Ok(o) => session.broker().attach_result(
+            Ok((answer, _)) => session.broker().attach_result(
                 &session,
                 &mut records,
-                o.is_error(),
-                &result_text(&o.result),
+                answer.is_error(),
+                &answer.summary(),
             ),
             Err(error) => session.broker().close_prompts(&records, &error.to_string()),
         }
         match outcome {
-            Ok(mut o) => {
-                o.elicitations = records;
-                (Ok(o), Vec::new())
-            }
+            Ok((answer, rounds)) => (Ok((answer, rounds, records)), Vec::new()),
             Err(error) => (Err(error), records),
         }
     }
 
-    async fn drive_call(
+    async fn drive(
         &self,
-        permit: &Permit,
-        name: &str,
-        arguments: Option<JsonObject>,
+        mut ask: Ask,
         options: &CallOptions,
         call: Option<u64>,
-    ) -> Result<ToolOutcome, HostError> {
-        let mut params = CallToolRequestParams::new(name.to_string());
-        params.arguments = arguments;
-        let what = format!("tools/call {name:?}");
+    ) -> Result<(Answer, usize), HostError> {
+        let what = ask.what();
         let mut url_retries = 0;
         let mut completed_urls: Vec<String> = Vec::new();
         // 2026-07-28: URLs the user already consented to in this call → their prompt.
         let mut consented: std::collections::HashMap<String, u64> = Default::default();
         for round in 1..=MAX_INPUT_ROUNDS {
             if let (Some(session), Some(call)) = (&self.session, call) {
-                session.inflight().expect_call(name, call);
+                session
+                    .inflight()
+                    .expect_request(ask.method(), ask.subject(), call);
             }
-            let answer = self.call_round_raw(permit, params.clone(), options).await;
+            let answer = self.round_raw(ask.clone(), options).await;
             match answer {
-                Ok(Round::Complete(result)) => {
-                    return Ok(ToolOutcome {
-                        result,
-                        rounds: round,
-                        elicitations: Vec::new(),
-                    });
-                }
-                Ok(Round::InputRequired {
+                Ok(Step::Complete(answer)) => return Ok((answer, round)),
+                Ok(Step::InputRequired {
                     requests,
                     request_state,
                 }) => {
@@ -295,8 +399,7 @@ impl Connection {
                             other => return Err(self.wait_failed(&what, other)),
                         }
                     }
-                    params.input_responses = Some(responses);
-                    params.request_state = request_state;
+                    ask.answer_with(responses, request_state);
                 }
                 Err(RoundError::UrlRequired(data)) => {
                     let (Some(session), Some(call)) = (&self.session, call) else {
@@ -400,11 +503,10 @@ impl Connection {
         &self,
         session: &Arc<Session>,
         call: u64,
-        name: &str,
+        what: &str,
         cancel: &CancellationToken,
         why: &Mutex<Option<HostError>>,
     ) -> std::convert::Infallible {
-        let what = format!("tools/call {name:?}");
         let mut seen = Vec::new();
         loop {
             let record = session.next_url_in_call(call, &seen).await;
@@ -424,7 +526,7 @@ impl Connection {
                     // Cancelled, or no completion within the time a person has: the call
                     // is cancelled (notifications/cancelled), the card closed with why.
                     outcome @ (WaitOutcome::Cancelled | WaitOutcome::TimedOut) => {
-                        *why.lock().expect("why poisoned") = Some(self.wait_failed(&what, outcome));
+                        *why.lock().expect("why poisoned") = Some(self.wait_failed(what, outcome));
                         cancel.cancel();
                         return std::future::pending().await;
                     }
@@ -570,13 +672,71 @@ impl Connection {
                 ),
             }));
         }
-        let what = format!("tools/call {:?}", params.name);
-        let response = match self
-            .await_request(&what, options, self.service.peer().call_tool_once(params))
-            .await
-            .map_err(RoundError::Host)?
-        {
-            Ok(response) => response,
+        match self.round_raw(Ask::Tool(params), options).await? {
+            Step::Complete(Answer::Tool(result)) => Ok(Round::Complete(result)),
+            Step::InputRequired {
+                requests,
+                request_state,
+            } => Ok(Round::InputRequired {
+                requests,
+                request_state,
+            }),
+            Step::Complete(_) => Err(RoundError::Host(
+                self.protocol("tools/call", "unexpected result kind"),
+            )),
+        }
+    }
+
+    /// One request of an [`Ask`] (`call_tool_once`, `get_prompt_once`, `read_resource_once`):
+    /// rmcp never retries on its own; the driver decides what happens next.
+    async fn round_raw(&self, ask: Ask, options: &CallOptions) -> Result<Step, RoundError> {
+        let what = ask.what();
+        let peer = self.service.peer();
+        let sent = match ask {
+            Ask::Tool(params) => {
+                self.await_request(&what, options, async {
+                    peer.call_tool_once(params).await.map(|response| match response {
+                        CallToolResponse::Complete(result) => Ok(Step::Complete(Answer::Tool(result))),
+                        CallToolResponse::InputRequired(required) => Ok(Step::InputRequired {
+                            requests: required.input_requests.unwrap_or_default(),
+                            request_state: required.request_state,
+                        }),
+                        CallToolResponse::Task(_) => Err("the server answered with a task, but Gatehouse does not declare the tasks extension"),
+                        _ => Err("the server answered with an unknown result type"),
+                    })
+                })
+                .await
+            }
+            Ask::Prompt(params) => {
+                self.await_request(&what, options, async {
+                    peer.get_prompt_once(params).await.map(|response| match response {
+                        GetPromptResponse::Complete(result) => Ok(Step::Complete(Answer::Prompt(result))),
+                        GetPromptResponse::InputRequired(required) => Ok(Step::InputRequired {
+                            requests: required.input_requests.unwrap_or_default(),
+                            request_state: required.request_state,
+                        }),
+                        _ => Err("the server answered with an unknown result type"),
+                    })
+                })
+                .await
+            }
+            Ask::Read(params) => {
+                self.await_request(&what, options, async {
+                    peer.read_resource_once(params).await.map(|response| match response {
+                        ReadResourceResponse::Complete(result) => Ok(Step::Complete(Answer::Read(result))),
+                        ReadResourceResponse::InputRequired(required) => Ok(Step::InputRequired {
+                            requests: required.input_requests.unwrap_or_default(),
+                            request_state: required.request_state,
+                        }),
+                        _ => Err("the server answered with an unknown result type"),
+                    })
+                })
+                .await
+            }
+        };
+        let step = match sent.map_err(RoundError::Host)? {
+            Ok(Ok(step)) => step,
+            Ok(Err(why)) => return Err(RoundError::Host(self.protocol(&what, why))),
             Err(ServiceError::McpError(data))
                 if data.code.0 == URL_ELICITATION_REQUIRED && self.era == Era::V2025_11_25 =>
             {
@@ -584,25 +744,12 @@ impl Connection {
             }
             Err(error) => return Err(RoundError::Host(self.service_error(error, &what))),
         };
-        match response {
-            CallToolResponse::Complete(result) => {
-                // Progress that arrived before the result is reported before it; bounded, so a
-                // handler that never runs cannot hold the result back.
-                let _ = tokio::time::timeout(Duration::from_secs(2), self.progress.settle()).await;
-                Ok(Round::Complete(result))
-            }
-            CallToolResponse::InputRequired(required) => Ok(Round::InputRequired {
-                requests: required.input_requests.unwrap_or_default(),
-                request_state: required.request_state,
-            }),
-            CallToolResponse::Task(_) => Err(RoundError::Host(self.protocol(
-                &what,
-                "the server answered with a task, but Gatehouse does not declare the tasks extension",
-            ))),
-            _ => Err(RoundError::Host(
-                self.protocol(&what, "the server answered with an unknown result type"),
-            )),
+        if matches!(step, Step::Complete(_)) {
+            // Progress that arrived before the result is reported before it; bounded, so a
+            // handler that never runs cannot hold the result back.
+            let _ = tokio::time::timeout(Duration::from_secs(2), self.progress.settle()).await;
         }
+        Ok(step)
     }
 
     /// Answers the input requests of one `input_required` round: through the broker when there

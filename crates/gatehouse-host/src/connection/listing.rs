@@ -157,54 +157,13 @@ impl Connection {
         Ok(pins)
     }
 
-    /// Every resource, across all pages.
-    pub async fn resources(&self) -> Result<Vec<rmcp::model::Resource>, HostError> {
-        let peer = self.service.peer();
-        self.list_pages("resources/list", |cursor| async move {
-            peer.list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                .await
-                .map(|page| (page.resources, page.next_cursor))
-        })
-        .await
-    }
-
-    pub async fn read_resource(
-        &self,
-        uri: &str,
-    ) -> Result<rmcp::model::ReadResourceResult, HostError> {
-        let params = rmcp::model::ReadResourceRequestParams::new(uri.to_string());
-        self.guarded(
-            &format!("resources/read {uri:?}"),
-            &CallOptions::default(),
-            self.service.peer().read_resource(params),
-        )
-        .await
-    }
-
-    /// Every prompt, across all pages.
-    pub async fn prompts(&self) -> Result<Vec<rmcp::model::Prompt>, HostError> {
-        let peer = self.service.peer();
-        self.list_pages("prompts/list", |cursor| async move {
-            peer.list_prompts(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                .await
-                .map(|page| (page.prompts, page.next_cursor))
-        })
-        .await
-    }
-
-    pub async fn get_prompt(&self, name: &str) -> Result<rmcp::model::GetPromptResult, HostError> {
-        let params = rmcp::model::GetPromptRequestParams::new(name.to_string());
-        self.guarded(
-            &format!("prompts/get {name:?}"),
-            &CallOptions::default(),
-            self.service.peer().get_prompt(params),
-        )
-        .await
-    }
-
     /// Every page of a listing, bounded: a server that repeats a cursor, sends one too long, or
     /// never stops ends the listing with an error, and nothing half-listed is returned as whole.
-    async fn list_pages<T, F, Fut>(&self, what: &str, mut page: F) -> Result<Vec<T>, HostError>
+    pub(super) async fn list_pages<T, F, Fut>(
+        &self,
+        what: &str,
+        mut page: F,
+    ) -> Result<Vec<T>, HostError>
     where
         F: FnMut(Option<String>) -> Fut,
         Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,

@@ -6,6 +6,7 @@
 //! request and error helpers the others share.
 
 mod call;
+mod context;
 mod launch;
 mod listing;
 
@@ -39,6 +40,11 @@ use crate::{Era, EraPreference, HostError};
 pub use call::{
     CallOptions, CallProgress, MAX_INPUT_ROUNDS, MAX_URL_RETRIES, Round, ToolOutcome,
     URL_ELICITATION_REQUIRED, result_text,
+};
+pub(crate) use context::Subscribed;
+pub use context::{
+    CompletionTarget, GatedPrompt, GatedResource, GatedTemplate, MAX_COMPLETION_CHARS,
+    MAX_COMPLETION_VALUES, MAX_SUBSCRIPTIONS, PromptOutcome, ResourceOutcome,
 };
 pub use launch::{BOUND_SERVER_CWD, log_file_name};
 pub use listing::{GatedTool, MAX_CURSOR_BYTES, MAX_LIST_ITEMS, MAX_LIST_PAGES};
@@ -131,6 +137,13 @@ pub struct Connection {
     session: Option<Arc<Session>>,
     /// The closed allow-list and the definitions last listed; checked before every call.
     tool_gate: Mutex<ToolGate>,
+    /// The prompt allow-list and the prompt definitions last listed.
+    prompt_gate: Mutex<ToolGate>,
+    /// The resource allow-list (exact URIs and prefixes).
+    resource_gate: Mutex<gatehouse_attest::resources::ResourceGate>,
+    /// Resources subscribed to: URI → the 2026-07-28 listen stream's task (none in
+    /// 2025-11-25, where updates arrive as notifications the client handler filters by URI).
+    subscribed: context::Subscribed,
     /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
     /// flood the audit log.
     mismatches_seen: Mutex<std::collections::HashSet<(String, String)>>,
@@ -234,6 +247,7 @@ impl Connection {
             tap.redact(name, value.expose());
         }
         let tools_stale = Arc::new(AtomicBool::new(false));
+        let subscribed: context::Subscribed = Default::default();
         let wire = Wire {
             tap,
             era: Arc::new(EraCell::default()),
@@ -248,7 +262,8 @@ impl Connection {
                 events.clone(),
                 tools_stale.clone(),
                 wire.progress.clone(),
-            );
+            )
+            .with_subscriptions(subscribed.clone());
             if options.broker.is_some() {
                 handler.with_pending_session(session_rx.clone())
             } else {
@@ -386,6 +401,12 @@ impl Connection {
             });
         }
         let tool_gate = Mutex::new(ToolGate::new(gatekeeper.allow_list(&verdict)));
+        let prompt_gate = Mutex::new(ToolGate::for_prompts(
+            gatekeeper.prompt_allow_list(&verdict),
+        ));
+        let resource_gate = Mutex::new(gatehouse_attest::resources::ResourceGate::new(
+            gatekeeper.resource_allow_list(&verdict),
+        ));
         Ok(Connection {
             server: server.to_string(),
             spec: spec.clone(),
@@ -403,6 +424,9 @@ impl Connection {
             verdict,
             session,
             tool_gate,
+            prompt_gate,
+            resource_gate,
+            subscribed,
             mismatches_seen: Mutex::new(Default::default()),
             oauth,
         })

@@ -7,6 +7,7 @@
 //! Decisions never arrive here as events: a consent UI answers through its own typed calls.
 
 mod auth;
+pub mod context;
 pub mod downstream;
 
 pub use auth::SignInRow;
@@ -76,6 +77,10 @@ pub struct ApiError {
     /// config, the machine or the network failing: the CLI exits 1 for these, 2 otherwise.
     #[serde(skip)]
     pub refusal: bool,
+    /// The JSON-RPC error code the server answered with, when the server (not Gatehouse)
+    /// refused: the gateway passes it on unchanged.
+    #[serde(skip)]
+    pub server_code: Option<i32>,
 }
 
 impl ApiError {
@@ -84,6 +89,7 @@ impl ApiError {
             code,
             message: message.into(),
             refusal: false,
+            server_code: None,
         }
     }
 
@@ -97,8 +103,13 @@ impl ApiError {
 
 impl From<HostError> for ApiError {
     fn from(error: HostError) -> Self {
+        let server_code = match &error {
+            HostError::ServerError { code, .. } => Some(*code),
+            _ => None,
+        };
         ApiError {
             refusal: error.is_refusal(),
+            server_code,
             ..ApiError::new(error.code(), error.to_string())
         }
     }

@@ -1,0 +1,730 @@
+//! Resources and prompts: `resources`, `read`, `prompts`, `prompt`, `complete` and
+//! `subscribe`. Like `tools` and `call`, each is a thin call into gatehouse-host plus printing:
+//! the gate decides (and audits) before anything is sent, and what comes back was checked by
+//! the host ([`gatehouse_host::content`]) before it is printed. Server text is printed through
+//! [`output::safe`]; images and binary data are described, never written to the terminal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use gatehouse_attest::gate::ToolStatus;
+use gatehouse_attest::resources::ResourceStatus;
+use gatehouse_host::connection::CompletionTarget;
+use gatehouse_host::content::{ContentView, Display};
+use gatehouse_host::{CallOptions, HostError, HostEvent};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::cli::{
+    Adhoc, CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, ReadArgs, ResourcesAction,
+    ResourcesArgs, SubscribeArgs, Target,
+};
+use crate::commands::{
+    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, terminal_consent,
+};
+use crate::output;
+
+fn call_options() -> CallOptions {
+    CallOptions {
+        cancel: Some(ctrl_c_token()),
+        ..CallOptions::default()
+    }
+}
+
+// ---- Parsing ----------------------------------------------------------------------------
+
+/// A JSON object given on the command line (`flag` names it in the error).
+fn json_object(
+    raw: Option<&str>,
+    flag: &str,
+    example: &str,
+) -> Result<Option<serde_json::Map<String, Value>>, Failure> {
+    let Some(raw) = raw else { return Ok(None) };
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(other) => Err(Failure::usage(format!(
+            "{flag} must be a JSON object like '{example}', not {}",
+            output::json_kind(&other)
+        ))),
+        Err(e) => Err(Failure::usage(format!("{flag} is not valid JSON: {e}"))),
+    }
+}
+
+/// `--var NAME=VALUE` values (NAME not empty; VALUE may contain `=` and may be empty).
+fn template_values(raw: &[String]) -> Result<BTreeMap<String, String>, Failure> {
+    let mut values = BTreeMap::new();
+    for pair in raw {
+        let Some((name, value)) = pair.split_once('=').filter(|(name, _)| !name.is_empty()) else {
+            return Err(Failure::usage(format!(
+                "--var {pair:?}: expected NAME=VALUE, e.g. --var name=ideas"
+            )));
+        };
+        if values.insert(name.to_string(), value.to_string()).is_some() {
+            return Err(Failure::usage(format!("--var {name:?} is given twice")));
+        }
+    }
+    Ok(values)
+}
+
+/// `SERVER WORD`, or `WORD` with --stdio / --url; `what` names WORD in errors.
+fn server_and<'a>(
+    command: &str,
+    what: &str,
+    words: &'a [String],
+    adhoc: &Adhoc,
+) -> Result<(Option<&'a str>, &'a str), Failure> {
+    match (words, adhoc.given()) {
+        ([word], true) => Ok((None, word)),
+        ([server, word], false) => Ok((Some(server), word)),
+        ([_], false) => Err(Failure::usage(format!(
+            "{command} needs SERVER {what} (or {what} with --stdio / --url)"
+        ))),
+        (_, true) => Err(Failure::usage(format!(
+            "with --stdio or --url, give only the {what}"
+        ))),
+        _ => Err(Failure::usage(format!("{command} needs SERVER {what}"))),
+    }
+}
+
+/// A refusal as one JSON document with what the command was about, as `call` prints it.
+fn json_error(mut document: Value, failure: &Failure, notes: &[String]) -> u8 {
+    document["error"] = json!({"code": failure.code, "message": failure.message});
+    document["elicitations"] = json!([]);
+    document["answers_notes"] = json!(notes);
+    output::print_json(&document);
+    failure.exit
+}
+
+// ---- resources ----------------------------------------------------------------------------
+
+pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Failure> {
+    if let Some(ResourcesAction::Approve {
+        target,
+        uris,
+        prefixes,
+    }) = &args.action
+    {
+        return approve_resources(context, target, uris, prefixes).await;
+    }
+    let target = &args.target;
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    let listed = connection.gated_resources().await;
+    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
+    let headline = connection.verdict().headline();
+    drop(connection);
+    host.shutdown().await;
+    let (resources, templates) = listed?;
+    let (mut allowed, mut allowed_templates, mut hidden) = (Vec::new(), Vec::new(), Vec::new());
+    for gated in resources {
+        match gated.status {
+            ResourceStatus::Allowed => allowed.push(gated.resource),
+            ResourceStatus::Hidden(reason) => {
+                hidden.push((gated.resource.uri, gated.resource.name, false, reason))
+            }
+        }
+    }
+    for gated in templates {
+        match gated.status {
+            ResourceStatus::Allowed => allowed_templates.push(gated.template),
+            ResourceStatus::Hidden(reason) => hidden.push((
+                gated.template.uri_template,
+                gated.template.name,
+                true,
+                reason,
+            )),
+        }
+    }
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "admission": verdict,
+            "resources": allowed,
+            "templates": allowed_templates,
+            "hidden": hidden.iter().map(|(uri, name, template, reason)| {
+                let key = if *template { "uriTemplate" } else { "uri" };
+                json!({key: uri, "name": name, "reason": reason.as_str()})
+            }).collect::<Vec<_>>(),
+        }));
+    } else {
+        println!("{name}: {}", output::safe(&headline));
+        output::print_resources(&allowed, &allowed_templates);
+        output::print_hidden_resources(&hidden);
+    }
+    Ok(0)
+}
+
+async fn approve_resources(
+    context: &Context,
+    target: &Target,
+    uris: &[String],
+    prefixes: &[String],
+) -> Result<u8, Failure> {
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    let approved = connection.approve_resource_entries(uris, prefixes);
+    drop(connection);
+    host.shutdown().await;
+    approved?;
+    if context.json {
+        output::print_json(&json!({"server": name, "approved": uris, "prefixes": prefixes}));
+    } else {
+        for uri in uris {
+            println!("approved {}", output::safe_name(uri));
+        }
+        for prefix in prefixes {
+            println!("approved everything under {}", output::safe_name(prefix));
+        }
+    }
+    Ok(0)
+}
+
+// ---- read ---------------------------------------------------------------------------------
+
+/// What `read` reads: a URI, or a template and its values.
+enum ReadTarget {
+    Uri(String),
+    Template(String, BTreeMap<String, String>),
+}
+
+fn read_target(args: &ReadArgs) -> Result<(Option<&str>, ReadTarget), Failure> {
+    let adhoc = args.adhoc.given();
+    match (&args.template, args.words.as_slice()) {
+        (Some(template), words) => {
+            let server = match (words, adhoc) {
+                ([server], false) => Some(server.as_str()),
+                ([], true) => None,
+                ([], false) => {
+                    return Err(Failure::usage(
+                        "read --template needs a SERVER (or --stdio / --url)",
+                    ));
+                }
+                _ => {
+                    return Err(Failure::usage(
+                        "with --template, give only the SERVER (or --stdio / --url), not a URI",
+                    ));
+                }
+            };
+            let values = template_values(&args.vars)?;
+            Ok((server, ReadTarget::Template(template.clone(), values)))
+        }
+        (None, words) => {
+            if words.is_empty() {
+                return Err(Failure::usage(
+                    "read needs SERVER URI (or URI with --stdio / --url, or --template)",
+                ));
+            }
+            let (server, uri) = server_and("read", "URI", words, &args.adhoc)?;
+            Ok((server, ReadTarget::Uri(uri.to_string())))
+        }
+    }
+}
+
+/// The item `--out` saves: the first image or binary one, else the first text; its index
+/// and its bytes.
+fn payload(contents: &[ContentView]) -> Result<Option<(usize, Vec<u8>)>, Failure> {
+    let blob = contents
+        .iter()
+        .enumerate()
+        .find_map(|(index, c)| match &c.display {
+            Display::Image { base64, .. } | Display::Binary { base64, .. } => Some((index, base64)),
+            Display::Text { .. } => None,
+        });
+    if let Some((index, data)) = blob {
+        // The host checked it is strict base64; decoded again here for the bytes.
+        let bytes = gatehouse_host::content::decode(data).map_err(|fault| Failure {
+            code: fault.as_str(),
+            message: format!("the content {:?} is not valid base64", contents[index].uri),
+            exit: 1,
+        })?;
+        return Ok(Some((index, bytes)));
+    }
+    Ok(contents
+        .iter()
+        .enumerate()
+        .find_map(|(index, c)| match &c.display {
+            Display::Text { text } => Some((index, text.clone().into_bytes())),
+            _ => None,
+        }))
+}
+
+/// Writes `bytes` to `path` atomically: a new temporary file in the same directory, synced,
+/// then moved into place. Without `force` an existing `path` is never replaced (the move is
+/// a hard link, which fails if the name exists).
+fn save(path: &Path, bytes: &[u8], force: bool) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::new(ErrorKind::InvalidInput, "not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let mut attempt = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(
+            ".{name}.gatehouse-{}-{attempt}.tmp",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(file) => break (tmp, file),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let result = (|| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        if force {
+            std::fs::rename(&tmp, path)?;
+        } else {
+            match std::fs::hard_link(&tmp, path) {
+                Ok(()) => std::fs::remove_file(&tmp)?,
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => return Err(e),
+                // A file system without hard links: check, then rename.
+                Err(_) if std::fs::symlink_metadata(path).is_err() => std::fs::rename(&tmp, path)?,
+                Err(_) => return Err(Error::from(ErrorKind::AlreadyExists)),
+            }
+        }
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn exists_failure(path: &Path) -> Failure {
+    Failure::usage(format!(
+        "--out {} exists; use --force to replace it",
+        path.display()
+    ))
+}
+
+pub async fn read(context: &Context, args: &ReadArgs) -> Result<u8, Failure> {
+    let (server, what) = read_target(args)?;
+    // Refused before anything is asked of the server.
+    if let Some(out) = &args.out
+        && !args.force
+        && std::fs::symlink_metadata(out).is_ok()
+    {
+        return Err(exists_failure(out));
+    }
+    let consent = crate::consent::Consent::new(args.answers.as_deref())?;
+    let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
+    let log = EventLog::start(context, &host);
+    let connection = connect(context, &host, &name, &spec).await?;
+    let options = call_options();
+    let outcome = match &what {
+        ReadTarget::Uri(uri) => connection.read_resource(uri, &options).await,
+        ReadTarget::Template(template, values) => {
+            connection.read_template(template, values, &options).await
+        }
+    };
+    let _events = log.finish().await;
+    drop(connection);
+    host.shutdown().await;
+    let notes = consent.notes();
+    if !context.json {
+        for note in &notes {
+            eprintln!("gatehouse: answers file: {note}");
+        }
+    }
+    let (asked_uri, template) = match &what {
+        ReadTarget::Uri(uri) => (Some(uri.clone()), None),
+        ReadTarget::Template(template, values) => (
+            None,
+            Some(json!({"uriTemplate": template, "values": values})),
+        ),
+    };
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            let failure = Failure::from(error);
+            if context.json {
+                let mut document = json!({"server": name, "uri": asked_uri});
+                if let Some(template) = template {
+                    document["template"] = template;
+                }
+                return Ok(json_error(document, &failure, &notes));
+            }
+            return Err(failure);
+        }
+    };
+    let mut saved = None;
+    if let Some(out) = &args.out {
+        let Some((index, bytes)) = payload(&outcome.contents)? else {
+            return Err(Failure {
+                code: "nothing_to_save",
+                message: format!("{} returned no content to save", outcome.uri),
+                exit: 1,
+            });
+        };
+        save(out, &bytes, args.force).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                exists_failure(out)
+            } else {
+                Failure {
+                    code: "out_unwritable",
+                    message: format!("cannot write --out {}: {e}", out.display()),
+                    exit: 2,
+                }
+            }
+        })?;
+        saved = Some((index, out.clone(), bytes.len()));
+    }
+    if context.json {
+        let mut document = json!({
+            "server": name,
+            "uri": outcome.uri,
+            "rounds": outcome.rounds,
+            "contents": outcome.contents,
+            "elicitations": outcome.elicitations,
+            "answers_notes": notes,
+        });
+        if let Some(template) = template {
+            document["template"] = template;
+        }
+        if let Some((index, path, bytes)) = &saved {
+            document["saved"] = json!({
+                "path": path,
+                "bytes": bytes,
+                "uri": outcome.contents[*index].uri,
+            });
+        }
+        output::print_json(&document);
+    } else {
+        output::print_elicitations(&outcome.elicitations);
+        let saved = saved
+            .as_ref()
+            .map(|(index, path, _)| (*index, path.as_path()));
+        output::print_contents(&outcome.contents, saved);
+    }
+    Ok(0)
+}
+
+// ---- prompts ------------------------------------------------------------------------------
+
+pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failure> {
+    if let Some(PromptsAction::Pin { target, prompts }) = &args.action {
+        return pin_prompts(context, target, prompts).await;
+    }
+    let target = &args.target;
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    let prompts = connection.gated_prompts().await;
+    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
+    let headline = connection.verdict().headline();
+    drop(connection);
+    host.shutdown().await;
+    let prompts = prompts?;
+    let (mut allowed, mut hidden, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
+    for gated in prompts {
+        match gated.status {
+            ToolStatus::Allowed => allowed.push(gated.prompt),
+            ToolStatus::Hidden => hidden.push(gated.prompt),
+            ToolStatus::Blocked {
+                reason,
+                expected,
+                actual,
+            } => blocked.push((gated.prompt, reason, expected, actual)),
+        }
+    }
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "admission": verdict,
+            "prompts": allowed,
+            "hidden": hidden,
+            "blocked": blocked.iter().map(|(prompt, reason, expected, actual)| json!({
+                "prompt": prompt, "reason": reason.as_str(), "expected": expected, "actual": actual,
+            })).collect::<Vec<_>>(),
+        }));
+    } else {
+        println!("{name}: {}", output::safe(&headline));
+        output::print_prompts(&allowed);
+        output::print_gated_prompts(&hidden, &blocked);
+    }
+    Ok(0)
+}
+
+async fn pin_prompts(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    let pins = connection.approve_prompts(names).await;
+    drop(connection);
+    host.shutdown().await;
+    let pins = pins?;
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "approved": pins.iter().map(|(p, pin)| json!({"prompt": p, "pin": pin})).collect::<Vec<_>>(),
+        }));
+    } else {
+        for (prompt, pin) in &pins {
+            println!("approved {} ({pin})", output::safe_name(prompt));
+        }
+        if pins.is_empty() {
+            println!("{name} lists no prompts; nothing approved");
+        }
+    }
+    Ok(0)
+}
+
+// ---- prompt -------------------------------------------------------------------------------
+
+pub async fn prompt(context: &Context, args: &PromptArgs) -> Result<u8, Failure> {
+    let (server, prompt) = server_and("prompt", "NAME", &args.words, &args.adhoc)?;
+    let prompt = prompt.to_string();
+    let arguments = json_object(args.args.as_deref(), "--args", r#"{"topic": "mcp"}"#)?;
+    let consent = crate::consent::Consent::new(args.answers.as_deref())?;
+    let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
+    let log = EventLog::start(context, &host);
+    let connection = connect(context, &host, &name, &spec).await?;
+    let outcome = connection
+        .get_prompt(&prompt, arguments, &call_options())
+        .await;
+    let _events = log.finish().await;
+    drop(connection);
+    host.shutdown().await;
+    let notes = consent.notes();
+    if !context.json {
+        for note in &notes {
+            eprintln!("gatehouse: answers file: {note}");
+        }
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            let failure = Failure::from(error);
+            if context.json {
+                let document = json!({"server": name, "prompt": prompt});
+                return Ok(json_error(document, &failure, &notes));
+            }
+            return Err(failure);
+        }
+    };
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "prompt": prompt,
+            "rounds": outcome.rounds,
+            "description": outcome.result.description,
+            "messages": outcome.messages,
+            "elicitations": outcome.elicitations,
+            "answers_notes": notes,
+        }));
+    } else {
+        output::print_elicitations(&outcome.elicitations);
+        output::print_messages(&outcome.messages);
+    }
+    Ok(0)
+}
+
+// ---- complete -----------------------------------------------------------------------------
+
+pub async fn complete(context: &Context, args: &CompleteArgs) -> Result<u8, Failure> {
+    let target = match (&args.prompt, &args.template) {
+        (Some(prompt), None) => CompletionTarget::Prompt(prompt.clone()),
+        (None, Some(template)) => CompletionTarget::Template(template.clone()),
+        _ => {
+            return Err(Failure::usage(
+                "give exactly one of --prompt NAME or --template URI_TEMPLATE",
+            ));
+        }
+    };
+    let mut chosen = HashMap::new();
+    for (key, value) in json_object(args.context.as_deref(), "--context", r#"{"topic": "mcp"}"#)?
+        .unwrap_or_default()
+    {
+        match value {
+            Value::String(value) => {
+                chosen.insert(key, value);
+            }
+            other => {
+                return Err(Failure::usage(format!(
+                    "--context: the value of {key:?} must be a string, not {}",
+                    output::json_kind(&other)
+                )));
+            }
+        }
+    }
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        args.target.server.as_deref(),
+        &args.target.adhoc,
+    )?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    let completion = connection
+        .complete(&target, &args.argument, &args.value, &chosen)
+        .await;
+    drop(connection);
+    host.shutdown().await;
+    let completion = completion?;
+    if context.json {
+        output::print_json(&json!({
+            "values": completion.values,
+            "total": completion.total,
+            "hasMore": completion.has_more,
+        }));
+    } else {
+        for value in &completion.values {
+            println!("{}", output::safe_line(value));
+        }
+        if completion.has_more == Some(true) {
+            let total = completion
+                .total
+                .map(|t| format!(" ({t} in all)"))
+                .unwrap_or_default();
+            eprintln!("gatehouse: the server has more values{total}; type more of the value");
+        }
+    }
+    Ok(0)
+}
+
+// ---- subscribe ----------------------------------------------------------------------------
+
+/// How a subscription's wait ended.
+enum Waited {
+    Done,
+    TimedOut,
+    Interrupted,
+    Closed,
+}
+
+pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Failure> {
+    let (server, uri) = server_and("subscribe", "URI", &args.words, &args.adhoc)?;
+    let uri = uri.to_string();
+    if !(args.wait.is_finite() && args.wait > 0.0 && args.wait <= 86_400.0) {
+        return Err(Failure::usage(format!(
+            "--wait must be a number of seconds between 0 and 86400, not {}",
+            args.wait
+        )));
+    }
+    let wait = Duration::from_secs_f64(args.wait);
+    let (host, name, spec) = host_with_target(context, terminal_consent(), server, &args.adhoc)?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    // Listening before subscribing, so an update right after the answer is not missed.
+    let mut events = host.subscribe();
+    if let Err(error) = connection.subscribe_resource(&uri).await {
+        drop(connection);
+        host.shutdown().await;
+        return Err(error.into());
+    }
+    if !context.json {
+        eprintln!(
+            "subscribed to {} on {name}; waiting up to {}s for {} update(s) (Ctrl-C to stop)",
+            output::safe_line(&uri),
+            args.wait,
+            args.count
+        );
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    let interrupted = ctrl_c_token();
+    let mut updates = 0u64;
+    let waited = loop {
+        if updates >= args.count {
+            break Waited::Done;
+        }
+        let event = tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => break Waited::TimedOut,
+            _ = interrupted.cancelled() => break Waited::Interrupted,
+            event = events.recv() => event,
+        };
+        match event {
+            Ok(HostEvent::ResourceUpdated {
+                server: from,
+                uri: updated,
+            }) if from == name && updated == uri => {
+                updates += 1;
+                if !context.json {
+                    println!(
+                        "updated {} ({updates}/{})",
+                        output::safe_line(&updated),
+                        args.count
+                    );
+                }
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => break Waited::Closed,
+        }
+    };
+    let unsubscribed = connection.unsubscribe_resource(&uri).await;
+    drop(connection);
+    host.shutdown().await;
+    let failure = match waited {
+        Waited::Done => None,
+        Waited::TimedOut => Some(Failure {
+            code: "timeout",
+            message: format!(
+                "{updates} of {} update(s) of {uri:?} arrived within {}s (--wait); unsubscribed",
+                args.count, args.wait
+            ),
+            exit: 2,
+        }),
+        Waited::Interrupted => Some(Failure::from(HostError::Cancelled {
+            server: name.clone(),
+            what: format!("the subscription to {uri:?}"),
+        })),
+        Waited::Closed => Some(Failure {
+            code: "transport_failed",
+            message: format!("the connection to {name} ended while waiting for updates"),
+            exit: 2,
+        }),
+    };
+    if let (None, Err(error)) = (&failure, unsubscribed)
+        && !context.json
+    {
+        eprintln!(
+            "gatehouse: warning: unsubscribing from {} failed: {error}",
+            output::safe_line(&uri)
+        );
+    }
+    if context.json {
+        let mut document = json!({"server": name, "uri": uri, "updates": updates});
+        if let Some(failure) = &failure {
+            document["error"] = json!({"code": failure.code, "message": failure.message});
+            output::print_json(&document);
+            return Ok(failure.exit);
+        }
+        output::print_json(&document);
+        return Ok(0);
+    }
+    match failure {
+        Some(failure) => Err(failure),
+        None => Ok(0),
+    }
+}
