@@ -25,6 +25,9 @@ names=(
   prompt-from-ai-client
   clients
   sign-in
+  resources-list
+  resources-guide
+  prompts
 )
 
 from=target/e2e-screenshots

@@ -1,14 +1,17 @@
 //! The window's commands: each is one call into the desk. Arguments arrive typed (serde
 //! refuses anything else) and errors go back as `{code, message}`.
 
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_host::TrafficEntry;
 use gatehouse_host::consent::WaitChoice;
 use gatehouse_host::desk::FieldError;
 use gatehouse_host::desk::{
-    AuditVerdict, CallOutcome, Desk, DeskError, ImportOutcome, NewServer, PromptCard, ServerDetail,
-    ServerRow, ServerSignIn, Settings, SignInCards, SignInReply, SignInRow, WindowAnswer,
+    AuditVerdict, CallOutcome, CompletionTarget, Desk, DeskError, ImportOutcome, NewServer,
+    PromptCard, PromptGroups, PromptView, ResourceGroups, ServerDetail, ServerRow, ServerSignIn,
+    Settings, ShelvedRead, SignInCards, SignInReply, SignInRow, WindowAnswer,
 };
 use gatehouse_host::host::downstream::ClientRow;
 use serde_json::{Map, Value};
@@ -60,6 +63,111 @@ async fn tool_call(
     arguments: Map<String, Value>,
 ) -> Answer<CallOutcome> {
     desk.call_tool(&server, &tool, arguments).await
+}
+
+/// The server's prompts as the gate sees them: allowed, hidden, blocked (with reasons).
+#[tauri::command]
+async fn server_prompts(desk: DeskState<'_>, server: String) -> Answer<PromptGroups> {
+    desk.list_prompts(&server).await
+}
+
+/// The server's resources and templates as the gate sees them, and the subscriptions.
+#[tauri::command]
+async fn server_resources(desk: DeskState<'_>, server: String) -> Answer<ResourceGroups> {
+    desk.list_resources(&server).await
+}
+
+/// Reads `uri`, or `template` expanded with `values` (exactly one of the two), through the
+/// gate; the result is kept for `resource_save` under its `readId`.
+#[tauri::command]
+async fn resource_read(
+    desk: DeskState<'_>,
+    server: String,
+    uri: Option<String>,
+    template: Option<String>,
+    values: Option<BTreeMap<String, String>>,
+) -> Answer<ShelvedRead> {
+    desk.read(&server, uri, template, values).await
+}
+
+/// Gets a prompt through the gate; MCP prompt arguments are strings, so only strings pass.
+#[tauri::command]
+async fn prompt_get(
+    desk: DeskState<'_>,
+    server: String,
+    name: String,
+    arguments: Option<BTreeMap<String, String>>,
+) -> Answer<PromptView> {
+    let arguments: Map<String, Value> = arguments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| (key, Value::String(value)))
+        .collect();
+    desk.get_prompt(&server, &name, arguments).await
+}
+
+/// What an argument completion is for: `{"prompt": NAME}` or `{"template": URI_TEMPLATE}`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum CompleteFor {
+    Prompt(String),
+    Template(String),
+}
+
+/// Completion values for an argument of an allowed prompt or template.
+#[tauri::command]
+async fn argument_complete(
+    desk: DeskState<'_>,
+    server: String,
+    target: CompleteFor,
+    argument: String,
+    value: String,
+    context: Option<HashMap<String, String>>,
+) -> Answer<Vec<String>> {
+    let target = match target {
+        CompleteFor::Prompt(name) => CompletionTarget::Prompt(name),
+        CompleteFor::Template(uri_template) => CompletionTarget::Template(uri_template),
+    };
+    desk.complete(
+        &server,
+        target,
+        &argument,
+        &value,
+        context.unwrap_or_default(),
+    )
+    .await
+}
+
+#[tauri::command]
+async fn resource_subscribe(desk: DeskState<'_>, server: String, uri: String) -> Answer<()> {
+    desk.subscribe_resource(&server, &uri).await
+}
+
+#[tauri::command]
+async fn resource_unsubscribe(desk: DeskState<'_>, server: String, uri: String) -> Answer<()> {
+    desk.unsubscribe_resource(&server, &uri).await
+}
+
+/// Approves prompts by name as the user (warn posture only); returns `[name, pin]` pairs.
+#[tauri::command]
+async fn prompts_approve(
+    desk: DeskState<'_>,
+    server: String,
+    names: Vec<String>,
+) -> Answer<Vec<(String, String)>> {
+    desk.approve_prompts(&server, &names).await
+}
+
+/// Approves exact resource URIs as the user (warn posture only).
+#[tauri::command]
+async fn resources_approve(desk: DeskState<'_>, server: String, uris: Vec<String>) -> Answer<()> {
+    desk.approve_resources(&server, &uris).await
+}
+
+/// Saves item `index` of a kept read into the download directory; returns the path written.
+#[tauri::command]
+async fn resource_save(desk: DeskState<'_>, read_id: u64, index: usize) -> Answer<PathBuf> {
+    desk.save_read(read_id, index).await
 }
 
 #[tauri::command]
@@ -193,6 +301,16 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         servers_import,
         server_resume,
         tool_call,
+        server_prompts,
+        server_resources,
+        resource_read,
+        prompt_get,
+        argument_complete,
+        resource_subscribe,
+        resource_unsubscribe,
+        prompts_approve,
+        resources_approve,
+        resource_save,
         prompts_list,
         prompt_validate,
         prompt_answer,

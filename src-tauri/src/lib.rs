@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_gateway::bridge;
+use gatehouse_host::HostEvent;
 use gatehouse_host::KeyringStore;
 use gatehouse_host::SecretStore;
 use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
@@ -32,6 +33,8 @@ pub mod events {
     pub const TRAFFIC: &str = "gatehouse://traffic";
     pub const CLIENTS: &str = "gatehouse://clients";
     pub const SIGN_INS: &str = "gatehouse://sign-ins";
+    /// A subscribed resource changed on its server: `{server, uri}`.
+    pub const RESOURCES: &str = "gatehouse://resources";
 }
 
 /// When the process started (as near as the app can tell): start-up is measured from here.
@@ -63,6 +66,9 @@ pub struct Launch {
     pub started: Option<std::time::Instant>,
     /// Serve AI clients' `gatehouse serve` on the bridge socket (gatehouse_gateway::bridge).
     pub bridge: bool,
+    /// Where saved resources go, instead of `$GATEHOUSE_DOWNLOAD_DIR` or the user's download
+    /// directory (tests).
+    pub downloads: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn] [--no-bridge]";
@@ -158,6 +164,51 @@ fn resolved_paths<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<DeskPaths, St
     })
 }
 
+/// Where saved resources go: the launch's directory, else `$GATEHOUSE_DOWNLOAD_DIR`, else the
+/// path resolver's download directory, else `~/Downloads`.
+fn download_dir<R: Runtime>(app: &tauri::AppHandle<R>, launch: &Launch) -> Option<PathBuf> {
+    launch
+        .downloads
+        .clone()
+        .or_else(|| {
+            std::env::var_os("GATEHOUSE_DOWNLOAD_DIR")
+                .filter(|dir| !dir.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| app.path().download_dir().ok())
+        .or_else(|| {
+            app.path()
+                .home_dir()
+                .ok()
+                .map(|home| home.join("Downloads"))
+        })
+}
+
+/// Passes the host's resource updates (for resources the user subscribed to) on to the window
+/// as `gatehouse://resources` notices: `{server, uri}`, nothing more.
+async fn forward_resource_updates<R: Runtime>(
+    app: tauri::AppHandle<R>,
+    mut updates: tokio::sync::broadcast::Receiver<HostEvent>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match updates.recv().await {
+            Ok(HostEvent::ResourceUpdated { server, uri }) => {
+                let sent = app.emit_to(
+                    MAIN_WINDOW,
+                    events::RESOURCES,
+                    json!({"server": server, "uri": uri}),
+                );
+                if let Err(error) = sent {
+                    tracing::warn!(%error, "a resource notice did not reach the window");
+                }
+            }
+            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => break,
+        }
+    }
+}
+
 /// Turns the desk's change notices into window events, and asks for the user's attention
 /// when a new prompt needs them.
 fn notifier<R: Runtime>(app: tauri::AppHandle<R>) -> Notifier {
@@ -240,6 +291,10 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
                 sign_in_notifier(handle.clone()),
             )
             .map_err(|e| e.to_string())?;
+            if let Some(dir) = download_dir(&handle, &launch) {
+                desk.set_download_dir(dir);
+            }
+            tauri::async_runtime::spawn(forward_resource_updates(handle.clone(), desk.subscribe()));
             app.manage(desk.clone());
             if launch.bridge {
                 tauri::async_runtime::spawn(serve_bridge(desk.host().clone()));

@@ -296,6 +296,52 @@ fn every_listed_command_is_registered_and_granted_and_nothing_else_is() {
     for name in &documented {
         assert!(ALL.contains(name), "{name} is documented but not listed");
     }
+    for name in ALL {
+        assert!(
+            documented.contains(name),
+            "{name} is listed but not documented"
+        );
+    }
+    // The resources and prompts commands are among them.
+    for name in [
+        "server_prompts",
+        "server_resources",
+        "resource_read",
+        "prompt_get",
+        "argument_complete",
+        "resource_subscribe",
+        "resource_unsubscribe",
+        "prompts_approve",
+        "resources_approve",
+        "resource_save",
+    ] {
+        assert!(ALL.contains(&name), "{name} is not listed");
+    }
+    // The window's capability grants exactly these commands and listening: nothing else.
+    let capability: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities/main.json"),
+        )
+        .expect("capabilities/main.json"),
+    )
+    .expect("the capability is JSON");
+    let mut granted: Vec<String> = capability["permissions"]
+        .as_array()
+        .expect("a list of permissions")
+        .iter()
+        .map(|p| p.as_str().expect("a permission by name").to_string())
+        .collect();
+    granted.sort();
+    let mut expected: Vec<String> = ALL
+        .iter()
+        .map(|cmd| format!("allow-{}", cmd.replace('_', "-")))
+        .chain([
+            "core:event:allow-listen".into(),
+            "core:event:allow-unlisten".into(),
+        ])
+        .collect();
+    expected.sort();
+    assert_eq!(granted, expected);
 
     let shell = Shell::start();
     for &cmd in ALL {
@@ -942,4 +988,236 @@ fn launch_arguments_are_parsed_strictly() {
     assert!(message.contains("usage"), "{message}");
     let message = refused(&["demo"]);
     assert!(message.contains("unknown argument"), "{message}");
+}
+
+/// Polls `events` (as recorded by `record_events`) until one matches.
+fn event_seen(events: &Arc<Mutex<Vec<Value>>>, what: &str, matches: impl Fn(&Value) -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline {
+        if events.lock().unwrap().iter().any(&matches) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "no event {what} within {WAIT:?}: {:?}",
+        events.lock().unwrap()
+    );
+}
+
+#[test]
+fn a_demo_resource_is_read_and_a_demo_prompt_got_through_ipc() {
+    let downloads = tempfile::tempdir().unwrap();
+    let saves = downloads.path().join("Downloads");
+    let shell = Shell::start_with(|launch| launch.downloads = Some(saves.clone()));
+    shell.ok("server_connect", json!({"name": "demo"}));
+
+    // The listing, grouped by the gate.
+    let resources = shell.ok("server_resources", json!({"server": "demo"}));
+    let allowed: Vec<&str> = resources["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    for uri in [
+        "demo://docs/welcome.txt",
+        "demo://docs/guide.md",
+        "demo://images/logo.png",
+        "demo://data/sample.bin",
+        "demo://counter",
+    ] {
+        assert!(allowed.contains(&uri), "{uri} not allowed: {resources:#}");
+    }
+    assert_eq!(
+        resources["templates"][0]["template"]["uriTemplate"], "demo://notes/{name}",
+        "{resources:#}"
+    );
+    assert_eq!(resources["templates"][0]["variables"], json!(["name"]));
+    assert_eq!(resources["subscriptions"], json!([]));
+    let prompts = shell.ok("server_prompts", json!({"server": "demo"}));
+    let names: Vec<&str> = prompts["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["summarize", "review_code", "describe_logo", "plan_trip"],
+        "{prompts:#}"
+    );
+
+    // Text, with who sent it.
+    let read = shell.ok(
+        "resource_read",
+        json!({"server": "demo", "uri": "demo://docs/welcome.txt"}),
+    );
+    assert!(read["readId"].is_u64(), "{read:#}");
+    assert_eq!(read["uri"], "demo://docs/welcome.txt");
+    assert_eq!(read["sender"]["server"], "demo");
+    assert_eq!(read["sender"]["banner"]["verified_id"], DEMO_ID, "{read:#}");
+    let item = &read["contents"][0];
+    assert_eq!(item["display"]["kind"], "text", "{read:#}");
+    assert!(
+        item["display"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Welcome to the Gatehouse demo server!"),
+        "{read:#}"
+    );
+    assert_eq!(
+        shell.refused(
+            "resource_save",
+            json!({"readId": read["readId"], "index": 0})
+        ),
+        "not_binary"
+    );
+
+    // A checked image, and bytes offered for saving.
+    let logo = shell.ok(
+        "resource_read",
+        json!({"server": "demo", "uri": "demo://images/logo.png"}),
+    );
+    assert_eq!(logo["contents"][0]["display"]["kind"], "image", "{logo:#}");
+    assert_eq!(logo["contents"][0]["display"]["mime"], "image/png");
+    let sample = shell.ok(
+        "resource_read",
+        json!({"server": "demo", "uri": "demo://data/sample.bin"}),
+    );
+    let display = &sample["contents"][0]["display"];
+    assert_eq!(display["kind"], "binary", "{sample:#}");
+    assert_eq!(display["size"], 64, "{sample:#}");
+    let id = sample["readId"].clone();
+    let first = shell.ok("resource_save", json!({"readId": id, "index": 0}));
+    assert_eq!(first, json!(saves.join("sample.bin")));
+    assert_eq!(
+        std::fs::read(saves.join("sample.bin")).unwrap(),
+        (0u8..64).collect::<Vec<_>>()
+    );
+    // Never over an existing file.
+    let second = shell.ok("resource_save", json!({"readId": id, "index": 0}));
+    assert_eq!(second, json!(saves.join("sample (2).bin")));
+    assert_eq!(std::fs::read_dir(&saves).unwrap().count(), 2);
+    assert_eq!(
+        shell.refused("resource_save", json!({"readId": id, "index": 1})),
+        "read_item_missing"
+    );
+    assert_eq!(
+        shell.refused("resource_save", json!({"readId": 987_654, "index": 0})),
+        "read_not_kept"
+    );
+
+    // A template with a completed value.
+    let values = shell.ok(
+        "argument_complete",
+        json!({"server": "demo", "target": {"template": "demo://notes/{name}"},
+               "argument": "name", "value": "gro"}),
+    );
+    assert_eq!(values, json!(["groceries"]));
+    let note = shell.ok(
+        "resource_read",
+        json!({"server": "demo", "template": "demo://notes/{name}", "values": {"name": "groceries"}}),
+    );
+    assert_eq!(note["uri"], "demo://notes/groceries", "{note:#}");
+    assert_eq!(
+        note["contents"][0]["display"]["text"],
+        "Groceries: bread, milk, apples and coffee."
+    );
+    // Exactly one of uri and template; typed arguments only.
+    assert_eq!(
+        shell.refused(
+            "resource_read",
+            json!({"server": "demo", "uri": "demo://counter", "template": "demo://notes/{name}"})
+        ),
+        "read_target_invalid"
+    );
+    assert_eq!(
+        shell.refused("resource_read", json!({"server": "demo"})),
+        "read_target_invalid"
+    );
+    assert_eq!(
+        shell.refused(
+            "resource_read",
+            json!({"server": "demo", "uri": "demo://private/../etc/passwd"})
+        ),
+        "resource_not_admitted"
+    );
+
+    // A prompt, with a completed argument.
+    let topics = shell.ok(
+        "argument_complete",
+        json!({"server": "demo", "target": {"prompt": "summarize"},
+               "argument": "topic", "value": "m", "context": {}}),
+    );
+    assert_eq!(topics, json!(["mcp"]));
+    let got = shell.ok(
+        "prompt_get",
+        json!({"server": "demo", "name": "summarize", "arguments": {"topic": "mcp"}}),
+    );
+    assert_eq!(got["prompt"], "summarize");
+    assert_eq!(got["description"], "A short summary of mcp", "{got:#}");
+    assert_eq!(got["sender"]["banner"]["verified_id"], DEMO_ID);
+    assert_eq!(got["messages"][0]["role"], "user", "{got:#}");
+    assert_eq!(
+        got["messages"][0]["display"],
+        json!({"kind": "text", "text": "Summarize mcp in a short summary."})
+    );
+    for bad in [
+        json!({"server": "demo", "name": "summarize", "arguments": {"topic": 7}}),
+        json!({"server": "demo", "name": 7}),
+    ] {
+        let error = shell.invoke("prompt_get", bad.clone()).unwrap_err();
+        assert!(
+            error.as_str().is_some_and(|m| m.contains("invalid args")),
+            "{bad}: {error}"
+        );
+    }
+    let error = shell
+        .invoke(
+            "argument_complete",
+            json!({"server": "demo", "target": {"tool": "echo"}, "argument": "x", "value": ""}),
+        )
+        .unwrap_err();
+    assert!(
+        error.as_str().is_some_and(|m| m.contains("invalid args")),
+        "{error}"
+    );
+
+    // Approvals are the user's only in the warn posture.
+    assert_eq!(
+        shell.refused(
+            "prompts_approve",
+            json!({"server": "demo", "names": ["summarize"]})
+        ),
+        "posture_forbids"
+    );
+    assert_eq!(
+        shell.refused(
+            "resources_approve",
+            json!({"server": "demo", "uris": ["demo://elsewhere"]})
+        ),
+        "posture_forbids"
+    );
+
+    // A subscription's updates reach the window as notices naming the resource.
+    let notices = shell.record_events(events::RESOURCES);
+    assert_eq!(
+        shell.ok(
+            "resource_subscribe",
+            json!({"server": "demo", "uri": "demo://counter"})
+        ),
+        Value::Null
+    );
+    event_seen(&notices, "for demo://counter", |e| {
+        *e == json!({"server": "demo", "uri": "demo://counter"})
+    });
+    let listed = shell.ok("server_resources", json!({"server": "demo"}));
+    assert_eq!(listed["subscriptions"], json!(["demo://counter"]));
+    shell.ok(
+        "resource_unsubscribe",
+        json!({"server": "demo", "uri": "demo://counter"}),
+    );
+    let listed = shell.ok("server_resources", json!({"server": "demo"}));
+    assert_eq!(listed["subscriptions"], json!([]));
 }

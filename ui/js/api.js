@@ -8,6 +8,7 @@ export const EVENTS = Object.freeze({
   traffic: 'gatehouse://traffic',
   clients: 'gatehouse://clients',
   signIns: 'gatehouse://sign-ins',
+  resources: 'gatehouse://resources',
 });
 
 /** A failed command, always `{code, message}` whatever shape Rust rejected with. */
@@ -59,6 +60,22 @@ export const serverAdd = (entry) => invoke('server_add', { entry });
 export const serversImport = (text, confirmed = []) => invoke('servers_import', { text, confirmed });
 export const serverResume = (name) => invoke('server_resume', { name });
 export const toolCall = (server, tool, args) => invoke('tool_call', { server, tool, arguments: args });
+
+// A server's resources and prompts
+export const serverResources = (server) => invoke('server_resources', { server });
+export const serverPrompts = (server) => invoke('server_prompts', { server });
+export const resourceRead = (server, uri) => invoke('resource_read', { server, uri });
+export const templateRead = (server, template, values) => invoke('resource_read', { server, template, values });
+export const promptGet = (server, name, args) => invoke('prompt_get', { server, name, arguments: args });
+/** `target` is `{prompt: NAME}` or `{template: URI_TEMPLATE}`; resolves to the values. */
+export const argumentComplete = (server, target, argument, value, context = {}) =>
+  invoke('argument_complete', { server, target, argument, value, context });
+export const resourceSubscribe = (server, uri) => invoke('resource_subscribe', { server, uri });
+export const resourceUnsubscribe = (server, uri) => invoke('resource_unsubscribe', { server, uri });
+export const promptsApprove = (server, names) => invoke('prompts_approve', { server, names });
+export const resourcesApprove = (server, uris) => invoke('resources_approve', { server, uris });
+/** Saves item `index` of read `readId` into the download directory; resolves to the path. */
+export const resourceSave = (readId, index) => invoke('resource_save', { readId, index });
 
 // AI clients (through gatehouse serve)
 export const clientsList = () => invoke('clients_list');

@@ -34,6 +34,26 @@ export function el(tag, attrs = {}, ...children) {
   return append(node, ...children);
 }
 
+// The only image sources the window shows: types whose bytes the host checked (it sniffed them),
+// as data: URLs (the CSP allows `img-src 'self' data:` and nothing else).
+const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/**
+ * An `<img>` for a host-checked image display (`{kind: 'image', mime, base64}`), or null for
+ * anything else: another kind, a type outside PNG/JPEG/GIF/WebP, or data that is not plain
+ * base64. The one place a `src` is ever set, and only to a `data:` URL built here.
+ */
+export function checkedImage(display, attrs = {}) {
+  if (!display || display.kind !== 'image') return null;
+  const { mime, base64 } = display;
+  if (typeof mime !== 'string' || !IMAGE_TYPES.has(mime)) return null;
+  if (typeof base64 !== 'string' || base64.length % 4 !== 0 || !BASE64.test(base64)) return null;
+  const image = el('img', attrs);
+  image.src = `data:${mime};base64,${base64}`;
+  return image;
+}
+
 /** Replaces every child of `parent`. */
 export function replace(parent, ...children) {
   parent.replaceChildren();

@@ -8,6 +8,7 @@ import * as audit from './audit.js';
 import * as traffic from './traffic.js';
 import * as clients from './clients.js';
 import * as settings from './settings.js';
+import { resourceUpdated } from './resources.js';
 import { notify } from './notice.js';
 
 const VIEWS = ['servers', 'prompts', 'clients', 'audit', 'traffic', 'settings'];
@@ -59,6 +60,8 @@ async function subscribe() {
     // A client's calls are audit records.
     [EVENTS.clients, () => refreshWhenShown('clients')],
     [EVENTS.audit, () => refreshWhenShown('clients')],
+    // A subscribed resource changed: the Resources tab marks it "updated".
+    [EVENTS.resources, (payload) => resourceUpdated(payload ?? {})],
   ];
   const results = await Promise.allSettled(subscriptions.map(([name, cb]) => onEvent(name, cb)));
   const failed = results.find((r) => r.status === 'rejected');

@@ -1,9 +1,12 @@
 // Servers: the configured list with admission status, adding and importing servers, and one
-// server's detail (identity, tools, and a form to call an allowed tool).
+// server's detail (identity, then tabs: Tools with a form to call an allowed tool, Resources
+// (resources.js) and Prompts (serverprompts.js)).
 import * as api from './api.js';
 import { el, replace, flag } from './dom.js';
 import { renderBanner, statusBadge, demoTag } from './identity.js';
 import { buildToolForm } from './toolform.js';
+import { resourcesPanel, resourcesShown, forgetResources } from './resources.js';
+import { promptsPanel, promptsShown, forgetPrompts } from './serverprompts.js';
 import { notify } from './notice.js';
 import { coalesce, asText, splitArgs } from './util.js';
 
@@ -12,6 +15,9 @@ let selected = null;
 let detail = null;
 let detailRound = 0;
 let openTool = null; // {name, schema, form}
+// The detail's tab: tools | resources | prompts (kept while servers change).
+let detailTab = 'tools';
+const TABS = [['tools', 'Tools'], ['resources', 'Resources'], ['prompts', 'Prompts']];
 // Servers that sign in (HTTP without a static credential), by name: {server, signIn}.
 let signInServers = new Map();
 let listRoot;
@@ -145,6 +151,9 @@ async function loadDetail(name, { quiet, connectNow = false }) {
 
 async function connect(name) {
   if (selected !== name) openTool = null;
+  // A new connection: its listings and subscriptions start afresh.
+  forgetResources(name);
+  forgetPrompts(name);
   selected = name;
   markSelected();
   refreshSignIns();
@@ -225,13 +234,14 @@ function renderDetail(next) {
     signInSection(row.name),
     el('h3', {}, 'Identity'),
     renderBanner(next.banner, 'identity', row.status),
-    el('h3', {}, 'Tools'),
-    toolGroup('Allowed', 'Listed for this server by its attestation; you can call them.',
-      allowed.map((t) => toolItem(t, 'allowed')), 'No tools to call.'),
-    toolGroup('Hidden by the allow-list', 'The server offers these, but its attestation does not list them: Gatehouse hides them and refuses calls.',
-      (tools.hidden ?? []).map((t) => toolItem(t, 'hidden')), null),
-    toolGroup('Blocked by a pin change', 'Their definitions changed since they were pinned, so they are blocked until the server is attested again.',
-      (tools.blocked ?? []).map(blockedItem), null));
+    detailTabs(row, [
+      toolGroup('Allowed', 'Listed for this server by its attestation; you can call them.',
+        allowed.map((t) => toolItem(t, 'allowed')), 'No tools to call.'),
+      toolGroup('Hidden by the allow-list', 'The server offers these, but its attestation does not list them: Gatehouse hides them and refuses calls.',
+        (tools.hidden ?? []).map((t) => toolItem(t, 'hidden')), null),
+      toolGroup('Blocked by a pin change', 'Their definitions changed since they were pinned, so they are blocked until the server is attested again.',
+        (tools.blocked ?? []).map(blockedItem), null),
+    ]));
 
   section.addEventListener('click', (event) => {
     const account = event.target.closest('button[data-action=sign-in], button[data-action=sign-out]');
@@ -247,6 +257,58 @@ function renderDetail(next) {
   });
   if (openTool) placeToolForm(section);
   replace(detailSlot, section);
+  tabShown(row.name);
+}
+
+/** Tools | Resources | Prompts: a tab list and its panels (resources and prompts kept across redraws). */
+function detailTabs(row, toolContent) {
+  const panels = {
+    tools: toolContent,
+    resources: resourcesPanel(row.name, row.connected),
+    prompts: promptsPanel(row.name, row.connected),
+  };
+  const buttons = TABS.map(([key, label]) => el('button', {
+    type: 'button', role: 'tab', id: `detail-tab-${key}`, class: 'tab', 'data-tab': key,
+    'aria-controls': `detail-tab-panel-${key}`, 'aria-selected': String(key === detailTab), tabindex: key === detailTab ? '0' : '-1',
+  }, label));
+  const list = el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'What the server offers', 'data-testid': 'detail-tabs' }, buttons);
+  const bodies = TABS.map(([key]) => el('div', {
+    role: 'tabpanel', id: `detail-tab-panel-${key}`, class: 'tab-panel', 'data-tab-panel': key,
+    'aria-labelledby': `detail-tab-${key}`, hidden: key !== detailTab,
+  }, panels[key]));
+  const choose = (key, focus) => {
+    detailTab = key;
+    for (const button of buttons) {
+      const on = button.dataset.tab === key;
+      button.setAttribute('aria-selected', String(on));
+      button.setAttribute('tabindex', on ? '0' : '-1');
+      if (on && focus) button.focus();
+    }
+    for (const body of bodies) flag(body, 'hidden', body.dataset.tabPanel !== key);
+    tabShown(row.name);
+  };
+  list.addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-tab]');
+    if (button) choose(button.dataset.tab, false);
+  });
+  list.addEventListener('keydown', (event) => {
+    const at = TABS.findIndex(([key]) => key === detailTab);
+    let next = null;
+    if (event.key === 'ArrowRight') next = (at + 1) % TABS.length;
+    else if (event.key === 'ArrowLeft') next = (at + TABS.length - 1) % TABS.length;
+    else if (event.key === 'Home') next = 0;
+    else if (event.key === 'End') next = TABS.length - 1;
+    if (next === null) return;
+    event.preventDefault();
+    choose(TABS[next][0], true);
+  });
+  return [list, bodies];
+}
+
+/** Lists the shown tab's resources or prompts the first time it is shown. */
+function tabShown(name) {
+  if (detailTab === 'resources') resourcesShown(name);
+  else if (detailTab === 'prompts') promptsShown(name);
 }
 
 // For a server that signs in: whether a sign-in is stored (issuer, subject, scopes as text)

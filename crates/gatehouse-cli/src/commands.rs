@@ -582,11 +582,27 @@ fn trust_command(context: &Context) -> Result<u8, Failure> {
     Ok(0)
 }
 
-async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
-    if let Some(ToolsAction::Pin { target, tools }) = &args.action {
-        return pin_tools(context, target, tools).await;
-    }
-    let target = &args.target;
+/// What a one-shot listing or approval command found on its server: the server's name, its
+/// admission verdict (JSON and headline), and what `work` returned.
+pub(crate) struct OnTarget<T> {
+    pub name: String,
+    pub verdict: Value,
+    pub headline: String,
+    pub found: T,
+}
+
+/// Opens the host with the server `target` names, connects (admission first), runs `work` on
+/// the connection and shuts the host down: the shape of `tools`, `prompts`, `resources` and
+/// their approvals.
+pub(crate) async fn on_target<T, F, Fut>(
+    context: &Context,
+    target: &Target,
+    work: F,
+) -> Result<OnTarget<T>, Failure>
+where
+    F: FnOnce(Arc<Connection>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, HostError>>,
+{
     let (host, name, spec) = host_with_target(
         context,
         terminal_consent(),
@@ -594,68 +610,110 @@ async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
         &target.adhoc,
     )?;
     let connection = connect(context, &host, &name, &spec).await?;
-    let tools = connection.gated_tools().await;
     let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
     let headline = connection.verdict().headline();
-    drop(connection);
+    // `work` owns the connection, so it is released before the host shuts down.
+    let found = work(connection).await;
     host.shutdown().await;
-    let tools = tools?;
+    Ok(OnTarget {
+        name,
+        verdict,
+        headline,
+        found: found?,
+    })
+}
+
+/// Items the gate classified, split: allowed, hidden, and blocked with the reason and the
+/// expected and actual pins.
+pub(crate) struct Split<T> {
+    pub allowed: Vec<T>,
+    pub hidden: Vec<T>,
+    pub blocked: Vec<(T, gatehouse_attest::gate::GateReason, String, String)>,
+}
+
+pub(crate) fn split_gated<T>(
+    items: impl IntoIterator<Item = (T, gatehouse_attest::gate::ToolStatus)>,
+) -> Split<T> {
     use gatehouse_attest::gate::ToolStatus;
-    let (mut allowed, mut hidden, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
-    for gated in tools {
-        match gated.status {
-            ToolStatus::Allowed => allowed.push(gated.tool),
-            ToolStatus::Hidden => hidden.push(gated.tool),
+    let mut split = Split {
+        allowed: Vec::new(),
+        hidden: Vec::new(),
+        blocked: Vec::new(),
+    };
+    for (item, status) in items {
+        match status {
+            ToolStatus::Allowed => split.allowed.push(item),
+            ToolStatus::Hidden => split.hidden.push(item),
             ToolStatus::Blocked {
                 reason,
                 expected,
                 actual,
-            } => blocked.push((gated.tool, reason, expected, actual)),
+            } => split.blocked.push((item, reason, expected, actual)),
         }
     }
+    split
+}
+
+impl<T: serde::Serialize> Split<T> {
+    /// The blocked items as JSON, each under `key` with its reason and pins.
+    pub(crate) fn blocked_json(&self, key: &str) -> Vec<Value> {
+        self.blocked
+            .iter()
+            .map(|(item, reason, expected, actual)| {
+                json!({key: item, "reason": reason.as_str(), "expected": expected, "actual": actual})
+            })
+            .collect()
+    }
+}
+
+/// Prints approved pins (`what` is "tool" or "prompt").
+pub(crate) fn print_pins(context: &Context, name: &str, what: &str, pins: &[(String, String)]) {
     if context.json {
         output::print_json(&json!({
             "server": name,
-            "admission": verdict,
-            "tools": allowed,
-            "hidden": hidden,
-            "blocked": blocked.iter().map(|(tool, reason, expected, actual)| json!({
-                "tool": tool, "reason": reason.as_str(), "expected": expected, "actual": actual,
-            })).collect::<Vec<_>>(),
+            "approved": pins.iter().map(|(n, p)| json!({what: n, "pin": p})).collect::<Vec<_>>(),
         }));
     } else {
-        println!("{name}: {}", output::safe(&headline));
-        output::print_tools(&allowed);
-        output::print_gated(&hidden, &blocked);
+        for (item, pin) in pins {
+            println!("approved {} ({pin})", output::safe(item));
+        }
+        if pins.is_empty() {
+            println!("{name} lists no {what}s; nothing approved");
+        }
+    }
+}
+
+async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
+    if let Some(ToolsAction::Pin { target, tools }) = &args.action {
+        return pin_tools(context, target, tools).await;
+    }
+    let listed = on_target(context, &args.target, async |connection| {
+        connection.gated_tools().await
+    })
+    .await?;
+    let tools = split_gated(listed.found.into_iter().map(|g| (g.tool, g.status)));
+    if context.json {
+        output::print_json(&json!({
+            "server": listed.name,
+            "admission": listed.verdict,
+            "tools": tools.allowed,
+            "hidden": tools.hidden,
+            "blocked": tools.blocked_json("tool"),
+        }));
+    } else {
+        println!("{}: {}", listed.name, output::safe(&listed.headline));
+        output::print_tools(&tools.allowed);
+        output::print_gated(&tools.hidden, &tools.blocked);
     }
     Ok(0)
 }
 
 async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let (host, name, spec) = host_with_target(
-        context,
-        terminal_consent(),
-        target.server.as_deref(),
-        &target.adhoc,
-    )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let pins = connection.approve_tools(names).await;
-    drop(connection);
-    host.shutdown().await;
-    let pins = pins?;
-    if context.json {
-        output::print_json(&json!({
-            "server": name,
-            "approved": pins.iter().map(|(t, p)| json!({"tool": t, "pin": p})).collect::<Vec<_>>(),
-        }));
-    } else {
-        for (tool, pin) in &pins {
-            println!("approved {} ({pin})", output::safe(tool));
-        }
-        if pins.is_empty() {
-            println!("{name} lists no tools; nothing approved");
-        }
-    }
+    let pinned = on_target(context, target, async |connection| {
+        connection.approve_tools(names).await
+    })
+    .await?;
+    print_pins(context, &pinned.name, "tool", &pinned.found);
     Ok(0)
 }
 

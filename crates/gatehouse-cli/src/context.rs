@@ -9,7 +9,6 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use gatehouse_attest::gate::ToolStatus;
 use gatehouse_attest::resources::ResourceStatus;
 use gatehouse_host::connection::CompletionTarget;
 use gatehouse_host::content::{ContentView, Display};
@@ -22,7 +21,8 @@ use crate::cli::{
     ResourcesArgs, SubscribeArgs, Target,
 };
 use crate::commands::{
-    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, terminal_consent,
+    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, on_target, print_pins,
+    split_gated, terminal_consent,
 };
 use crate::output;
 
@@ -108,20 +108,12 @@ pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Fa
     {
         return approve_resources(context, target, uris, prefixes).await;
     }
-    let target = &args.target;
-    let (host, name, spec) = host_with_target(
-        context,
-        terminal_consent(),
-        target.server.as_deref(),
-        &target.adhoc,
-    )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let listed = connection.gated_resources().await;
-    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
-    let headline = connection.verdict().headline();
-    drop(connection);
-    host.shutdown().await;
-    let (resources, templates) = listed?;
+    let listed = on_target(context, &args.target, async |connection| {
+        connection.gated_resources().await
+    })
+    .await?;
+    let (name, verdict, headline) = (listed.name, listed.verdict, listed.headline);
+    let (resources, templates) = listed.found;
     let (mut allowed, mut allowed_templates, mut hidden) = (Vec::new(), Vec::new(), Vec::new());
     for gated in resources {
         match gated.status {
@@ -167,17 +159,11 @@ async fn approve_resources(
     uris: &[String],
     prefixes: &[String],
 ) -> Result<u8, Failure> {
-    let (host, name, spec) = host_with_target(
-        context,
-        terminal_consent(),
-        target.server.as_deref(),
-        &target.adhoc,
-    )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let approved = connection.approve_resource_entries(uris, prefixes);
-    drop(connection);
-    host.shutdown().await;
-    approved?;
+    let name = on_target(context, target, async |connection| {
+        connection.approve_resource_entries(uris, prefixes)
+    })
+    .await?
+    .name;
     if context.json {
         output::print_json(&json!({"server": name, "approved": uris, "prefixes": prefixes}));
     } else {
@@ -431,75 +417,33 @@ pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failur
     if let Some(PromptsAction::Pin { target, prompts }) = &args.action {
         return pin_prompts(context, target, prompts).await;
     }
-    let target = &args.target;
-    let (host, name, spec) = host_with_target(
-        context,
-        terminal_consent(),
-        target.server.as_deref(),
-        &target.adhoc,
-    )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let prompts = connection.gated_prompts().await;
-    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
-    let headline = connection.verdict().headline();
-    drop(connection);
-    host.shutdown().await;
-    let prompts = prompts?;
-    let (mut allowed, mut hidden, mut blocked) = (Vec::new(), Vec::new(), Vec::new());
-    for gated in prompts {
-        match gated.status {
-            ToolStatus::Allowed => allowed.push(gated.prompt),
-            ToolStatus::Hidden => hidden.push(gated.prompt),
-            ToolStatus::Blocked {
-                reason,
-                expected,
-                actual,
-            } => blocked.push((gated.prompt, reason, expected, actual)),
-        }
-    }
+    let listed = on_target(context, &args.target, async |connection| {
+        connection.gated_prompts().await
+    })
+    .await?;
+    let prompts = split_gated(listed.found.into_iter().map(|g| (g.prompt, g.status)));
     if context.json {
         output::print_json(&json!({
-            "server": name,
-            "admission": verdict,
-            "prompts": allowed,
-            "hidden": hidden,
-            "blocked": blocked.iter().map(|(prompt, reason, expected, actual)| json!({
-                "prompt": prompt, "reason": reason.as_str(), "expected": expected, "actual": actual,
-            })).collect::<Vec<_>>(),
+            "server": listed.name,
+            "admission": listed.verdict,
+            "prompts": prompts.allowed,
+            "hidden": prompts.hidden,
+            "blocked": prompts.blocked_json("prompt"),
         }));
     } else {
-        println!("{name}: {}", output::safe(&headline));
-        output::print_prompts(&allowed);
-        output::print_gated_prompts(&hidden, &blocked);
+        println!("{}: {}", listed.name, output::safe(&listed.headline));
+        output::print_prompts(&prompts.allowed);
+        output::print_gated_prompts(&prompts.hidden, &prompts.blocked);
     }
     Ok(0)
 }
 
 async fn pin_prompts(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let (host, name, spec) = host_with_target(
-        context,
-        terminal_consent(),
-        target.server.as_deref(),
-        &target.adhoc,
-    )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let pins = connection.approve_prompts(names).await;
-    drop(connection);
-    host.shutdown().await;
-    let pins = pins?;
-    if context.json {
-        output::print_json(&json!({
-            "server": name,
-            "approved": pins.iter().map(|(p, pin)| json!({"prompt": p, "pin": pin})).collect::<Vec<_>>(),
-        }));
-    } else {
-        for (prompt, pin) in &pins {
-            println!("approved {} ({pin})", output::safe_name(prompt));
-        }
-        if pins.is_empty() {
-            println!("{name} lists no prompts; nothing approved");
-        }
-    }
+    let pinned = on_target(context, target, async |connection| {
+        connection.approve_prompts(names).await
+    })
+    .await?;
+    print_pins(context, &pinned.name, "prompt", &pinned.found);
     Ok(0)
 }
 

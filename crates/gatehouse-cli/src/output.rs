@@ -101,18 +101,50 @@ pub fn print_gated(
     hidden: &[Tool],
     blocked: &[(Tool, gatehouse_attest::gate::GateReason, String, String)],
 ) {
+    print_withheld(
+        hidden,
+        blocked,
+        |tool| &tool.name,
+        "callers cannot use them",
+    );
+}
+
+/// Prompts that cannot be got: hidden by the allow-list, or blocked by a pin change.
+pub fn print_gated_prompts(
+    hidden: &[rmcp::model::Prompt],
+    blocked: &[(
+        rmcp::model::Prompt,
+        gatehouse_attest::gate::GateReason,
+        String,
+        String,
+    )],
+) {
+    print_withheld(
+        hidden,
+        blocked,
+        |prompt| &prompt.name,
+        "getting them is refused",
+    );
+}
+
+fn print_withheld<T>(
+    hidden: &[T],
+    blocked: &[(T, gatehouse_attest::gate::GateReason, String, String)],
+    name: impl Fn(&T) -> &str,
+    refused: &str,
+) {
     if !hidden.is_empty() {
-        println!("\nnot admitted (hidden by the allow-list; callers cannot use them):");
-        for tool in hidden {
-            println!("  {}", safe_name(&tool.name));
+        println!("\nnot admitted (hidden by the allow-list; {refused}):");
+        for item in hidden {
+            println!("  {}", safe_name(name(item)));
         }
     }
     if !blocked.is_empty() {
         println!("\nblocked (definition changed since it was pinned; re-approve to use):");
-        for (tool, reason, expected, actual) in blocked {
+        for (item, reason, expected, actual) in blocked {
             println!(
                 "  {}  {}: pinned {expected}, now {actual}",
-                safe_name(&tool.name),
+                safe_name(name(item)),
                 reason.as_str()
             );
         }
@@ -521,34 +553,6 @@ pub fn print_prompts(prompts: &[rmcp::model::Prompt]) {
             .min(40);
         for (name, description) in &arguments {
             println!("    {name:column$}  {description}");
-        }
-    }
-}
-
-/// Prompts the caller cannot get: hidden by the allow-list, or blocked by a pin change.
-pub fn print_gated_prompts(
-    hidden: &[rmcp::model::Prompt],
-    blocked: &[(
-        rmcp::model::Prompt,
-        gatehouse_attest::gate::GateReason,
-        String,
-        String,
-    )],
-) {
-    if !hidden.is_empty() {
-        println!("\nnot admitted (hidden by the allow-list; getting them is refused):");
-        for prompt in hidden {
-            println!("  {}", safe_name(&prompt.name));
-        }
-    }
-    if !blocked.is_empty() {
-        println!("\nblocked (definition changed since it was pinned; re-approve to use):");
-        for (prompt, reason, expected, actual) in blocked {
-            println!(
-                "  {}  {}: pinned {expected}, now {actual}",
-                safe_name(&prompt.name),
-                reason.as_str()
-            );
         }
     }
 }

@@ -253,6 +253,9 @@ pub struct Options {
     /// Files to put in the app's data directory (`$XDG_DATA_HOME/gatehouse`) before it starts,
     /// by path relative to it: e.g. `audit.jsonl` as an earlier run left it.
     pub data_files: Vec<(PathBuf, Vec<u8>)>,
+    /// The posture to start in (`GATEHOUSE_POSTURE`): `warn` or `deny-by-default` (the
+    /// default when `None`).
+    pub posture: Option<&'static str>,
 }
 
 /// Writes `files` under `dir`, each by its path relative to it.
@@ -348,8 +351,13 @@ impl App {
                 "GATEHOUSE_DEMO_PAGE_HITS",
                 dirs.path().join("page-hits.log"),
             )
+            // Where saved resources go (see `App::download_dir`).
+            .env("GATEHOUSE_DOWNLOAD_DIR", dirs.path().join("downloads"))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        if let Some(posture) = options.posture {
+            driver.env("GATEHOUSE_POSTURE", posture);
+        }
         match &keychain {
             // The private bus: the keychain, and single-instance on a bus of its own.
             Some(keychain) => driver
@@ -528,6 +536,11 @@ impl App {
     /// The app's data directory (`$XDG_DATA_HOME/gatehouse`): the audit log, approvals.
     pub fn data_dir(&self) -> PathBuf {
         self.dirs.path().join("data").join("gatehouse")
+    }
+
+    /// Where the app saves resources (`GATEHOUSE_DOWNLOAD_DIR`); created by the first save.
+    pub fn download_dir(&self) -> PathBuf {
+        self.dirs.path().join("downloads")
     }
 
     /// The copy of the demo server the app runs (what the demo bundle binds).

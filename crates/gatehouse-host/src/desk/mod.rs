@@ -2,9 +2,11 @@
 //! and [`SignInDesk`] as its sign-in UI (prompts and sign-ins are cards kept here; the window is
 //! told only that something changed and answers through typed calls). The Tauri shell adds the
 //! window: it passes in the paths from its path resolver, a [`Notifier`] that turns [`Change`]s
-//! into window events, and a [`SignInNotifier`] for the sign-in cards.
+//! into window events, and a [`SignInNotifier`] for the sign-in cards. Resource reads are kept
+//! on a small shelf ([`reads`]) so the window can save a binary item by its read id.
 
 pub mod prompts;
+pub mod reads;
 pub mod signin;
 
 use std::ops::Deref;
@@ -16,7 +18,11 @@ use serde::Serialize;
 use crate::config::{ServerSpec, ServersFile};
 use crate::secrets::SecretStore;
 
+pub use crate::connection::CompletionTarget;
 pub use crate::host::SignInRow;
+pub use crate::host::context::{
+    PromptGroups, PromptView, ReadTarget, ReadView, ResourceGroups, Sender, TemplateRow, Withheld,
+};
 pub use crate::host::{
     ApiError as DeskError, AuditVerdict, AuditWarning, BlockedTool, CallOutcome,
     Change as DeskEvent, DEMO_LEGACY_NAME, Host, HostOptions as DeskOptions,
@@ -25,6 +31,7 @@ pub use crate::host::{
 };
 pub use gatehouse_policy::FieldError;
 pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
+pub use reads::{ReadShelf, ShelvedRead};
 pub use signin::{
     SignInCard, SignInCards, SignInChange, SignInDesk, SignInNotifier, SignInReply, SignInResult,
     SignInState,
@@ -37,6 +44,8 @@ pub struct Desk {
     sign_ins: Arc<SignInDesk>,
     /// `servers.json`, to tell which servers sign in.
     config: PathBuf,
+    /// The last few resource reads, for saving their binary items.
+    reads: ReadShelf,
 }
 
 /// A configured HTTP server that signs in with MCP authorization (it has no static
@@ -83,6 +92,7 @@ impl Desk {
             prompts,
             sign_ins,
             config,
+            reads: ReadShelf::new(),
         }))
     }
 
