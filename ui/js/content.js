@@ -185,3 +185,46 @@ export function completionField({ name, label, required = false, description = n
     list);
   return { row, input };
 }
+
+/** A listing group: title with a count, a note, the items or `empty` (left out with no items
+ * and no `empty`). */
+export function listGroup(title, note, items, empty) {
+  if (items.length === 0 && !empty) return null;
+  return el('div', { class: 'tool-group' },
+    el('h4', {}, title, ' ', el('span', { class: 'count-inline' }, String(items.length))),
+    note ? el('p', { class: 'muted' }, note) : null,
+    items.length > 0 ? el('ul', { class: 'tools' }, items) : el('p', { class: 'empty' }, empty));
+}
+
+/** The other fields' values, for completing `except` (the server may narrow by them). */
+export function contextOf(fields, except) {
+  const context = Object.create(null);
+  for (const field of fields) {
+    if (field.input.name !== except && field.input.value !== '') context[field.input.name] = field.input.value;
+  }
+  return context;
+}
+
+/** Sets a panel's state (`data-state` is what the tests wait on). */
+export function setPanelStatus(p, status) {
+  p.status = status;
+  p.root.dataset.state = status;
+}
+
+/**
+ * The panel for `server`: `current` while the same server is shown, else `make(server)`.
+ * Without a live connection it lists nothing (so looking never re-admits a server) and says
+ * so for `noun`.
+ */
+export function attachPanel(current, server, connected, make, noun) {
+  const p = current && current.server === server ? current : make(server);
+  const was = p.connected;
+  p.connected = Boolean(connected);
+  if (!p.connected) {
+    setPanelStatus(p, 'offline');
+    replace(p.listSlot, el('p', { class: 'empty' }, `Not connected: connect the server to see its ${noun}.`));
+  } else if (!was && p.status === 'offline') {
+    setPanelStatus(p, 'idle');
+  }
+  return p;
+}

@@ -5,7 +5,9 @@
 import * as api from './api.js';
 import { el, replace } from './dom.js';
 import { notify } from './notice.js';
-import { renderSender, renderDisplay, renderError, completionField, shownKind } from './content.js';
+import {
+  renderSender, renderDisplay, renderError, completionField, shownKind, listGroup, contextOf, setPanelStatus, attachPanel,
+} from './content.js';
 
 /** The panel of the server shown: {server, root, listSlot, resultSlot, …}, or null. */
 let panel = null;
@@ -44,15 +46,7 @@ function newPanel(server) {
  * live connection exists: without one nothing is listed, so looking never re-admits a server.
  */
 export function resourcesPanel(server, connected) {
-  if (!panel || panel.server !== server) panel = newPanel(server);
-  const was = panel.connected;
-  panel.connected = Boolean(connected);
-  if (!panel.connected) {
-    setStatus(panel, 'offline');
-    replace(panel.listSlot, el('p', { class: 'empty' }, 'Not connected: connect the server to see its resources.'));
-  } else if (!was && panel.status === 'offline') {
-    setStatus(panel, 'idle');
-  }
+  panel = attachPanel(panel, server, connected, newPanel, 'resources');
   return panel.root;
 }
 
@@ -78,15 +72,10 @@ export function resourceUpdated({ server, uri } = {}) {
   }
 }
 
-function setStatus(p, status) {
-  p.status = status;
-  p.root.dataset.state = status;
-}
-
 async function load(p) {
   if (!p.connected) return;
   const round = ++p.loadRound;
-  setStatus(p, 'loading');
+  setPanelStatus(p, 'loading');
   if (!p.groups) {
     replace(p.listSlot, el('p', { class: 'muted', role: 'status' }, el('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Listing resources…'));
   }
@@ -100,23 +89,15 @@ async function load(p) {
     p.canApprove = settings?.posture === 'warn';
   } catch (error) {
     if (round !== p.loadRound) return;
-    setStatus(p, 'error');
+    setPanelStatus(p, 'error');
     replace(p.listSlot, renderError('resources-error', {}, 'Gatehouse could not list the resources', error));
     return;
   }
   if (round !== p.loadRound) return;
   p.groups = groups ?? {};
   p.subscribed = new Set(p.groups.subscriptions ?? []);
-  setStatus(p, 'loaded');
+  setPanelStatus(p, 'loaded');
   drawList(p);
-}
-
-function group(title, note, items, empty) {
-  if (items.length === 0 && !empty) return null;
-  return el('div', { class: 'tool-group' },
-    el('h4', {}, title, ' ', el('span', { class: 'count-inline' }, String(items.length))),
-    note ? el('p', { class: 'muted' }, note) : null,
-    items.length > 0 ? el('ul', { class: 'tools' }, items) : el('p', { class: 'empty' }, empty));
 }
 
 function describe(item) {
@@ -210,14 +191,6 @@ function titleOf(item) {
 }
 
 /** The other fields' values, for a completion that depends on them. */
-function contextOf(fields, except) {
-  const context = Object.create(null);
-  for (const field of fields) {
-    if (field.input.name !== except && field.input.value !== '') context[field.input.name] = field.input.value;
-  }
-  return context;
-}
-
 function drawList(p) {
   const g = p.groups ?? {};
   p.badges = new Map();
@@ -226,10 +199,10 @@ function drawList(p) {
   const hidden = (g.hidden ?? []).map((w) => resourceItem(p, w.item ?? {}, 'hidden', w.reason));
   const hiddenTemplates = (g.hidden_templates ?? []).map((w) => templateItem(p, w.item ?? {}, 'hidden', w.reason));
   replace(p.listSlot,
-    group('Allowed', 'On this server\'s resource allow-list: you can read them.', allowed, 'No resources to read.'),
-    group('Templates', 'Fill in the variables to read one: the URI they make is checked by the gate like any other.', templates, null),
-    group('Hidden by the allow-list', 'The server lists these, but Gatehouse will not read them.', hidden, null),
-    group('Hidden templates', null, hiddenTemplates, null));
+    listGroup('Allowed', 'On this server\'s resource allow-list: you can read them.', allowed, 'No resources to read.'),
+    listGroup('Templates', 'Fill in the variables to read one: the URI they make is checked by the gate like any other.', templates, null),
+    listGroup('Hidden by the allow-list', 'The server lists these, but Gatehouse will not read them.', hidden, null),
+    listGroup('Hidden templates', null, hiddenTemplates, null));
 }
 
 function drawBadge(p, uri) {

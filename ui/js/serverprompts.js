@@ -6,7 +6,9 @@
 import * as api from './api.js';
 import { el, replace } from './dom.js';
 import { notify } from './notice.js';
-import { renderSender, renderDisplay, renderError, completionField, shownKind } from './content.js';
+import {
+  renderSender, renderDisplay, renderError, completionField, shownKind, listGroup, contextOf, setPanelStatus, attachPanel,
+} from './content.js';
 
 let panel = null;
 
@@ -33,15 +35,7 @@ function newPanel(server) {
 
 /** The Prompts panel of `server`; lists nothing without a live connection. */
 export function promptsPanel(server, connected) {
-  if (!panel || panel.server !== server) panel = newPanel(server);
-  const was = panel.connected;
-  panel.connected = Boolean(connected);
-  if (!panel.connected) {
-    setStatus(panel, 'offline');
-    replace(panel.listSlot, el('p', { class: 'empty' }, 'Not connected: connect the server to see its prompts.'));
-  } else if (!was && panel.status === 'offline') {
-    setStatus(panel, 'idle');
-  }
+  panel = attachPanel(panel, server, connected, newPanel, 'prompts');
   return panel.root;
 }
 
@@ -54,15 +48,10 @@ export function forgetPrompts(server) {
   if (!server || panel?.server === server) panel = null;
 }
 
-function setStatus(p, status) {
-  p.status = status;
-  p.root.dataset.state = status;
-}
-
 async function load(p) {
   if (!p.connected) return;
   const round = ++p.loadRound;
-  setStatus(p, 'loading');
+  setPanelStatus(p, 'loading');
   if (!p.groups) {
     replace(p.listSlot, el('p', { class: 'muted', role: 'status' }, el('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Listing prompts…'));
   }
@@ -76,7 +65,7 @@ async function load(p) {
     p.canApprove = settings?.posture === 'warn';
   } catch (error) {
     if (round !== p.loadRound) return;
-    setStatus(p, 'error');
+    setPanelStatus(p, 'error');
     replace(p.listSlot, renderError('server-prompts-error', {}, 'Gatehouse could not list the prompts', error));
     return;
   }
@@ -87,16 +76,8 @@ async function load(p) {
     const still = allowed.find((prompt) => prompt.name === p.open.name);
     if (!still || JSON.stringify(still) !== p.open.definition) p.open = null;
   }
-  setStatus(p, 'loaded');
+  setPanelStatus(p, 'loaded');
   drawList(p);
-}
-
-function group(title, note, items, empty) {
-  if (items.length === 0 && !empty) return null;
-  return el('div', { class: 'tool-group' },
-    el('h4', {}, title, ' ', el('span', { class: 'count-inline' }, String(items.length))),
-    note ? el('p', { class: 'muted' }, note) : null,
-    items.length > 0 ? el('ul', { class: 'tools' }, items) : el('p', { class: 'empty' }, empty));
 }
 
 const WHY = {
@@ -132,9 +113,9 @@ function promptItem(p, prompt, status, reason = null) {
 function drawList(p) {
   const g = p.groups ?? {};
   replace(p.listSlot,
-    group('Allowed', 'On this server\'s prompt allow-list: you can get them.', (g.allowed ?? []).map((x) => promptItem(p, x, 'allowed')), 'No prompts to get.'),
-    group('Hidden by the allow-list', 'The server offers these, but Gatehouse will not get them.', (g.hidden ?? []).map((w) => promptItem(p, w.item ?? {}, 'hidden', w.reason)), null),
-    group('Blocked by a pin change', 'Their definitions changed since they were pinned.', (g.blocked ?? []).map((w) => promptItem(p, w.item ?? {}, 'blocked', w.reason)), null));
+    listGroup('Allowed', 'On this server\'s prompt allow-list: you can get them.', (g.allowed ?? []).map((x) => promptItem(p, x, 'allowed')), 'No prompts to get.'),
+    listGroup('Hidden by the allow-list', 'The server offers these, but Gatehouse will not get them.', (g.hidden ?? []).map((w) => promptItem(p, w.item ?? {}, 'hidden', w.reason)), null),
+    listGroup('Blocked by a pin change', 'Their definitions changed since they were pinned.', (g.blocked ?? []).map((w) => promptItem(p, w.item ?? {}, 'blocked', w.reason)), null));
 }
 
 function toggle(p, prompt) {
@@ -218,14 +199,6 @@ function buildForm(p, prompt) {
     }
   });
   return form;
-}
-
-function contextOf(fields, except) {
-  const context = Object.create(null);
-  for (const field of fields) {
-    if (field.input.name !== except && field.input.value !== '') context[field.input.name] = field.input.value;
-  }
-  return context;
 }
 
 function renderPrompt(view) {

