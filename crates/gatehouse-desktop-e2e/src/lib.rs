@@ -282,7 +282,34 @@ pub struct App {
     _display: Display,
 }
 
+/// Polls `probe` until it gives something (up to 30 s): for states no CSS selector can name.
+pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "not within 30 s: {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 impl App {
+    /// Clicks `css`, again if the list re-rendered under the first try (the views redraw on
+    /// every change notice).
+    pub async fn settled_click(&self, css: &str) {
+        self.wait(css).await;
+        eventually(&format!("a click on {css}"), || async {
+            let element = self.all(css).await.into_iter().next()?;
+            element.click().await.ok()
+        })
+        .await
+    }
+
     pub async fn launch(options: Options) -> App {
         let display = Display::start();
         let dirs = tempfile::tempdir().expect("temp dir");

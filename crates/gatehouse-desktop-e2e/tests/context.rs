@@ -7,41 +7,15 @@
 //! Run with `cargo test -p gatehouse-desktop-e2e --test context -- --test-threads=1` after
 //! `cargo build -p gatehouse-desktop -p gatehouse-demo-server -p gatehouse-cli`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use gatehouse_desktop_e2e::{App, Options, built, workspace};
+use gatehouse_desktop_e2e::{App, Options, built, eventually, workspace};
 use serde_json::json;
 
 /// One app at a time: each brings up a display, a WebKit and the demo server.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const DEMO_ID: &str = "urn:gatehouse:demo-server";
-
-/// Polls `probe` until it gives something (up to 30 s).
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Clicks `css`, again if the list re-rendered under the first try.
-async fn settled_click(app: &App, css: &str) {
-    app.wait(css).await;
-    eventually(&format!("a click on {css}"), || async {
-        let element = app.all(css).await.into_iter().next()?;
-        element.click().await.ok()
-    })
-    .await
-}
 
 /// The detail of `server` in the Servers view, with `tab` shown and listed.
 async fn open_tab(app: &App, server: &str, tab: &str) -> String {
@@ -51,13 +25,12 @@ async fn open_tab(app: &App, server: &str, tab: &str) -> String {
         .await;
     let detail = format!("[data-testid=server-detail][data-server=\"{server}\"]");
     if app.all(&detail).await.is_empty() {
-        settled_click(app, &format!("{row} .row-open")).await;
+        app.settled_click(&format!("{row} .row-open")).await;
         app.wait(&detail).await;
     }
-    settled_click(
-        app,
-        &format!("{detail} [data-testid=detail-tabs] [data-tab=\"{tab}\"]"),
-    )
+    app.settled_click(&format!(
+        "{detail} [data-testid=detail-tabs] [data-tab=\"{tab}\"]"
+    ))
     .await;
     app.wait(&format!(
         "{detail} [data-tab-panel=\"{tab}\"]:not([hidden])"
@@ -75,9 +48,7 @@ async fn open_tab(app: &App, server: &str, tab: &str) -> String {
 
 /// Reads an allowed resource by clicking its Read button; returns the result's selector.
 async fn read(app: &App, panel: &str, uri: &str) -> String {
-    settled_click(
-        app,
-        &format!(
+    app.settled_click(&format!(
             "{panel} [data-resource=\"{uri}\"][data-resource-status=allowed] [data-action=read-resource]"
         ),
     )
@@ -208,7 +179,8 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
         .await;
     assert_eq!(line, "64 bytes");
     assert!(app.all(&format!("{result} img")).await.is_empty());
-    settled_click(&app, &format!("{binary} [data-action=save-content]")).await;
+    app.settled_click(&format!("{binary} [data-action=save-content]"))
+        .await;
     let saved = app
         .text(&format!("{binary} [data-testid=saved-path]"))
         .await;
@@ -236,10 +208,11 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
     );
     app.reveal(&suggestion).await;
     app.screenshot("resources-completion").await;
-    settled_click(&app, &suggestion).await;
+    app.settled_click(&suggestion).await;
     assert_eq!(app.value(&input).await, "groceries");
     app.wait_gone(&suggestion).await;
-    settled_click(&app, &format!("{form} [data-action=read-template]")).await;
+    app.settled_click(&format!("{form} [data-action=read-template]"))
+        .await;
     let result =
         format!("{panel} [data-testid=resource-result][data-uri=\"demo://notes/groceries\"]");
     app.wait(&result).await;
@@ -256,7 +229,8 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
 
     // Subscribed to the counter: its updates are marked, and a read shows a later count.
     let counter = format!("{panel} [data-resource=\"demo://counter\"]");
-    settled_click(&app, &format!("{counter} [data-action=subscribe]")).await;
+    app.settled_click(&format!("{counter} [data-action=subscribe]"))
+        .await;
     app.wait(&format!("{counter}[data-subscribed=true]")).await;
     app.wait(&format!("{counter} [data-testid=resource-updated]"))
         .await;
@@ -270,7 +244,8 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
     app.reveal(&counter).await;
     app.screenshot("resources-subscribed").await;
     let first_id = app.attr(&result, "data-read-id").await;
-    settled_click(&app, &format!("{result} [data-action=read-again]")).await;
+    app.settled_click(&format!("{result} [data-action=read-again]"))
+        .await;
     eventually("a second read of the counter", || async {
         let element = app.all(&result).await.into_iter().next()?;
         let id = element.attr("data-read-id").await.ok()?;
@@ -285,7 +260,8 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
             .unwrap_or_else(|e| panic!("{text}: {e}"))
     };
     assert!(number(&later) > number(&first), "{first} then {later}");
-    settled_click(&app, &format!("{counter} [data-action=unsubscribe]")).await;
+    app.settled_click(&format!("{counter} [data-action=unsubscribe]"))
+        .await;
     app.wait(&format!("{counter}[data-subscribed=false]")).await;
 
     // Every read was decided and audited.
@@ -333,10 +309,9 @@ async fn demo_prompts_are_got_with_completion_and_a_form_elicitation() {
     }
 
     // summarize: topic is required and completed as typed.
-    settled_click(
-        &app,
-        &format!("{panel} [data-prompt=summarize] [data-action=open-prompt]"),
-    )
+    app.settled_click(&format!(
+        "{panel} [data-prompt=summarize] [data-action=open-prompt]"
+    ))
     .await;
     let form = "#server-prompt-form[data-prompt-form=summarize]";
     app.wait(form).await;
@@ -351,9 +326,10 @@ async fn demo_prompts_are_got_with_completion_and_a_form_elicitation() {
     app.fill(&topic, "ga").await;
     let suggestion =
         format!("{form} [data-testid=suggestions][data-for=topic] [data-suggestion=gatehouse]");
-    settled_click(&app, &suggestion).await;
+    app.settled_click(&suggestion).await;
     assert_eq!(app.value(&topic).await, "gatehouse");
-    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
+    app.settled_click(&format!("{form} [data-action=get-prompt]"))
+        .await;
     let view = format!("{form} [data-testid=prompt-view][data-prompt=summarize]");
     app.wait(&view).await;
     assert_eq!(
@@ -385,89 +361,71 @@ async fn demo_prompts_are_got_with_completion_and_a_form_elicitation() {
     app.screenshot("prompts-form").await;
 
     // describe_logo: a text message and the logo as a checked image.
-    settled_click(
-        &app,
-        &format!("{panel} [data-prompt=describe_logo] [data-action=open-prompt]"),
-    )
+    app.settled_click(&format!(
+        "{panel} [data-prompt=describe_logo] [data-action=open-prompt]"
+    ))
     .await;
     let form = "#server-prompt-form[data-prompt-form=describe_logo]";
-    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
+    app.settled_click(&format!("{form} [data-action=get-prompt]"))
+        .await;
     let image = format!(
         "{form} [data-testid=prompt-view] [data-testid=prompt-message][data-index=\"1\"][data-kind=image] img[data-testid=content-image]"
     );
     app.wait(&image).await;
     assert_eq!(natural_width(&app, &image).await, 16);
 
-    // plan_trip: the server asks a form first; the answer reaches the prompt's result.
-    settled_click(
-        &app,
-        &format!("{panel} [data-prompt=plan_trip] [data-action=open-prompt]"),
-    )
-    .await;
-    let form = "#server-prompt-form[data-prompt-form=plan_trip]";
-    app.fill(&format!("{form} input[name=destination]"), "Lisbon")
-        .await;
-    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
-    let card = format!("{ASKING}[data-mode=form]");
-    app.wait(&card).await;
-    assert_eq!(
-        app.text(&format!("{card} [data-testid=message]")).await,
-        "Plan a trip to Lisbon"
-    );
-    let verified = app
-        .text(&format!(
-            "{card} [data-testid=banner] [data-field=verified_id]"
+    // plan_trip: the server asks a form first (an input_required result in 2026-07-28, an
+    // elicitation/create while prompts/get runs in 2025-11-25); the card is the same, and the
+    // answer reaches the prompt's result.
+    for (server, destination, traveller) in [
+        ("demo", "Lisbon", "Ada Lovelace"),
+        ("demo-2025", "Porto", "Grace Hopper"),
+    ] {
+        let panel = open_tab(&app, server, "prompts").await;
+        app.settled_click(&format!(
+            "{panel} [data-prompt=plan_trip] [data-action=open-prompt]"
         ))
         .await;
-    assert_eq!(verified.trim(), DEMO_ID);
-    app.fill(&format!("{card} [name=\"traveller\"]"), "Ada Lovelace")
-        .await;
-    app.wait_gone(&format!("{card} [data-error-for]")).await;
-    app.screenshot("prompts-elicitation").await;
-    submit_card(&app, &card).await;
-    app.view("servers").await;
-    let view =
-        format!("{form} [data-testid=prompt-view][data-prompt=plan_trip][data-is-error=false]");
-    app.wait(&view).await;
-    assert_eq!(
-        app.text(&format!(
-            "{view} [data-testid=prompt-message][data-index=\"0\"] [data-testid=content-text]"
-        ))
-        .await,
-        "Plan a trip to Lisbon for Ada Lovelace, 3 nights."
-    );
-    app.reveal(&view).await;
-    app.screenshot("prompts-plan-trip").await;
-
-    // The same prompt from the 2025-11-25 demo: the server asks with elicitation/create while
-    // prompts/get runs, rather than with an input_required result; the card is the same.
-    let panel = open_tab(&app, "demo-2025", "prompts").await;
-    settled_click(
-        &app,
-        &format!("{panel} [data-prompt=plan_trip] [data-action=open-prompt]"),
-    )
-    .await;
-    let form = "#server-prompt-form[data-prompt-form=plan_trip]";
-    app.fill(&format!("{form} input[name=destination]"), "Porto")
-        .await;
-    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
-    let card = format!("{ASKING}[data-mode=form]");
-    app.wait(&card).await;
-    app.fill(&format!("{card} [name=\"traveller\"]"), "Grace Hopper")
-        .await;
-    app.wait_gone(&format!("{card} [data-error-for]")).await;
-    submit_card(&app, &card).await;
-    app.view("servers").await;
-    let view =
-        format!("{form} [data-testid=prompt-view][data-prompt=plan_trip][data-is-error=false]");
-    app.wait(&view).await;
-    assert_eq!(
-        app.text(&format!(
-            "{view} [data-testid=prompt-message][data-index=\"0\"] [data-testid=content-text]"
-        ))
-        .await,
-        "Plan a trip to Porto for Grace Hopper, 3 nights."
-    );
+        let form = "#server-prompt-form[data-prompt-form=plan_trip]";
+        app.fill(&format!("{form} input[name=destination]"), destination)
+            .await;
+        app.settled_click(&format!("{form} [data-action=get-prompt]"))
+            .await;
+        let card = format!("{ASKING}[data-mode=form]");
+        app.wait(&card).await;
+        assert_eq!(
+            app.text(&format!("{card} [data-testid=message]")).await,
+            format!("Plan a trip to {destination}")
+        );
+        let verified = app
+            .text(&format!(
+                "{card} [data-testid=banner] [data-field=verified_id]"
+            ))
+            .await;
+        assert_eq!(verified.trim(), DEMO_ID);
+        app.fill(&format!("{card} [name=\"traveller\"]"), traveller)
+            .await;
+        app.wait_gone(&format!("{card} [data-error-for]")).await;
+        if server == "demo" {
+            app.screenshot("prompts-elicitation").await;
+        }
+        submit_card(&app, &card).await;
+        app.view("servers").await;
+        let view =
+            format!("{form} [data-testid=prompt-view][data-prompt=plan_trip][data-is-error=false]");
+        app.wait(&view).await;
+        assert_eq!(
+            app.text(&format!(
+                "{view} [data-testid=prompt-message][data-index=\"0\"] [data-testid=content-text]"
+            ))
+            .await,
+            format!("Plan a trip to {destination} for {traveller}, 3 nights.")
+        );
+        if server == "demo" {
+            app.reveal(&view).await;
+            app.screenshot("prompts-plan-trip").await;
+        }
+    }
     app.close().await;
 }
 
@@ -509,9 +467,7 @@ async fn hostile_content_is_text_refused_or_offered_for_saving_and_the_app_keeps
     .await;
     app.screenshot("resources-hostile-hidden").await;
     for uri in uris {
-        settled_click(
-            &app,
-            &format!(
+        app.settled_click(&format!(
                 "{panel} [data-resource=\"{uri}\"][data-resource-status=hidden] [data-action=approve-resource]"
             ),
         )
@@ -585,16 +541,15 @@ async fn hostile_content_is_text_refused_or_offered_for_saving_and_the_app_keeps
         "{hidden} [data-testid=reason][data-code=prompt_not_admitted]"
     ))
     .await;
-    settled_click(&app, &format!("{hidden} [data-action=approve-prompt]")).await;
-    settled_click(
-        &app,
-        &format!(
-            "{panel} [data-prompt=markup_prompt][data-prompt-status=allowed] [data-action=open-prompt]"
-        ),
-    )
+    app.settled_click(&format!("{hidden} [data-action=approve-prompt]"))
+        .await;
+    app.settled_click(&format!(
+        "{panel} [data-prompt=markup_prompt][data-prompt-status=allowed] [data-action=open-prompt]"
+    ))
     .await;
     let form = "#server-prompt-form[data-prompt-form=markup_prompt]";
-    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
+    app.settled_click(&format!("{form} [data-action=get-prompt]"))
+        .await;
     let view = format!("{form} [data-testid=prompt-view][data-is-error=true]");
     assert_eq!(
         app.attr(&view, "data-code").await.as_deref(),
@@ -631,7 +586,8 @@ async fn server_everything_resources_and_prompts_are_approved_read_and_got_with_
         "{hidden} [data-testid=reason][data-code=resource_not_admitted]"
     ))
     .await;
-    settled_click(&app, &format!("{hidden} [data-action=approve-resource]")).await;
+    app.settled_click(&format!("{hidden} [data-action=approve-resource]"))
+        .await;
     let result = read(&app, &panel, FEATURES).await;
     let text = first_text(&app, &result).await;
     assert!(text.contains('#'), "the features document: {text}");
@@ -644,20 +600,21 @@ async fn server_everything_resources_and_prompts_are_approved_read_and_got_with_
     let panel = open_tab(&app, "everything", "prompts").await;
     for name in ["args-prompt", "completable-prompt"] {
         let hidden = format!("{panel} [data-prompt=\"{name}\"][data-prompt-status=hidden]");
-        settled_click(&app, &format!("{hidden} [data-action=approve-prompt]")).await;
+        app.settled_click(&format!("{hidden} [data-action=approve-prompt]"))
+            .await;
         app.wait(&format!(
             "{panel} [data-prompt=\"{name}\"][data-prompt-status=allowed]"
         ))
         .await;
     }
-    settled_click(
-        &app,
-        &format!("{panel} [data-prompt=\"args-prompt\"] [data-action=open-prompt]"),
-    )
+    app.settled_click(&format!(
+        "{panel} [data-prompt=\"args-prompt\"] [data-action=open-prompt]"
+    ))
     .await;
     let form = "#server-prompt-form[data-prompt-form=\"args-prompt\"]";
     app.fill(&format!("{form} input[name=city]"), "Paris").await;
-    settled_click(&app, &format!("{form} [data-action=get-prompt]")).await;
+    app.settled_click(&format!("{form} [data-action=get-prompt]"))
+        .await;
     let view = format!("{form} [data-testid=prompt-view][data-is-error=false]");
     app.wait(&view).await;
     assert_eq!(
@@ -669,20 +626,16 @@ async fn server_everything_resources_and_prompts_are_approved_read_and_got_with_
     );
 
     // completable-prompt: the server completes the department as it is typed.
-    settled_click(
-        &app,
-        &format!("{panel} [data-prompt=\"completable-prompt\"] [data-action=open-prompt]"),
-    )
+    app.settled_click(&format!(
+        "{panel} [data-prompt=\"completable-prompt\"] [data-action=open-prompt]"
+    ))
     .await;
     let form = "#server-prompt-form[data-prompt-form=\"completable-prompt\"]";
     let department = format!("{form} input[name=department]");
     app.fill(&department, "E").await;
-    settled_click(
-        &app,
-        &format!(
-            "{form} [data-testid=suggestions][data-for=department] [data-suggestion=Engineering]"
-        ),
-    )
+    app.settled_click(&format!(
+        "{form} [data-testid=suggestions][data-for=department] [data-suggestion=Engineering]"
+    ))
     .await;
     assert_eq!(app.value(&department).await, "Engineering");
     app.close().await;

@@ -10,9 +10,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use gatehouse_desktop_e2e::{App, Options, built, workspace};
+use gatehouse_desktop_e2e::{App, Options, built, eventually, workspace};
 use serde_json::{Value, json};
 
 /// One app at a time: each brings up a display, a WebKit, a keyring and the servers.
@@ -115,32 +114,6 @@ async fn launch_with(url: &str, visit: &'static str) -> App {
         browser_visit: Some(visit),
         keychain: true,
         ..Options::default()
-    })
-    .await
-}
-
-/// Polls `probe` until it gives something (up to 30 s): for states no CSS selector can name.
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Clicks `css`, again if the list re-rendered under the first try.
-async fn settled_click(app: &App, css: &str) {
-    app.wait(css).await;
-    eventually(&format!("a click on {css}"), || async {
-        let element = app.all(css).await.into_iter().next()?;
-        element.click().await.ok()
     })
     .await
 }
@@ -271,7 +244,7 @@ async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_ser
     // Connected, with the protected server's tools.
     app.wait(&format!("{ROW} [data-testid=status][data-status=admitted]"))
         .await;
-    settled_click(&app, &format!("{ROW} .row-open")).await;
+    app.settled_click(&format!("{ROW} .row-open")).await;
     app.wait(DETAIL).await;
     for tool in ["echo", "add"] {
         app.wait(&format!("{DETAIL} [data-tool=\"{tool}\"]")).await;
@@ -297,7 +270,8 @@ async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_ser
     app.screenshot("sign-in-signed-in").await;
 
     // Sign out: the keychain forgets it and the connection closes.
-    settled_click(&app, &format!("{section} [data-action=sign-out]")).await;
+    app.settled_click(&format!("{section} [data-action=sign-out]"))
+        .await;
     app.wait(&format!(
         "{DETAIL} [data-testid=sign-in-section][data-signed-in=false] [data-action=sign-in]"
     ))
@@ -312,7 +286,8 @@ async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_ser
     .await;
 
     // Connecting in the UI asks again, and signs in again on Open.
-    settled_click(&app, &format!("{DETAIL} [data-action=connect]")).await;
+    app.settled_click(&format!("{DETAIL} [data-action=connect]"))
+        .await;
     app.wait(&asking).await;
     let again = app.text(&format!("{asking} [data-testid=url-full]")).await;
     assert_ne!(again, full, "a new sign-in has its own state");
@@ -353,7 +328,8 @@ async fn cancelling_the_sign_in_card_opens_nothing_and_leaves_the_server_not_con
     );
 
     // Esc on the card is Cancel too: connect again in the UI, and press Esc.
-    settled_click(&app, &format!("{ROW} [data-action=connect]")).await;
+    app.settled_click(&format!("{ROW} [data-action=connect]"))
+        .await;
     app.wait(&asking).await;
     press(&app, ESCAPE).await;
     app.wait_gone("dialog#sign-in-dialog[open]").await;

@@ -3,30 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use fantoccini::Locator;
-use gatehouse_desktop_e2e::{App, Options, built};
+use gatehouse_desktop_e2e::{App, Options, built, eventually};
 use serde_json::{Value, json};
 
 /// One app at a time: each brings up a display, a WebKit and the demo server.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Polls `probe` until it gives something (up to 30 s): for states no CSS selector can name.
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// The text of `css` once it shows, read again if the list re-rendered under it (the
 /// Servers view redraws its rows on every change notice).
@@ -34,16 +17,6 @@ async fn settled_text(app: &App, css: &str) -> String {
     eventually(&format!("the text of {css}"), || async {
         let element = app.all(css).await.into_iter().next()?;
         element.text().await.ok()
-    })
-    .await
-}
-
-/// Clicks `css`, again if the list re-rendered under the first try.
-async fn settled_click(app: &App, css: &str) {
-    app.wait(css).await;
-    eventually(&format!("a click on {css}"), || async {
-        let element = app.all(css).await.into_iter().next()?;
-        element.click().await.ok()
     })
     .await
 }
@@ -458,7 +431,8 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
         "{saved}"
     );
     app.screenshot("add-server-added").await;
-    settled_click(&app, &format!("{row} [data-action=connect]")).await;
+    app.settled_click(&format!("{row} [data-action=connect]"))
+        .await;
     app.wait(&format!(
         "{row} [data-testid=status][data-status=unattested]"
     ))
@@ -489,7 +463,8 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
     add_server(&app, "demo-args", demo.to_str().unwrap(), "--era both").await;
     app.wait_gone("#add-server-dialog[open]").await;
     let row = ".server-row[data-server=\"demo-args\"]";
-    settled_click(&app, &format!("{row} [data-action=connect]")).await;
+    app.settled_click(&format!("{row} [data-action=connect]"))
+        .await;
     app.wait(&format!("{row} [data-testid=status][data-status=refused]"))
         .await;
     let text = settled_text(
@@ -769,7 +744,7 @@ async fn a_tool_whose_definition_differs_from_its_pin_is_shown_blocked_with_both
     let row = ".server-row[data-server=\"pinned\"]";
     app.wait(&format!("{row} [data-testid=status][data-status=admitted]"))
         .await;
-    settled_click(&app, &format!("{row} .row-open")).await;
+    app.settled_click(&format!("{row} .row-open")).await;
     let detail = "[data-testid=server-detail][data-server=\"pinned\"]";
     let verified = app
         .text(&format!(
