@@ -842,6 +842,8 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
         {"op": "prompts"},
         {"op": "getPrompt", "name": "demo__summarize", "arguments": {"topic": "gateways"}},
         {"op": "getPrompt", "name": "demo__Summarize", "arguments": {"topic": "x"}},
+        // Not offered under any name.
+        {"op": "getPrompt", "name": "demo__markup_prompt", "arguments": {}},
         {"op": "complete", "ref": {"type": "ref/prompt", "name": "demo-2025__summarize"}, "argument": {"name": "topic", "value": "oa"}},
         {"op": "resources"},
     ]);
@@ -864,8 +866,9 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
         .unwrap();
     assert!(said.contains("gateways"), "{}", out[1]);
     assert_eq!(out[2]["error"]["code"], json!(-32602), "{}", out[2]);
-    assert_eq!(out[3]["values"], json!(["oauth"]), "{}", out[3]);
-    assert_eq!(out[4]["uris"], json!([]), "{}", out[4]);
+    assert_eq!(out[3]["error"]["code"], json!(-32602), "{}", out[3]);
+    assert_eq!(out[4]["values"], json!(["oauth"]), "{}", out[4]);
+    assert_eq!(out[5]["uris"], json!([]), "{}", out[5]);
 
     // One server: its resources under their own URIs, every read through its gate.
     let steps = json!([
@@ -928,4 +931,28 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
     assert_eq!(prompts[0]["data"]["decision"], "allowed");
     assert_eq!(prompts[0]["data"]["prompt"], "summarize");
     assert_eq!(prompts[0]["data"]["caller"]["client"], "ts_test");
+
+    // An unattested server in the warn posture: its prompts are listed by the host but not
+    // offered until the user pins them; a model that guesses one reaches the gate, which
+    // refuses it and records the client.
+    let (code, _, stderr) = env.run(&["servers", "add", "mine", "--stdio", &demo_bin()]);
+    assert_eq!(code, 0, "{stderr}");
+    let steps = json!([
+        {"op": "prompts"},
+        {"op": "getPrompt", "name": "mine__summarize", "arguments": {"topic": "x"}},
+    ]);
+    let out = ts_client(&env, steps, &["serve", "--client", "ts_test"]);
+    assert_eq!(out[0]["names"], json!([]), "{}", out[0]);
+    assert_eq!(out[1]["error"]["code"], json!(-32602), "{}", out[1]);
+    let refused: Vec<Value> = audit(&env)
+        .into_iter()
+        .filter(|r| r["event"] == "prompt_get" && r["data"]["decision"] == "denied")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["data"]["reason"], "prompt_not_admitted");
+    assert_eq!(refused[0]["data"]["caller"]["client"], "ts_test");
+    let (code, _, stderr) = env.run(&["prompts", "pin", "mine", "--prompt", "summarize"]);
+    assert_eq!(code, 0, "{stderr}");
+    let out = ts_client(&env, json!([{"op": "prompts"}]), &["serve"]);
+    assert_eq!(out[0]["names"], json!(["mine__summarize"]), "{}", out[0]);
 }

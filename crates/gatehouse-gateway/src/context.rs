@@ -118,12 +118,26 @@ impl Gateway {
         self.wait_for_start().await;
         let servers = self.servers_offered(self.host().live_servers().await);
         let naming = self.naming();
-        let mut prompts: Vec<(String, Prompt)> = Vec::new();
+        // Every listed prompt is named (so a hidden one a model guesses still reaches the gate,
+        // which refuses and records it with the client); only allowed ones are offered.
+        let mut prompts: Vec<(String, Prompt, bool)> = Vec::new();
         let mut resources: Vec<(String, Resource)> = Vec::new();
         let mut templates: Vec<(String, ResourceTemplate)> = Vec::new();
         for server in &servers {
             if let Ok(groups) = self.host().list_prompts(server).await {
-                prompts.extend(groups.allowed.into_iter().map(|p| (server.clone(), p)));
+                prompts.extend(
+                    groups
+                        .allowed
+                        .into_iter()
+                        .map(|p| (server.clone(), p, true)),
+                );
+                prompts.extend(
+                    groups
+                        .hidden
+                        .into_iter()
+                        .chain(groups.blocked)
+                        .map(|w| (server.clone(), w.item, false)),
+                );
             }
             if let Ok(groups) = self.host().list_resources(server).await {
                 resources.extend(groups.allowed.into_iter().map(|r| (server.clone(), r)));
@@ -137,11 +151,14 @@ impl Gateway {
         }
         let (prompt_table, _collisions) = NameTable::build(
             naming,
-            prompts.iter().map(|(s, p)| (s.as_str(), p.name.as_str())),
+            prompts
+                .iter()
+                .map(|(s, p, _)| (s.as_str(), p.name.as_str())),
         );
         let prompt_list = prompts
             .iter()
-            .filter_map(|(server, prompt)| {
+            .filter(|(_, _, allowed)| *allowed)
+            .filter_map(|(server, prompt, _)| {
                 let name = naming.name(server, &prompt.name);
                 prompt_table.resolve(&name)?;
                 let mut offered = prompt.clone();
