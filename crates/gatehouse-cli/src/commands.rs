@@ -718,14 +718,23 @@ async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Resu
 }
 
 fn parse_arguments(raw: Option<&str>) -> Result<Option<serde_json::Map<String, Value>>, Failure> {
+    json_object(raw, "--args", r#"{"message": "hi"}"#)
+}
+
+/// A JSON object given on the command line (`flag` names it in the error, `example` shows one).
+pub(crate) fn json_object(
+    raw: Option<&str>,
+    flag: &str,
+    example: &str,
+) -> Result<Option<serde_json::Map<String, Value>>, Failure> {
     let Some(raw) = raw else { return Ok(None) };
     match serde_json::from_str::<Value>(raw) {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(other) => Err(Failure::usage(format!(
-            "--args must be a JSON object like '{{\"message\": \"hi\"}}', not {}",
+            "{flag} must be a JSON object like '{example}', not {}",
             output::json_kind(&other)
         ))),
-        Err(e) => Err(Failure::usage(format!("--args is not valid JSON: {e}"))),
+        Err(e) => Err(Failure::usage(format!("{flag} is not valid JSON: {e}"))),
     }
 }
 

@@ -5,7 +5,6 @@
 //! [`output::safe`]; images and binary data are described, never written to the terminal.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -21,8 +20,8 @@ use crate::cli::{
     ResourcesArgs, SubscribeArgs, Target,
 };
 use crate::commands::{
-    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, on_target, print_pins,
-    split_gated, terminal_consent,
+    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, json_object, on_target,
+    print_pins, split_gated, terminal_consent,
 };
 use crate::output;
 
@@ -34,23 +33,6 @@ fn call_options() -> CallOptions {
 }
 
 // ---- Parsing ----------------------------------------------------------------------------
-
-/// A JSON object given on the command line (`flag` names it in the error).
-fn json_object(
-    raw: Option<&str>,
-    flag: &str,
-    example: &str,
-) -> Result<Option<serde_json::Map<String, Value>>, Failure> {
-    let Some(raw) = raw else { return Ok(None) };
-    match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(other) => Err(Failure::usage(format!(
-            "{flag} must be a JSON object like '{example}', not {}",
-            output::json_kind(&other)
-        ))),
-        Err(e) => Err(Failure::usage(format!("{flag} is not valid JSON: {e}"))),
-    }
-}
 
 /// `--var NAME=VALUE` values (NAME not empty; VALUE may contain `=` and may be empty).
 fn template_values(raw: &[String]) -> Result<BTreeMap<String, String>, Failure> {
@@ -246,60 +228,22 @@ fn payload(contents: &[ContentView]) -> Result<Option<(usize, Vec<u8>)>, Failure
         }))
 }
 
-/// Writes `bytes` to `path` atomically: a new temporary file in the same directory, synced,
-/// then moved into place. Without `force` an existing `path` is never replaced (the move is
-/// a hard link, which fails if the name exists).
+/// Writes `bytes` to `path` atomically: replacing it only with `force`, else never over an
+/// existing file.
 fn save(path: &Path, bytes: &[u8], force: bool) -> std::io::Result<()> {
-    use std::io::{Error, ErrorKind};
+    if force {
+        return gatehouse_host::config::write_atomically(path, bytes, 0o644);
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .ok_or_else(|| Error::new(ErrorKind::InvalidInput, "not a file name"))?
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?
         .to_string_lossy()
         .into_owned();
-    let mut attempt = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(
-            ".{name}.gatehouse-{}-{attempt}.tmp",
-            std::process::id()
-        ));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    let result = (|| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        if force {
-            std::fs::rename(&tmp, path)?;
-        } else {
-            match std::fs::hard_link(&tmp, path) {
-                Ok(()) => std::fs::remove_file(&tmp)?,
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => return Err(e),
-                // A file system without hard links: check, then rename.
-                Err(_) if std::fs::symlink_metadata(path).is_err() => std::fs::rename(&tmp, path)?,
-                Err(_) => return Err(Error::from(ErrorKind::AlreadyExists)),
-            }
-        }
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    gatehouse_host::config::write_new(dir, [name], bytes).map(drop)
 }
 
 fn exists_failure(path: &Path) -> Failure {

@@ -504,6 +504,56 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result
     result
 }
 
+/// Writes `bytes` under the first of `names` in `dir` that is free, atomically and never over
+/// an existing file: a temporary file, synced, then hard-linked into place (on a file system
+/// without hard links: checked free, then renamed). Returns the path written; `AlreadyExists`
+/// when every name is taken. Nothing is left behind on failure.
+pub fn write_new(
+    dir: &Path,
+    names: impl IntoIterator<Item = String>,
+    bytes: &[u8],
+) -> std::io::Result<PathBuf> {
+    use std::io::{Error, ErrorKind};
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    std::fs::create_dir_all(dir)?;
+    let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(
+        ".gatehouse-new-{}-{serial}.part",
+        std::process::id()
+    ));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    })();
+    let placed = written.and_then(|()| {
+        for name in names {
+            let target = dir.join(name);
+            // A hard link never replaces what exists: the first free name wins, atomically.
+            match std::fs::hard_link(&tmp, &target) {
+                Ok(()) => return Ok(target),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(_) if target.symlink_metadata().is_ok() => continue,
+                Err(_) => {
+                    std::fs::rename(&tmp, &target)?;
+                    return Ok(target);
+                }
+            }
+        }
+        Err(Error::from(ErrorKind::AlreadyExists))
+    });
+    let _ = std::fs::remove_file(&tmp);
+    if placed.is_ok()
+        && let Ok(d) = std::fs::File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+    placed
+}
+
 /// Server names are shown in the UI and used in log file names: printable, no path separators,
 /// at most 64 characters.
 pub fn validate_server_name(name: &str) -> Result<(), HostError> {

@@ -10,7 +10,6 @@
 //! a temporary file, then linked into place).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -172,55 +171,15 @@ fn variant(name: &str, n: u32) -> String {
 /// Writes `bytes` into `dir` as `name` (or the first free ` (N)` variant), atomically and
 /// never over an existing file; returns the path written.
 pub fn save_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let serial = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(
-        ".gatehouse-save-{}-{serial}.part",
-        std::process::id()
-    ));
-    let written = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    })();
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(error);
-    }
-    let placed = (|| {
-        for n in 1..=MAX_VARIANTS {
-            let target = dir.join(variant(name, n));
-            // A hard link never replaces what exists: the first name free wins, atomically.
-            match std::fs::hard_link(&tmp, &target) {
-                Ok(()) => return Ok(target),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(_) => {
-                    // A file system without hard links: rename, after checking the name is
-                    // free (the rename itself is still atomic).
-                    if target.symlink_metadata().is_ok() {
-                        continue;
-                    }
-                    std::fs::rename(&tmp, &target)?;
-                    return Ok(target);
-                }
-            }
-        }
-        Err(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            format!("{name} and {MAX_VARIANTS} variants of it exist already"),
-        ))
-    })();
-    let _ = std::fs::remove_file(&tmp);
-    if placed.is_ok()
-        && let Ok(d) = std::fs::File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
-    placed
+    crate::config::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes).map_err(
+        |e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => std::io::Error::new(
+                e.kind(),
+                format!("{name} and {MAX_VARIANTS} variants of it exist already"),
+            ),
+            _ => e,
+        },
+    )
 }
 
 impl Desk {
