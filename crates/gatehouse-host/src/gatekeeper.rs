@@ -689,7 +689,7 @@ impl Gatekeeper {
         pins: &[(String, String)],
     ) -> Result<(), HostError> {
         self.may_approve(
-            "prompts are approved by the admin bundle's allowedPrompts and promptPins",
+            "prompts are approved by the admin bundle's allowedPrompts and promptPins; send these pins to your admin",
             pins.iter().map(|(p, pin)| format!("{p:?}: {pin}")),
         )?;
         for (prompt, pin) in pins {
@@ -712,7 +712,7 @@ impl Gatekeeper {
         prefixes: &[String],
     ) -> Result<(), HostError> {
         self.may_approve(
-            "resources are approved by the admin bundle's allowedResources and allowedResourcePrefixes",
+            "resources are approved by the admin bundle's allowedResources and allowedResourcePrefixes; send these to your admin",
             uris.iter().chain(prefixes).map(|u| format!("{u:?}")),
         )?;
         let checked = uris
@@ -761,7 +761,7 @@ impl Gatekeeper {
         };
         Err(HostError::PostureForbids {
             detail: format!(
-                "{why}: {by_admin}; send these to your admin: {}",
+                "{why}: {by_admin}: {}",
                 items.collect::<Vec<_>>().join(", ")
             ),
         })
@@ -850,25 +850,10 @@ impl Gatekeeper {
     /// Records user approvals of tools (with their current pins), or explains why the posture
     /// does not allow it.
     pub fn approve(&self, verdict: &Verdict, pins: &[(String, String)]) -> Result<(), HostError> {
-        if !self.user_may_approve() {
-            let trust = self.trust();
-            let why = match trust.locked_by() {
-                Some(label) => format!("the admin bundle {label} is locked (deny-by-default)"),
-                None => format!(
-                    "the posture is deny-by-default ({})",
-                    trust.posture_reason()
-                ),
-            };
-            return Err(HostError::PostureForbids {
-                detail: format!(
-                    "{why}: tools are approved by the admin bundle's allowedTools and toolPins; send these pins to your admin: {}",
-                    pins.iter()
-                        .map(|(t, p)| format!("{t:?}: {p}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        }
+        self.may_approve(
+            "tools are approved by the admin bundle's allowedTools and toolPins; send these pins to your admin",
+            pins.iter().map(|(t, p)| format!("{t:?}: {p}")),
+        )?;
         for (tool, pin) in pins {
             self.audit.record(
                 events::TOOL_APPROVED,
@@ -887,47 +872,24 @@ impl Gatekeeper {
         tool: &str,
         caller: Option<&crate::caller::Caller>,
     ) -> Result<Permit, HostError> {
-        let server = verdict.audit_server();
-        // Who asked, when a downstream client did; absent for the user's own calls.
-        let with_caller = |mut data: Value| {
-            if let Some(caller) = caller {
-                data["caller"] = json!(caller);
-            }
-            data
+        let decided = gate.check(tool);
+        let data = match &decided {
+            Ok(permit) => json!({
+                "decision": "allowed",
+                "tool": tool,
+                "scope": permit.scope().label(),
+                "pinned": permit.pinned(),
+            }),
+            Err(denial) => json!({
+                "decision": "denied",
+                "tool": tool,
+                "reason": denial.reason.as_str(),
+                "code": denial.reason.code(),
+                "detail": denial.detail,
+            }),
         };
-        match gate.check(tool) {
-            Ok(permit) => {
-                self.audit.record(
-                    events::TOOL_CALL,
-                    Some(&server),
-                    with_caller(json!({
-                        "decision": "allowed",
-                        "tool": tool,
-                        "scope": permit.scope().label(),
-                        "pinned": permit.pinned(),
-                        "admission": verdict.status.as_str(),
-                        "name": verdict.server,
-                    })),
-                )?;
-                Ok(permit)
-            }
-            Err(denial) => {
-                self.audit.record(
-                    events::TOOL_CALL,
-                    Some(&server),
-                    with_caller(json!({
-                        "decision": "denied",
-                        "tool": tool,
-                        "reason": denial.reason.as_str(),
-                        "code": denial.reason.code(),
-                        "detail": denial.detail,
-                        "admission": verdict.status.as_str(),
-                        "name": verdict.server,
-                    })),
-                )?;
-                Err(tool_denied(&verdict.server, denial))
-            }
-        }
+        self.record_decision(events::TOOL_CALL, verdict, data, caller)?;
+        decided.map_err(|denial| tool_denied(&verdict.server, denial))
     }
 
     /// Records pin mismatches found in a fresh tools/list (or prompts/list, by `kind`).

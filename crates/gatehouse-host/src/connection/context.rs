@@ -16,7 +16,6 @@ use rmcp::model::{
 use tokio::task::AbortHandle;
 
 use gatehouse_attest::gate::{Kind, ToolGate, ToolStatus};
-use gatehouse_attest::pins::prompt_pin;
 use gatehouse_attest::resources::{ResourceGate, ResourceStatus};
 use gatehouse_attest::uri_template::Template;
 
@@ -584,20 +583,7 @@ impl Connection {
             .iter()
             .map(|p| serde_json::to_value(p).expect("a prompt serializes"))
             .collect();
-        let pins: Vec<(String, String)> = prompts
-            .iter()
-            .zip(&values)
-            .filter(|(p, _)| names.is_empty() || names.contains(&p.name))
-            .map(|(p, v)| (p.name.clone(), prompt_pin(v)))
-            .collect();
-        if let Some(missing) = names.iter().find(|n| !pins.iter().any(|(p, _)| p == *n)) {
-            return Err(HostError::ToolDenied {
-                server: self.server.clone(),
-                tool: missing.clone(),
-                reason: "prompt_not_listed",
-                detail: "the server does not list a prompt of exactly this name, so there is no definition to approve".into(),
-            });
-        }
+        let pins = self.pins_to_approve(&values, names, Kind::Prompt)?;
         self.gatekeeper.approve_prompts(&self.verdict, &pins)?;
         let mut gate = ToolGate::for_prompts(self.gatekeeper.prompt_allow_list(&self.verdict));
         let _ = gate.observe(&values);

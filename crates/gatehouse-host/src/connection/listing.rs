@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use rmcp::model::{PaginatedRequestParams, Tool};
 use rmcp::service::ServiceError;
 
-use gatehouse_attest::gate::{ToolGate, ToolStatus};
+use gatehouse_attest::gate::{Kind, ToolGate, ToolStatus};
 use gatehouse_attest::pins::tool_pin;
 
 use super::{CallOptions, Connection};
@@ -134,27 +134,46 @@ impl Connection {
     ) -> Result<Vec<(String, String)>, HostError> {
         let tools = self.tools().await?;
         let values = definitions(&tools);
-        let mut pins = Vec::new();
-        for (tool, value) in tools.iter().zip(&values) {
-            if names.is_empty() || names.iter().any(|n| n.as_str() == tool.name.as_ref()) {
-                pins.push((tool.name.to_string(), tool_pin(value)));
-            }
-        }
-        for name in names {
-            if !pins.iter().any(|(t, _)| t == name) {
-                return Err(HostError::ToolDenied {
-                    server: self.server.clone(),
-                    tool: name.clone(),
-                    reason: "tool_not_listed",
-                    detail: "the server does not list a tool of exactly this name, so there is no definition to approve".into(),
-                });
-            }
-        }
+        let pins = self.pins_to_approve(&values, names, Kind::Tool)?;
         self.gatekeeper.approve(&self.verdict, &pins)?;
         let mut gate = ToolGate::new(self.gatekeeper.allow_list(&self.verdict));
         let _ = gate.observe(&values);
         *self.tool_gate.lock().expect("tool gate poisoned") = gate;
         Ok(pins)
+    }
+
+    /// The pins of the listed definitions (tools or prompts, as JSON) whose names are in
+    /// `names`, every one when `names` is empty; a name the server does not list is refused,
+    /// since there is no definition to approve.
+    pub(super) fn pins_to_approve(
+        &self,
+        definitions: &[serde_json::Value],
+        names: &[String],
+        kind: Kind,
+    ) -> Result<Vec<(String, String)>, HostError> {
+        let pins: Vec<(String, String)> = definitions
+            .iter()
+            .filter_map(|value| {
+                let name = value.get("name")?.as_str()?;
+                (names.is_empty() || names.iter().any(|n| n == name))
+                    .then(|| (name.to_string(), tool_pin(value)))
+            })
+            .collect();
+        let (noun, reason) = match kind {
+            Kind::Tool => ("tool", "tool_not_listed"),
+            Kind::Prompt => ("prompt", "prompt_not_listed"),
+        };
+        match names.iter().find(|n| !pins.iter().any(|(p, _)| p == *n)) {
+            Some(missing) => Err(HostError::ToolDenied {
+                server: self.server.clone(),
+                tool: missing.clone(),
+                reason,
+                detail: format!(
+                    "the server does not list a {noun} of exactly this name, so there is no definition to approve"
+                ),
+            }),
+            None => Ok(pins),
+        }
     }
 
     /// Every page of a listing, bounded: a server that repeats a cursor, sends one too long, or
