@@ -129,6 +129,18 @@ pub enum AuditError {
     )]
     BadTime { time: String },
 
+    /// A batched flush failed (the disk refused a sync or the head could not be written).
+    /// Records already written may not be durable; nothing more is appended, so nothing more
+    /// is decided, until Gatehouse is restarted with a working disk.
+    #[error(
+        "the audit log {path} could not be made durable: {detail}; no further decision is taken. Check the disk (space, errors in the system log), then restart Gatehouse"
+    )]
+    FlushFailed { path: PathBuf, detail: String },
+
+    /// The durability asked for cannot be used.
+    #[error("the audit log's durability setting is not usable: {detail}")]
+    BadDurability { detail: String },
+
     /// The log already holds `u64::MAX` records.
     #[error("the audit log {path} has used every sequence number; start a new log")]
     SeqExhausted { path: PathBuf },
@@ -159,6 +171,8 @@ impl AuditError {
             AuditError::Unreadable { .. } => "unreadable",
             AuditError::BadTime { .. } => "bad_time",
             AuditError::SeqExhausted { .. } => "seq_exhausted",
+            AuditError::FlushFailed { .. } => "flush_failed",
+            AuditError::BadDurability { .. } => "bad_durability",
         }
     }
 }

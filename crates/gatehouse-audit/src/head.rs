@@ -88,9 +88,21 @@ pub(crate) fn read_head(log: &Path) -> Result<HeadState, AuditError> {
 /// new one, never a partial file. The directory is not flushed: a crash can then at worst
 /// bring back an older head, behind the log, which is accepted (the record at its seq still
 /// has its hash). That saves one of the three disk flushes every append would otherwise cost.
+/// The shared temp name is used under the log's exclusive lock only.
 pub(crate) fn write_head(log: &Path, anchor: &Anchor) -> Result<(), AuditError> {
+    write_head_via(log, None, anchor)
+}
+
+/// [`write_head`] through `temp` (a batched handle's private temp file, so its flusher needs
+/// no lock: whichever of two heads lands last, both anchor records already durable, and a
+/// head behind the log is accepted), or the shared temp name when `None`.
+pub(crate) fn write_head_via(
+    log: &Path,
+    temp: Option<&Path>,
+    anchor: &Anchor,
+) -> Result<(), AuditError> {
     let path = head_path(log);
-    let temp = head_temp_path(log);
+    let temp = temp.map_or_else(|| head_temp_path(log), Path::to_path_buf);
     let err = |source| AuditError::Head {
         path: path.clone(),
         source,

@@ -13,12 +13,16 @@
 //!   previous line's exact bytes without its newline; 64 zeros for seq 1) and `data` (a JSON
 //!   object from the caller):
 //!   `{"seq":2,"time":"2026-05-01T12:00:00Z","event":"tool_call","server":"demo","prev":"…","data":{…}}`
-//! - **The head**, `<log>.head`: `{"seq":N,"hash":"…"}`, the last record's seq and line hash,
-//!   replaced atomically (`<log>.head.tmp`, fsync, rename) after every append; `seq` 0 and 64
-//!   zeros for an empty log. A crash between a record's flush and the rename leaves the head
-//!   one record behind; a head behind the log is accepted when the record at its seq has its
-//!   hash. A head ahead of the log, or naming a record that hashes differently, means records
-//!   were removed from the end.
+//! - **The head**, `<log>.head`: `{"seq":N,"hash":"…"}`, the anchor of the last record known
+//!   to be on stable storage, replaced atomically (a temp file, fsync, rename): after every
+//!   append in the sync mode, after every flush in the batched mode; `seq` 0 and 64 zeros for
+//!   an empty log. The head may lag the log (a crash between a record's flush and the rename,
+//!   or records of the batched mode not yet flushed); a head behind the log is accepted when
+//!   the record at its seq has its hash. A head ahead of the log, or naming a record that
+//!   hashes differently, means records were removed from the end.
+//! - **Markers**, `<log>.batched-<pid>-<n>`: one per batched writer while it runs (the boot id
+//!   and its window), so a restart of the machine that cut its last window short is recorded
+//!   (`audit_short_tail`) rather than silent; see [`Durability`].
 //! - **Torn side files**, `<log>.torn-<seq>`: the exact bytes of a torn last line, moved out of
 //!   the log; `<seq>` is the seq of the `audit_torn_tail` record that describes it (`-1`, `-2`…
 //!   is added rather than overwrite an older side file).
@@ -26,9 +30,13 @@
 //! # Invariants
 //!
 //! - `append` returns `Ok` only after the line and its newline were written with one
-//!   `write_all`, `sync_data` returned, and the head was replaced. On `Err` the record is not in
-//!   the log (a partial line is truncated away; if even that fails, the next open or append
-//!   treats it as a torn tail), so the caller can refuse the decision the record was for.
+//!   `write_all` (so a crash of the process loses nothing), and in the [`Durability::Sync`]
+//!   mode only after `sync_data` returned and the head was replaced. In the
+//!   [`Durability::Batched`] mode a flusher makes it durable within the window (group commit)
+//!   and only then anchors it in the head; a failed flush makes every later append fail. On
+//!   `Err` the record is not in the log (a partial line is truncated away; if even that
+//!   fails, the next open or append treats it as a torn tail), so the caller can refuse the
+//!   decision the record was for.
 //! - Hashes are over the bytes written, never over a re-serialization. Before a line is
 //!   written it is parsed back with the reader's own strict parser, so the log never holds a
 //!   line that its reader refuses.
@@ -37,6 +45,10 @@
 //!   extend one chain. Readers take a shared lock just long enough to note the length and the
 //!   head, so they never see a half-written line. An append waits for the lock; it does not
 //!   time out.
+//! - What a power cut can take: nothing in the sync mode; in the batched mode at most the
+//!   records of each writer's last window (`max_delay` or `max_records`), never a record the
+//!   head anchored. The next open records `audit_short_tail` and [`verify`] reports a short
+//!   tail, not a break.
 //! - Nothing is dropped silently. A torn last line is moved byte for byte to a side file and
 //!   an `audit_torn_tail` record names its length, SHA-256 and side file. A head that does not
 //!   match the log's end (records removed, head deleted) is recorded as `audit_head_mismatch`,
@@ -64,11 +76,12 @@
 //!
 //! # Never
 //!
-//! Reads the clock (every time is passed in), rewrites or reorders existing lines (the only
+//! Reads the clock for a record (every time is passed in; the flusher uses a monotonic timer only to schedule), rewrites or reorders existing lines (the only
 //! change to written bytes is cutting a torn tail, after saving it), writes secrets (the caller
 //! decides what `data` holds; docs/product.md keeps secrets out of it), or checks the chain on
 //! open.
 
+mod durability;
 mod error;
 mod head;
 mod log;
@@ -76,13 +89,20 @@ mod read;
 mod record;
 mod scan;
 mod verify;
+mod writer;
 
+pub use durability::Durability;
 pub use error::AuditError;
 pub use head::head_path;
-pub use log::{Appended, AuditLog, HeadMismatch, HeadProblem, OpenReport, Recovery, TornTail};
+pub use log::{
+    Appended, AuditLog, Flushed, HeadMismatch, HeadProblem, OpenReport, Recovery, ShortTail,
+    TornTail,
+};
 pub use read::{ExportFormat, Filter, export, read};
-pub use record::{Anchor, EVENT_HEAD_MISMATCH, EVENT_TORN_TAIL, Record, ZERO_HASH};
-pub use verify::{BreakKind, Broken, Repair, VerifyReport, verify};
+pub use record::{
+    Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, Record, ZERO_HASH,
+};
+pub use verify::{BreakKind, Broken, Repair, ShortTailNote, VerifyReport, verify};
 
 /// Longest line (one record, without its newline) written or read: 1 MiB. Records are
 /// decisions, not payloads; the cap keeps a reader's memory bounded whatever is in the file.

@@ -1,32 +1,62 @@
-//! The writer: [`AuditLog`] opens (and repairs) the log and appends records, one process or
-//! several, under an exclusive OS file lock.
+//! The writer's API: [`AuditLog`] opens (and repairs) the log and appends records, one
+//! process or several, under an exclusive OS file lock, made durable as its [`Durability`]
+//! says.
 
-use std::fs::{self, DirBuilder, File};
-use std::io::{self, Seek, SeekFrom, Write};
+use std::fmt;
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::Instant;
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::AuditError;
-use crate::head::{HeadState, private_file_options, read_head, sibling, sync_dir, write_head};
-use crate::record::{
-    Anchor, EVENT_HEAD_MISMATCH, EVENT_TORN_TAIL, Entry, ZERO_HASH, check_server, encode,
-    format_time, is_event_name, json_kind, line_hash,
-};
-use crate::scan::{Tail, find_hash_of_seq, read_exact_at, scan_tail};
+use crate::durability::{Durability, HandleFiles, boot_id, write_marker};
+use crate::head::{head_path, write_head_via};
+use crate::record::{Anchor, Entry, check_server, format_time, is_event_name, json_kind};
+use crate::writer::{Writer, open_log_file, stamp};
 
 /// An open audit log. Each handle holds its own file descriptor and lock, so handles in several
-/// threads or processes can append to one file and the chain stays whole.
-#[derive(Debug)]
+/// threads or processes can append to one file and the chain stays whole. A batched handle
+/// also owns its flusher thread; dropping the handle flushes and stops it.
 pub struct AuditLog {
+    shared: Arc<Shared>,
+    flusher: Option<JoinHandle<()>>,
     path: PathBuf,
-    file: File,
-    /// The last record this handle saw (informational: every append re-reads the real end
-    /// under the lock, because another handle may have appended since).
+    /// The last record this handle wrote or saw (informational: another handle may have
+    /// appended since).
     last: Anchor,
+}
+
+impl fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("path", &self.path)
+            .field("last", &self.last)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a handle's appends and its flusher share.
+struct Shared {
+    path: PathBuf,
+    writer: Mutex<Writer>,
+    /// Wakes the flusher: a batch's first record, a full batch, a change of mode, a close.
+    wake: Condvar,
+    /// Held for a whole flush, so one handle's heads are written in order.
+    flushing: Mutex<()>,
+}
+
+/// What a flush made durable: the last record on stable storage and the log's length after
+/// it. A power cut keeps at least this much of the log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Flushed {
+    pub seq: u64,
+    pub hash: String,
+    pub len: u64,
 }
 
 /// What [`AuditLog::open`] found.
@@ -57,12 +87,31 @@ pub struct Appended {
 pub struct Recovery {
     pub torn_tail: Option<TornTail>,
     pub head_mismatch: Option<HeadMismatch>,
+    /// Batched writers of an earlier boot left their markers: the machine stopped (a power
+    /// cut, a crash of the OS) while their last records may not have reached the disk.
+    pub short_tail: Option<ShortTail>,
 }
 
 impl Recovery {
     pub fn is_empty(&self) -> bool {
-        self.torn_tail.is_none() && self.head_mismatch.is_none()
+        self.torn_tail.is_none() && self.head_mismatch.is_none() && self.short_tail.is_none()
     }
+}
+
+/// Found at open: `writers` batched handles had the log open when the machine stopped. Records
+/// they wrote in their last window (up to `flush_ms` and `flush_records`) after the head's
+/// anchor may be missing; nothing before `head_seq` is. Recorded as an `audit_short_tail`
+/// record with `seq`; `verify` reports it as a short tail, not as a break.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShortTail {
+    pub seq: u64,
+    pub writers: u64,
+    /// The head file's seq when the loss was found: the last record known flushed.
+    pub head_seq: Option<u64>,
+    /// The log's last record before the `audit_short_tail` record.
+    pub log_seq: u64,
+    pub flush_ms: u64,
+    pub flush_records: u32,
 }
 
 /// A last line that a crash (or a full disk) cut short. Its bytes were moved, unchanged, to
@@ -120,40 +169,60 @@ impl HeadProblem {
 }
 
 impl AuditLog {
-    /// Opens the log at `path` for appending, creating it (mode 0600, and its directory, mode
-    /// 0700) if missing.
-    ///
-    /// Only the end is checked, so opening is cheap whatever the log's size: a torn last line
-    /// is moved to a side file and recorded, and a head file that does not match is recorded
-    /// (see [`Recovery`]); `now` is the time of those records. A break in the middle of the
-    /// chain is left for [`verify`](crate::verify) to name: appending after it hides nothing,
-    /// because the chain before a break is never rewritten.
+    /// Opens the log at `path` for appending in the [`Durability::Sync`] mode, creating it
+    /// (mode 0600, and its directory, mode 0700) if missing. See [`AuditLog::open_with`].
     pub fn open(
         path: impl AsRef<Path>,
         now: OffsetDateTime,
     ) -> Result<(AuditLog, OpenReport), AuditError> {
+        AuditLog::open_with(path, now, Durability::Sync)
+    }
+
+    /// Opens the log at `path` for appending with `durability`, creating it if missing.
+    ///
+    /// Only the end is checked, so opening is cheap whatever the log's size: a torn last line
+    /// is moved to a side file and recorded, a head file that does not match is recorded, and
+    /// markers of batched writers stopped by a restart of the machine are recorded (see
+    /// [`Recovery`]); `now` is the time of those records. A break in the middle of the chain
+    /// is left for [`verify`](crate::verify) to name: appending after it hides nothing,
+    /// because the chain before a break is never rewritten.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        now: OffsetDateTime,
+        durability: Durability,
+    ) -> Result<(AuditLog, OpenReport), AuditError> {
+        check_durability(durability)?;
         let path = path.as_ref().to_path_buf();
         let time = format_time(now)?;
         let (file, created) = open_log_file(&path)?;
-        let mut log = AuditLog {
-            path,
-            file,
-            last: Anchor::genesis(),
-        };
-        let (recovery, last) = log.locked(|log| log.write_locked(&time, None))?;
+        let mut writer = Writer::new(path.clone(), file, boot_id());
+        let (recovery, last) = writer.locked(|w| w.write_locked(&time, None))?;
         let report = OpenReport {
             created,
             last_seq: last.seq,
             recovery,
         };
-        log.last = last;
+        let mut log = AuditLog {
+            shared: Arc::new(Shared {
+                path: path.clone(),
+                writer: Mutex::new(writer),
+                wake: Condvar::new(),
+                flushing: Mutex::new(()),
+            }),
+            flusher: None,
+            path,
+            last,
+        };
+        log.set_durability(durability)?;
         Ok((log, report))
     }
 
-    /// Appends one record and returns once it is on disk: the line and its newline are written
-    /// with one `write_all`, then `sync_data`, then the head file is replaced. Only an `Ok`
-    /// means the record is durable; on `Err` the decision it records must not take effect, and
-    /// the record is not in the log (a partial line is truncated away).
+    /// Appends one record. It is in the file (one `write_all` of the line and its newline)
+    /// before this returns, so a crash of this process loses nothing. In the sync mode it is
+    /// also on stable storage and anchored by the head; in the batched mode the flusher does
+    /// that within the window. On `Err` the decision the record is for must not take effect,
+    /// and the record is not in the log (a partial line is truncated away). After a flush
+    /// failed, every append fails.
     ///
     /// `event` must be snake_case (`[a-z][a-z0-9_]*`) and must not start with `audit_` (the
     /// log's own records); `server` must be printable; `data` must be a JSON object.
@@ -195,13 +264,94 @@ impl AuditLog {
             server,
             data: &data,
         };
-        let (recovery, anchor) = self.locked(|log| log.write_locked(&time, Some(&entry)))?;
+        let mut writer = self.shared.writer()?;
+        if let Some(detail) = &writer.batch.failed {
+            return Err(AuditError::FlushFailed {
+                path: self.path.clone(),
+                detail: detail.clone(),
+            });
+        }
+        let (recovery, anchor) = writer.locked(|w| w.write_locked(&time, Some(&entry)))?;
+        if let Durability::Batched { max_records, .. } = writer.durability {
+            let batch = &mut writer.batch;
+            batch.pending = batch.pending.saturating_add(1);
+            if batch.since.is_none() {
+                batch.since = Some(Instant::now());
+                self.shared.wake.notify_one();
+            } else if batch.pending >= max_records {
+                self.shared.wake.notify_one();
+            }
+        }
+        drop(writer);
         self.last = anchor.clone();
         Ok(Appended {
             seq: anchor.seq,
             hash: anchor.hash,
             recovery,
         })
+    }
+
+    /// Makes every record this handle wrote durable now and anchors the head to the last one
+    /// (in the sync mode they already are). Returns what is durable.
+    pub fn flush(&self) -> Result<Flushed, AuditError> {
+        self.shared.flush()
+    }
+
+    /// The mode appends are made durable in.
+    pub fn durability(&self) -> Durability {
+        self.shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .durability
+    }
+
+    /// Changes the mode. To the batched mode: the handle's marker is made durable first (see
+    /// the crate docs on power cuts) and the flusher starts. To the sync mode: what is pending
+    /// is flushed, and every append after this is durable before it returns.
+    pub fn set_durability(&mut self, durability: Durability) -> Result<(), AuditError> {
+        check_durability(durability)?;
+        let mut writer = self.shared.writer()?;
+        if writer.durability == durability {
+            return Ok(());
+        }
+        match durability {
+            Durability::Batched { .. } => {
+                let boot_id = writer.boot_id.clone();
+                let files = writer
+                    .files
+                    .get_or_insert_with(|| HandleFiles::new(&self.path));
+                if let Some(boot) = &boot_id {
+                    write_marker(&files.marker, &self.path, boot, durability).map_err(
+                        |source| AuditError::Write {
+                            path: files.marker.clone(),
+                            source,
+                        },
+                    )?;
+                }
+                writer.durability = durability;
+                drop(writer);
+                if self.flusher.is_none() {
+                    let shared = self.shared.clone();
+                    let flusher = thread::Builder::new()
+                        .name("audit-flush".into())
+                        .spawn(move || run_flusher(&shared))
+                        .map_err(|source| AuditError::Write {
+                            path: self.path.clone(),
+                            source,
+                        })?;
+                    self.flusher = Some(flusher);
+                }
+                self.shared.wake.notify_one();
+            }
+            Durability::Sync => {
+                writer.durability = durability;
+                drop(writer);
+                self.shared.flush()?;
+                self.shared.remove_marker();
+            }
+        }
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -212,417 +362,161 @@ impl AuditLog {
     pub fn last(&self) -> &Anchor {
         &self.last
     }
+}
 
-    /// Runs `f` holding the exclusive lock. If the path no longer names the file this handle
-    /// has open (the log was deleted or replaced), the path is opened again first, so records
-    /// never go to an unlinked file nobody will read.
-    fn locked<T>(
-        &mut self,
-        f: impl FnOnce(&AuditLog) -> Result<T, AuditError>,
-    ) -> Result<T, AuditError> {
-        lock(&self.file, &self.path)?;
-        if !self.is_current() {
-            let _ = self.file.unlock();
-            self.file = open_log_file(&self.path)?.0;
-            lock(&self.file, &self.path)?;
+impl Drop for AuditLog {
+    /// Flushes what is pending and stops the flusher; the marker goes only when everything
+    /// this handle wrote is durable.
+    fn drop(&mut self) {
+        if let Some(flusher) = self.flusher.take() {
+            self.shared
+                .writer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .batch
+                .stop = true;
+            self.shared.wake.notify_all();
+            let _ = flusher.join();
         }
-        let result = f(self);
-        // Unlocking can only fail if the descriptor is bad; closing it would release the lock.
-        let _ = self.file.unlock();
-        result
+        self.shared.remove_marker();
     }
+}
 
-    #[cfg(unix)]
-    fn is_current(&self) -> bool {
-        use std::os::unix::fs::MetadataExt;
-        match (fs::metadata(&self.path), self.file.metadata()) {
-            (Ok(at_path), Ok(open)) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
-            _ => false,
-        }
+fn check_durability(durability: Durability) -> Result<(), AuditError> {
+    match durability.problem() {
+        Some(detail) => Err(AuditError::BadDurability { detail }),
+        None => Ok(()),
     }
+}
 
-    /// Stable std has no file identity outside Unix, so elsewhere the check is skipped: a log
-    /// deleted while open is only noticed (as a head mismatch) the next time it is opened.
-    #[cfg(not(unix))]
-    fn is_current(&self) -> bool {
-        true
-    }
-
-    /// Under the lock: find the real end, repair and record what is wrong with it, then write
-    /// `entry` (if any) and the head. Returns the recovery done and the last record's anchor.
-    fn write_locked(
-        &self,
-        time: &str,
-        entry: Option<&Entry<'_>>,
-    ) -> Result<(Recovery, Anchor), AuditError> {
-        let len = self
-            .file
-            .metadata()
-            .map_err(|source| AuditError::Read {
-                path: self.path.clone(),
-                source,
-            })?
-            .len();
-        let tail = scan_tail(&self.file, len, &self.path)?;
-        let head = read_head(&self.path)?;
-        let (mut last, last_prev) = match &tail.last {
-            Some((record, hash)) => (
-                Anchor {
-                    seq: record.seq,
-                    hash: hash.clone(),
-                },
-                record.prev.clone(),
-            ),
-            None => (Anchor::genesis(), ZERO_HASH.to_string()),
-        };
-        let mismatch = self.check_head(&head, &last, &last_prev, tail.complete_len)?;
-        let mut head_stale = head == HeadState::Missing;
-        let mut recovery = Recovery::default();
-
-        if tail.is_torn() {
-            let seq = self.next_seq(&last)?;
-            let torn = self.save_torn(&tail, seq)?;
-            let side_name = torn
-                .side_file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let data = object(json!({
-                "bytes": torn.bytes,
-                "sha256": torn.sha256,
-                "side_file": side_name,
-            }));
-            last = self.write_record(&self.own_entry(time, EVENT_TORN_TAIL, &data), &last)?;
-            recovery.torn_tail = Some(torn);
-            head_stale = true;
-        }
-
-        if let Some((problem, head_anchor, detail)) = mismatch {
-            let data = object(json!({
-                "problem": problem.code(),
-                "head_seq": head_anchor.as_ref().map(|a| a.seq),
-                "head_hash": head_anchor.as_ref().map(|a| a.hash.clone()),
-                "log_seq": last.seq,
-                "log_hash": last.hash,
-            }));
-            let log_last = last.clone();
-            last = self.write_record(&self.own_entry(time, EVENT_HEAD_MISMATCH, &data), &last)?;
-            recovery.head_mismatch = Some(HeadMismatch {
-                seq: last.seq,
-                problem,
-                head: head_anchor,
-                log_last,
-                detail,
-            });
-            head_stale = true;
-        }
-
-        let Some(entry) = entry else {
-            if head_stale {
-                write_head(&self.path, &last)?;
-            }
-            return Ok((recovery, last));
-        };
-        let before = self.end()?;
-        let anchor = self.write_record(entry, &last)?;
-        if let Err(e) = write_head(&self.path, &anchor) {
-            // The head must anchor every acknowledged record, so a record it cannot anchor is
-            // taken back and the append fails as a whole.
-            rollback(&self.file, before);
-            return Err(e);
-        }
-        Ok((recovery, anchor))
-    }
-
-    fn own_entry<'a>(
-        &self,
-        time: &'a str,
-        event: &'static str,
-        data: &'a Map<String, Value>,
-    ) -> Entry<'a> {
-        Entry {
-            time,
-            event,
-            server: None,
-            data,
-        }
-    }
-
-    fn next_seq(&self, last: &Anchor) -> Result<u64, AuditError> {
-        last.seq
-            .checked_add(1)
-            .ok_or_else(|| AuditError::SeqExhausted {
-                path: self.path.clone(),
-            })
-    }
-
-    fn end(&self) -> Result<u64, AuditError> {
-        self.file
-            .metadata()
-            .map(|m| m.len())
-            .map_err(|source| AuditError::Read {
-                path: self.path.clone(),
-                source,
-            })
-    }
-
-    /// Writes one record after `last` at the end of the file, flushed. On failure the file is
-    /// truncated back to where it was, so no partial line is left behind.
-    fn write_record(&self, entry: &Entry<'_>, last: &Anchor) -> Result<Anchor, AuditError> {
-        let seq = self.next_seq(last)?;
-        let mut line = encode(entry, seq, &last.hash)?;
-        let hash = line_hash(&line);
-        line.push(b'\n');
-        let mut handle = &self.file;
-        let start = handle
-            .seek(SeekFrom::End(0))
-            .map_err(|source| AuditError::Write {
-                path: self.path.clone(),
-                source,
-            })?;
-        if let Err(source) = handle.write_all(&line).and_then(|()| self.file.sync_data()) {
-            rollback(&self.file, start);
-            return Err(AuditError::Write {
-                path: self.path.clone(),
-                source,
-            });
-        }
-        Ok(Anchor { seq, hash })
-    }
-
-    /// Compares the head file with the log's last record (`last`, whose `prev` is `last_prev`).
-    /// The head may lag: a crash between the record's flush and the head's rename leaves it one
-    /// record behind, which `last_prev` settles without reading further; a lag of more needs
-    /// failed head writes and is settled by a scan.
-    fn check_head(
-        &self,
-        head: &HeadState,
-        last: &Anchor,
-        last_prev: &str,
-        complete_len: u64,
-    ) -> Result<Option<(HeadProblem, Option<Anchor>, String)>, AuditError> {
-        let h = match head {
-            HeadState::Missing if last.seq == 0 => return Ok(None),
-            HeadState::Missing => {
-                return Ok(Some((
-                    HeadProblem::Missing,
-                    None,
-                    format!(
-                        "the head file is missing but the log holds {} records: records may have been removed from its end",
-                        last.seq
-                    ),
-                )));
-            }
-            HeadState::Unreadable(why) => {
-                return Ok(Some((
-                    HeadProblem::Unreadable,
-                    None,
-                    format!(
-                        "the head file is not readable as a head ({why}): records may have been removed from the log's end"
-                    ),
-                )));
-            }
-            HeadState::Present(h) => h,
-        };
-        let matches = if h.seq == last.seq {
-            h.hash == last.hash
-        } else if h.seq > last.seq {
-            false
-        } else if h.seq == 0 {
-            h.hash == ZERO_HASH
-        } else if h.seq + 1 == last.seq {
-            h.hash == last_prev
-        } else {
-            find_hash_of_seq(&self.file, complete_len, h.seq)
-                .map_err(|source| AuditError::Read {
-                    path: self.path.clone(),
-                    source,
-                })?
-                .is_some_and(|hash| hash == h.hash)
-        };
-        Ok(if matches {
-            None
-        } else if h.seq > last.seq {
-            Some((
-                HeadProblem::Ahead,
-                Some(h.clone()),
-                format!(
-                    "the head file says the log reaches seq {} but it ends at seq {}: {} record(s) were removed from its end",
-                    h.seq,
-                    last.seq,
-                    h.seq - last.seq
-                ),
-            ))
-        } else {
-            Some((
-                HeadProblem::Different,
-                Some(h.clone()),
-                format!(
-                    "the record at seq {} is not the one the head file anchored: the log's end was removed and rewritten, or the head file was altered",
-                    h.seq
-                ),
-            ))
+impl Shared {
+    fn writer(&self) -> Result<MutexGuard<'_, Writer>, AuditError> {
+        self.writer.lock().map_err(|_| AuditError::FlushFailed {
+            path: self.path.clone(),
+            detail: "a thread panicked while appending to the audit log".into(),
         })
     }
 
-    /// Moves the torn bytes (`tail.complete_len..tail.len`) to a new side file, flushed, then
-    /// truncates the log to its last complete record, flushed. The side file is complete before
-    /// the log is cut, so a crash in between loses nothing.
-    fn save_torn(&self, tail: &Tail, seq: u64) -> Result<TornTail, AuditError> {
-        let (side_file, mut side) = self.create_side_file(seq)?;
-        let save_err = |source| AuditError::SaveTorn {
-            path: side_file.clone(),
-            source,
-        };
-        let copied = copy_range(&self.file, tail.complete_len, tail.len, &mut side)
-            .and_then(|sha| side.sync_all().map(|()| sha))
-            .and_then(|sha| sync_dir(&self.path).map(|()| sha));
-        let sha256 = match copied {
-            Ok(sha) => sha,
-            Err(source) => {
-                drop(side);
-                let _ = fs::remove_file(&side_file);
-                return Err(save_err(source));
+    /// One flush: note this handle's end, `sync_data` the file (no lock needed: the sync
+    /// covers every byte written before it, by any process), then write the head anchoring
+    /// that end through this handle's private temp file. Appends go on meanwhile; what they
+    /// write waits for the next flush. A failure is kept: every later append fails.
+    fn flush(&self) -> Result<Flushed, AuditError> {
+        let _order = self.flushing.lock().unwrap_or_else(PoisonError::into_inner);
+        let (file, path, temp, target) = {
+            let mut writer = self.writer()?;
+            if let Some(detail) = &writer.batch.failed {
+                return Err(AuditError::FlushFailed {
+                    path: writer.path.clone(),
+                    detail: detail.clone(),
+                });
             }
-        };
-        self.file
-            .set_len(tail.complete_len)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|source| AuditError::Write {
-                path: self.path.clone(),
-                source,
-            })?;
-        Ok(TornTail {
-            seq,
-            bytes: tail.len - tail.complete_len,
-            sha256,
-            side_file,
-        })
-    }
-
-    /// `<log>.torn-<seq>`, or `<log>.torn-<seq>-<n>` if that exists: an earlier side file is
-    /// evidence and is never overwritten.
-    fn create_side_file(&self, seq: u64) -> Result<(PathBuf, File), AuditError> {
-        for n in 0..1000u32 {
-            let suffix = match n {
-                0 => format!(".torn-{seq}"),
-                n => format!(".torn-{seq}-{n}"),
+            let Some(known) = writer.known.clone() else {
+                return Err(AuditError::FlushFailed {
+                    path: writer.path.clone(),
+                    detail: "the log's end is not known after a failed append".into(),
+                });
             };
-            let path = sibling(&self.path, &suffix);
-            match private_file_options()
-                .write(true)
-                .create_new(true)
-                .open(&path)
+            let target = Flushed {
+                seq: known.last.seq,
+                hash: known.last.hash,
+                len: known.len,
+            };
+            if writer.batch.pending == 0
+                && (writer.durability == Durability::Sync
+                    || writer.batch.flushed.as_ref() == Some(&target))
             {
-                Ok(file) => return Ok((path, file)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(source) => return Err(AuditError::SaveTorn { path, source }),
+                return Ok(target);
+            }
+            writer.batch.pending = 0;
+            writer.batch.since = None;
+            let temp = writer.files.as_ref().map(|f| f.head_temp.clone());
+            (writer.file.clone(), writer.path.clone(), temp, target)
+        };
+        let anchor = Anchor {
+            seq: target.seq,
+            hash: target.hash.clone(),
+        };
+        let result = file
+            .sync_data()
+            .map_err(|source| AuditError::Write {
+                path: path.clone(),
+                source,
+            })
+            .and_then(|()| write_head_via(&path, temp.as_deref(), &anchor));
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        match result {
+            Ok(()) => {
+                let head = stamp(&head_path(&path));
+                if let Some(known) = &mut writer.known {
+                    known.head = head;
+                }
+                writer.batch.flushed = Some(target.clone());
+                Ok(target)
+            }
+            Err(e) => {
+                writer.batch.failed = Some(e.to_string());
+                Err(e)
             }
         }
-        Err(AuditError::SaveTorn {
-            path: sibling(&self.path, &format!(".torn-{seq}")),
-            source: io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                "1000 side files with this name exist",
-            ),
-        })
     }
-}
 
-/// Opens (or creates) the log for reading and writing. Refuses anything but a writable regular
-/// file: a record "written" to /dev/null or into a read-only archive would be a lie.
-fn open_log_file(path: &Path) -> Result<(File, bool), AuditError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let mut builder = DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
+    fn remove_marker(&self) {
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if writer.batch.failed.is_none()
+            && writer.batch.pending == 0
+            && let Some(files) = &writer.files
         {
-            use std::os::unix::fs::DirBuilderExt;
-            builder.mode(0o700);
-        }
-        builder
-            .create(dir)
-            .map_err(|source| AuditError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-    }
-    match fs::metadata(path) {
-        Ok(meta) => check_log_metadata(&meta, path)?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(source) => {
-            return Err(AuditError::Open {
-                path: path.to_path_buf(),
-                source,
-            });
+            let _ = fs::remove_file(&files.marker);
         }
     }
-    let open_err = |source| AuditError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut options = private_file_options();
-    options.read(true).write(true);
-    let (file, created) = match options.clone().create_new(true).open(path) {
-        Ok(file) => (file, true),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            (options.open(path).map_err(open_err)?, false)
+}
+
+/// The flusher: sleeps until a batch's first record, then flushes when the batch is full or
+/// its first record is `max_delay` old, whichever comes first; on close, flushes and stops.
+fn run_flusher(shared: &Shared) {
+    loop {
+        let stop = {
+            let mut writer = shared.writer.lock().unwrap_or_else(PoisonError::into_inner);
+            loop {
+                if writer.batch.stop {
+                    break true;
+                }
+                let due = match (writer.durability, writer.batch.since) {
+                    (
+                        Durability::Batched {
+                            max_delay,
+                            max_records,
+                        },
+                        Some(since),
+                    ) => {
+                        let age = since.elapsed();
+                        if writer.batch.pending >= max_records || age >= max_delay {
+                            break false;
+                        }
+                        Some(max_delay - age)
+                    }
+                    _ => None,
+                };
+                writer = match due {
+                    Some(wait) => {
+                        shared
+                            .wake
+                            .wait_timeout(writer, wait)
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .0
+                    }
+                    None => shared
+                        .wake
+                        .wait(writer)
+                        .unwrap_or_else(PoisonError::into_inner),
+                };
+            }
+        };
+        // A failure is kept in the batch; the next append reports it.
+        let _ = shared.flush();
+        if stop {
+            return;
         }
-        Err(source) => return Err(open_err(source)),
-    };
-    // Checked again on the open file: the path may have changed since the first look.
-    check_log_metadata(&file.metadata().map_err(open_err)?, path)?;
-    if created {
-        sync_dir(path).map_err(open_err)?;
-    }
-    Ok((file, created))
-}
-
-fn check_log_metadata(meta: &fs::Metadata, path: &Path) -> Result<(), AuditError> {
-    if !meta.is_file() {
-        Err(AuditError::NotARegularFile {
-            path: path.to_path_buf(),
-        })
-    } else if meta.permissions().readonly() {
-        Err(AuditError::ReadOnly {
-            path: path.to_path_buf(),
-        })
-    } else {
-        Ok(())
-    }
-}
-
-fn lock(file: &File, path: &Path) -> Result<(), AuditError> {
-    file.lock().map_err(|source| AuditError::Lock {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// Best effort: if even this fails, the partial line stays and is handled as a torn tail by
-/// the next open or append.
-fn rollback(file: &File, len: u64) {
-    let _ = file.set_len(len).and_then(|()| file.sync_data());
-}
-
-/// Copies `start..end` of `from` into `to`, returning the SHA-256 of the bytes copied.
-fn copy_range(from: &File, start: u64, end: u64, to: &mut File) -> io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut pos = start;
-    while pos < end {
-        let n = usize::try_from(end - pos).map_or(buf.len(), |left| left.min(buf.len()));
-        read_exact_at(from, &mut buf[..n], pos)?;
-        hasher.update(&buf[..n]);
-        to.write_all(&buf[..n])?;
-        pos += n as u64;
-    }
-    Ok(hex::encode(hasher.finalize()))
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
     }
 }

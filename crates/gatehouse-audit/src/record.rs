@@ -22,6 +22,10 @@ pub const EVENT_TORN_TAIL: &str = "audit_torn_tail";
 /// The event the log writes when its head file did not match the log (records were removed).
 pub const EVENT_HEAD_MISMATCH: &str = "audit_head_mismatch";
 
+/// The event the log writes when batched writers of an earlier boot left their markers: the
+/// machine stopped while their last records may not have reached the disk.
+pub const EVENT_SHORT_TAIL: &str = "audit_short_tail";
+
 /// A point in the chain: a record's `seq` and the SHA-256 (lower-case hex) of its line. This is
 /// what the head file holds, and what to copy elsewhere to detect a rewrite later.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

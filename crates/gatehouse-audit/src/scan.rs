@@ -210,17 +210,27 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Res
     handle.read_exact(buf)
 }
 
-/// The hash of the line whose record has `seq`, searching the first `len` bytes. Used only when
-/// the head lags the log by more than one record, which needs a failed head write to happen.
+/// The hash of the line whose record has `seq`, searching the first `len` bytes backward from
+/// their end. Used when the head lags the log by more than one record: the batched mode writes
+/// the head once per flush, so the record sought is usually within the last few hundred lines,
+/// and a log of any size is searched in time proportional to the lag, not to the log.
 pub(crate) fn find_hash_of_seq(file: &File, len: u64, seq: u64) -> io::Result<Option<String>> {
-    let mut lines = Lines::of_file(file, len)?;
-    while let Some(line) = lines.next_line()? {
-        if let Line::Complete(bytes) = line
+    let mut end = len;
+    // `end` is just past a newline (or 0): the line before it ends at `end - 1`.
+    while end > 0 {
+        let newline = end - 1;
+        let start = rfind_newline(file, newline)?.map_or(0, |p| p + 1);
+        if let Some(bytes) = read_line_at(file, start, newline)?
             && let Ok(record) = parse_line(&bytes)
-            && record.seq == seq
         {
-            return Ok(Some(line_hash(&bytes)));
+            if record.seq == seq {
+                return Ok(Some(line_hash(&bytes)));
+            }
+            if record.seq < seq {
+                return Ok(None);
+            }
         }
+        end = start;
     }
     Ok(None)
 }

@@ -7,9 +7,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::durability::{boot_id, stale_markers};
 use crate::head::{HeadState, head_path, read_head};
 use crate::record::{
-    Anchor, EVENT_HEAD_MISMATCH, EVENT_TORN_TAIL, ZERO_HASH, line_hash, parse_line,
+    Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, ZERO_HASH, line_hash,
+    parse_line,
 };
 use crate::scan::{Line, Lines};
 use crate::{AuditError, MAX_RECORD_BYTES};
@@ -28,6 +30,10 @@ pub struct VerifyReport {
     /// Torn tails repaired by the log before the first break (the `audit_torn_tail` records).
     /// They do not make the log broken: a torn line was never acknowledged to its writer.
     pub repairs: Vec<Repair>,
+    /// Short tails: the machine stopped while batched writers had records not yet flushed, so
+    /// the log may end before what they wrote. Not a break: nothing the head anchored is
+    /// missing.
+    pub short_tails: Vec<ShortTailNote>,
 }
 
 /// The first broken record.
@@ -80,6 +86,22 @@ impl fmt::Display for BreakKind {
     }
 }
 
+/// A short tail: an `audit_short_tail` record, or markers of batched writers from an earlier
+/// boot that no open has recorded yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShortTailNote {
+    /// The `audit_short_tail` record's line and seq; `None` when only the markers say so (the
+    /// next open of the log records it).
+    pub line: Option<u64>,
+    pub seq: Option<u64>,
+    pub writers: u64,
+    /// The last record known flushed when the loss was found (the head's seq).
+    pub head_seq: Option<u64>,
+    /// The widest window of those writers: what they may have lost at most.
+    pub flush_ms: u64,
+    pub flush_records: u64,
+}
+
 /// An `audit_torn_tail` record found while verifying.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Repair {
@@ -113,6 +135,22 @@ impl fmt::Display for VerifyReport {
                         tip.seq, tip.hash
                     )?;
                 }
+            }
+        }
+        for short in &self.short_tails {
+            write!(
+                f,
+                "\nnote: short tail: the machine stopped while {} writer(s) in the batched durability mode had the log open; records they wrote in their last {} ms (at most {} records)",
+                short.writers, short.flush_ms, short.flush_records
+            )?;
+            match short.head_seq {
+                Some(seq) => write!(f, " after seq {seq}")?,
+                None => write!(f, " before the restart")?,
+            }
+            write!(f, " may be missing, which is not tampering")?;
+            match (short.line, short.seq) {
+                (Some(line), Some(seq)) => write!(f, " (recorded at line {line}, seq {seq})")?,
+                _ => write!(f, " (the next start of Gatehouse records it)")?,
             }
         }
         for repair in &self.repairs {
@@ -164,13 +202,37 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
                     ),
                 }),
                 repairs: Vec::new(),
+                short_tails: Vec::new(),
             }),
         };
     };
-    walk(&snapshot, path).map_err(|source| AuditError::Read {
+    let mut report = walk(&snapshot, path).map_err(|source| AuditError::Read {
         path: path.to_path_buf(),
         source,
-    })
+    })?;
+    let stale =
+        stale_markers(path, boot_id().as_deref(), false).map_err(|source| AuditError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if !stale.is_empty() {
+        report.short_tails.push(ShortTailNote {
+            line: None,
+            seq: None,
+            writers: stale.len() as u64,
+            head_seq: match &snapshot.head {
+                HeadState::Present(anchor) => Some(anchor.seq),
+                _ => None,
+            },
+            flush_ms: stale.iter().map(|m| m.flush_ms).max().unwrap_or(0),
+            flush_records: stale
+                .iter()
+                .map(|m| u64::from(m.flush_records))
+                .max()
+                .unwrap_or(0),
+        });
+    }
+    Ok(report)
 }
 
 /// The chain walk. Stops at the first break; the head file is checked only when every line
@@ -182,6 +244,7 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
         tip: None,
         first_broken: None,
         repairs: Vec::new(),
+        short_tails: Vec::new(),
     };
     let head_seq = match &snapshot.head {
         HeadState::Present(anchor) => Some(anchor.seq),
@@ -297,6 +360,17 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
                     .get("side_file")
                     .and_then(|s| s.as_str())
                     .map(str::to_string),
+            });
+        }
+        if record.event == EVENT_SHORT_TAIL {
+            let number = |key: &str| record.data.get(key).and_then(|v| v.as_u64());
+            report.short_tails.push(ShortTailNote {
+                line: Some(line_no),
+                seq: Some(record.seq),
+                writers: number("writers").unwrap_or(0),
+                head_seq: number("head_seq"),
+                flush_ms: number("flush_ms").unwrap_or(0),
+                flush_records: number("flush_records").unwrap_or(0),
             });
         }
         if head_seq == Some(record.seq) {

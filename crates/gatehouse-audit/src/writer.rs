@@ -1,0 +1,614 @@
+//! The writer's file work, done under the log's exclusive OS lock: find the real end, repair
+//! and record what is wrong with it, write a record, and (in the sync mode) the head.
+
+use std::fs::{self, DirBuilder, File};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::AuditError;
+use crate::durability::{Durability, HandleFiles, stale_markers};
+use crate::head::{
+    HeadState, head_path, private_file_options, read_head, sibling, sync_dir, write_head,
+};
+use crate::log::{HeadMismatch, HeadProblem, Recovery, ShortTail, TornTail};
+use crate::record::{
+    Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, Entry, ZERO_HASH, encode,
+    line_hash,
+};
+use crate::scan::{Tail, find_hash_of_seq, read_exact_at, scan_tail};
+
+/// One handle's file and what it knows of it. Used only under the handle's mutex
+/// (`log::Shared`), and its file work only under the OS lock.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    pub path: PathBuf,
+    /// Shared with the flusher, which syncs it without the OS lock (a sync needs none).
+    pub file: Arc<File>,
+    pub durability: Durability,
+    /// The end as this handle left it; `None` until the first look, and after a failure.
+    pub known: Option<Known>,
+    pub batch: Batch,
+    /// This handle's marker and private head file, once it has been batched.
+    pub files: Option<HandleFiles>,
+    /// The running system's boot id, read once at open.
+    pub boot_id: Option<String>,
+}
+
+/// The log's end as this handle last wrote or read it. When the file's length and the head
+/// file's identity are unchanged at the next append, nobody else wrote either, so the end
+/// need not be read again: this is what makes an append cost one write.
+#[derive(Debug, Clone)]
+pub(crate) struct Known {
+    pub len: u64,
+    pub last: Anchor,
+    pub head: Option<Stamp>,
+}
+
+/// A file's identity and last change, as `stat` gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+/// The stamp of the file at `path`; `None` when it cannot be had (then the end is always read).
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(path).ok()?;
+        Some(Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: meta.mtime(),
+            mtime_nsec: meta.mtime_nsec(),
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// The batched mode's bookkeeping.
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    /// Records written since the last flush.
+    pub pending: u32,
+    /// When the first of them was written (a monotonic timer for scheduling only; record
+    /// times are always the caller's).
+    pub since: Option<std::time::Instant>,
+    /// Why a flush failed. From then on every append fails: a decision is never taken on a
+    /// record that may not become durable.
+    pub failed: Option<String>,
+    /// The handle is closing: flush and stop.
+    pub stop: bool,
+    /// What the last flush made durable.
+    pub flushed: Option<crate::log::Flushed>,
+}
+
+impl Writer {
+    pub(crate) fn new(path: PathBuf, file: File, boot_id: Option<String>) -> Writer {
+        Writer {
+            path,
+            file: Arc::new(file),
+            durability: Durability::Sync,
+            known: None,
+            batch: Batch::default(),
+            files: None,
+            boot_id,
+        }
+    }
+
+    /// Runs `f` holding the exclusive lock. If the path no longer names the file this handle
+    /// has open (the log was deleted or replaced), the path is opened again first, so records
+    /// never go to an unlinked file nobody will read.
+    pub(crate) fn locked<T>(
+        &mut self,
+        f: impl FnOnce(&mut Writer) -> Result<T, AuditError>,
+    ) -> Result<T, AuditError> {
+        lock(&self.file, &self.path)?;
+        if !self.is_current() {
+            let _ = self.file.unlock();
+            self.file = Arc::new(open_log_file(&self.path)?.0);
+            self.known = None;
+            lock(&self.file, &self.path)?;
+        }
+        let result = f(self);
+        if result.is_err() {
+            self.known = None;
+        }
+        // Unlocking can only fail if the descriptor is bad; closing it would release the lock.
+        let _ = self.file.unlock();
+        result
+    }
+
+    #[cfg(unix)]
+    fn is_current(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (fs::metadata(&self.path), self.file.metadata()) {
+            (Ok(at_path), Ok(open)) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
+            _ => false,
+        }
+    }
+
+    /// Stable std has no file identity outside Unix, so elsewhere the check is skipped: a log
+    /// deleted while open is only noticed (as a head mismatch) the next time it is opened.
+    #[cfg(not(unix))]
+    fn is_current(&self) -> bool {
+        true
+    }
+
+    /// Under the lock: make sure of the end (re-read unless nothing changed since this handle
+    /// last looked), then write `entry` (if any). In the sync mode the record is flushed and
+    /// the head replaced before this returns; in the batched mode the record is only written
+    /// (the flusher does the rest). Returns the recovery done and the last record's anchor.
+    pub(crate) fn write_locked(
+        &mut self,
+        time: &str,
+        entry: Option<&Entry<'_>>,
+    ) -> Result<(Recovery, Anchor), AuditError> {
+        let len = self.end()?;
+        let head_file = head_path(&self.path);
+        let mut head_stamp = stamp(&head_file);
+        let unchanged = entry.is_some()
+            && head_stamp.is_some()
+            && self
+                .known
+                .as_ref()
+                .is_some_and(|k| k.len == len && k.head == head_stamp);
+        let (recovery, last) = if unchanged {
+            let known = self.known.as_ref().expect("checked above");
+            (Recovery::default(), known.last.clone())
+        } else {
+            let (recovery, last, head_written) = self.check_end(time, len, entry.is_none())?;
+            if head_written {
+                head_stamp = stamp(&head_file);
+            }
+            (recovery, last)
+        };
+        let Some(entry) = entry else {
+            self.known = Some(Known {
+                len: self.end()?,
+                last: last.clone(),
+                head: head_stamp,
+            });
+            return Ok((recovery, last));
+        };
+        let sync = self.durability == Durability::Sync;
+        let (anchor, start, end) = self.write_record(entry, &last, sync)?;
+        if sync {
+            if let Err(e) = write_head(&self.path, &anchor) {
+                // The head must anchor every acknowledged record, so a record it cannot
+                // anchor is taken back and the append fails as a whole.
+                rollback(&self.file, start);
+                return Err(e);
+            }
+            head_stamp = stamp(&head_file);
+        }
+        self.known = Some(Known {
+            len: end,
+            last: anchor.clone(),
+            head: head_stamp,
+        });
+        Ok((recovery, anchor))
+    }
+
+    /// Reads the real end and the head, repairs and records what is wrong (a torn tail, a
+    /// head that does not match, and at open markers of batched writers a power cut stopped),
+    /// and writes the head if any of that changed it. Returns the recovery, the last record
+    /// and whether the head was written.
+    fn check_end(
+        &mut self,
+        time: &str,
+        len: u64,
+        opening: bool,
+    ) -> Result<(Recovery, Anchor, bool), AuditError> {
+        let tail = scan_tail(&self.file, len, &self.path)?;
+        let head = read_head(&self.path)?;
+        let (mut last, last_prev) = match &tail.last {
+            Some((record, hash)) => (
+                Anchor {
+                    seq: record.seq,
+                    hash: hash.clone(),
+                },
+                record.prev.clone(),
+            ),
+            None => (Anchor::genesis(), ZERO_HASH.to_string()),
+        };
+        let mismatch = self.check_head(&head, &last, &last_prev, tail.complete_len)?;
+        let mut head_stale = head == HeadState::Missing;
+        let mut recovery = Recovery::default();
+
+        if tail.is_torn() {
+            let seq = self.next_seq(&last)?;
+            let torn = self.save_torn(&tail, seq)?;
+            let side_name = torn
+                .side_file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let data = object(json!({
+                "bytes": torn.bytes,
+                "sha256": torn.sha256,
+                "side_file": side_name,
+            }));
+            last = self
+                .write_record(&own_entry(time, EVENT_TORN_TAIL, &data), &last, true)?
+                .0;
+            recovery.torn_tail = Some(torn);
+            head_stale = true;
+        }
+
+        if let Some((problem, head_anchor, detail)) = mismatch {
+            let data = object(json!({
+                "problem": problem.code(),
+                "head_seq": head_anchor.as_ref().map(|a| a.seq),
+                "head_hash": head_anchor.as_ref().map(|a| a.hash.clone()),
+                "log_seq": last.seq,
+                "log_hash": last.hash,
+            }));
+            let log_last = last.clone();
+            last = self
+                .write_record(&own_entry(time, EVENT_HEAD_MISMATCH, &data), &last, true)?
+                .0;
+            recovery.head_mismatch = Some(HeadMismatch {
+                seq: last.seq,
+                problem,
+                head: head_anchor,
+                log_last,
+                detail,
+            });
+            head_stale = true;
+        }
+
+        if opening {
+            let stale =
+                stale_markers(&self.path, self.boot_id.as_deref(), true).map_err(|source| {
+                    AuditError::Read {
+                        path: self.path.clone(),
+                        source,
+                    }
+                })?;
+            if !stale.is_empty() {
+                let head_seq = match &head {
+                    HeadState::Present(anchor) => Some(anchor.seq),
+                    _ => None,
+                };
+                let flush_ms = stale.iter().map(|m| m.flush_ms).max().unwrap_or(0);
+                let flush_records = stale.iter().map(|m| m.flush_records).max().unwrap_or(0);
+                let data = object(json!({
+                    "writers": stale.len(),
+                    "head_seq": head_seq,
+                    "log_seq": last.seq,
+                    "flush_ms": flush_ms,
+                    "flush_records": flush_records,
+                }));
+                let log_seq = last.seq;
+                last = self
+                    .write_record(&own_entry(time, EVENT_SHORT_TAIL, &data), &last, true)?
+                    .0;
+                // Recorded first, removed after: a crash in between records it twice, never
+                // not at all.
+                for marker in &stale {
+                    let _ = fs::remove_file(&marker.path);
+                }
+                recovery.short_tail = Some(ShortTail {
+                    seq: last.seq,
+                    writers: stale.len() as u64,
+                    head_seq,
+                    log_seq,
+                    flush_ms,
+                    flush_records,
+                });
+                head_stale = true;
+            }
+        }
+
+        if head_stale {
+            write_head(&self.path, &last)?;
+        }
+        Ok((recovery, last, head_stale))
+    }
+
+    fn next_seq(&self, last: &Anchor) -> Result<u64, AuditError> {
+        last.seq
+            .checked_add(1)
+            .ok_or_else(|| AuditError::SeqExhausted {
+                path: self.path.clone(),
+            })
+    }
+
+    pub(crate) fn end(&self) -> Result<u64, AuditError> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|source| AuditError::Read {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Writes one record after `last` at the end of the file with one `write_all`, flushed
+    /// when `sync`. On failure the file is truncated back to where it was, so no partial line
+    /// is left behind. Returns the anchor and where the line starts and ends.
+    fn write_record(
+        &self,
+        entry: &Entry<'_>,
+        last: &Anchor,
+        sync: bool,
+    ) -> Result<(Anchor, u64, u64), AuditError> {
+        let seq = self.next_seq(last)?;
+        let mut line = encode(entry, seq, &last.hash)?;
+        let hash = line_hash(&line);
+        line.push(b'\n');
+        let mut handle = &*self.file;
+        let start = handle
+            .seek(SeekFrom::End(0))
+            .map_err(|source| AuditError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        let written = handle
+            .write_all(&line)
+            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        if let Err(source) = written {
+            rollback(&self.file, start);
+            return Err(AuditError::Write {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        Ok((Anchor { seq, hash }, start, start + line.len() as u64))
+    }
+
+    fn check_head(
+        &self,
+        head: &HeadState,
+        last: &Anchor,
+        last_prev: &str,
+        complete_len: u64,
+    ) -> Result<Option<(HeadProblem, Option<Anchor>, String)>, AuditError> {
+        let h = match head {
+            HeadState::Missing if last.seq == 0 => return Ok(None),
+            HeadState::Missing => {
+                return Ok(Some((
+                    HeadProblem::Missing,
+                    None,
+                    format!(
+                        "the head file is missing but the log holds {} records: records may have been removed from its end",
+                        last.seq
+                    ),
+                )));
+            }
+            HeadState::Unreadable(why) => {
+                return Ok(Some((
+                    HeadProblem::Unreadable,
+                    None,
+                    format!(
+                        "the head file is not readable as a head ({why}): records may have been removed from the log's end"
+                    ),
+                )));
+            }
+            HeadState::Present(h) => h,
+        };
+        let matches = if h.seq == last.seq {
+            h.hash == last.hash
+        } else if h.seq > last.seq {
+            false
+        } else if h.seq == 0 {
+            h.hash == ZERO_HASH
+        } else if h.seq + 1 == last.seq {
+            h.hash == last_prev
+        } else {
+            find_hash_of_seq(&self.file, complete_len, h.seq)
+                .map_err(|source| AuditError::Read {
+                    path: self.path.clone(),
+                    source,
+                })?
+                .is_some_and(|hash| hash == h.hash)
+        };
+        Ok(if matches {
+            None
+        } else if h.seq > last.seq {
+            Some((
+                HeadProblem::Ahead,
+                Some(h.clone()),
+                format!(
+                    "the head file says the log reaches seq {} but it ends at seq {}: {} record(s) were removed from its end",
+                    h.seq,
+                    last.seq,
+                    h.seq - last.seq
+                ),
+            ))
+        } else {
+            Some((
+                HeadProblem::Different,
+                Some(h.clone()),
+                format!(
+                    "the record at seq {} is not the one the head file anchored: the log's end was removed and rewritten, or the head file was altered",
+                    h.seq
+                ),
+            ))
+        })
+    }
+
+    /// Moves the torn bytes (`tail.complete_len..tail.len`) to a new side file, flushed, then
+    /// truncates the log to its last complete record, flushed. The side file is complete before
+    /// the log is cut, so a crash in between loses nothing.
+    fn save_torn(&self, tail: &Tail, seq: u64) -> Result<TornTail, AuditError> {
+        let (side_file, mut side) = self.create_side_file(seq)?;
+        let save_err = |source| AuditError::SaveTorn {
+            path: side_file.clone(),
+            source,
+        };
+        let copied = copy_range(&self.file, tail.complete_len, tail.len, &mut side)
+            .and_then(|sha| side.sync_all().map(|()| sha))
+            .and_then(|sha| sync_dir(&self.path).map(|()| sha));
+        let sha256 = match copied {
+            Ok(sha) => sha,
+            Err(source) => {
+                drop(side);
+                let _ = fs::remove_file(&side_file);
+                return Err(save_err(source));
+            }
+        };
+        self.file
+            .set_len(tail.complete_len)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|source| AuditError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok(TornTail {
+            seq,
+            bytes: tail.len - tail.complete_len,
+            sha256,
+            side_file,
+        })
+    }
+
+    /// `<log>.torn-<seq>`, or `<log>.torn-<seq>-<n>` if that exists: an earlier side file is
+    /// evidence and is never overwritten.
+    fn create_side_file(&self, seq: u64) -> Result<(PathBuf, File), AuditError> {
+        for n in 0..1000u32 {
+            let suffix = match n {
+                0 => format!(".torn-{seq}"),
+                n => format!(".torn-{seq}-{n}"),
+            };
+            let path = sibling(&self.path, &suffix);
+            match private_file_options()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => return Ok((path, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(AuditError::SaveTorn { path, source }),
+            }
+        }
+        Err(AuditError::SaveTorn {
+            path: sibling(&self.path, &format!(".torn-{seq}")),
+            source: io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "1000 side files with this name exist",
+            ),
+        })
+    }
+}
+
+fn own_entry<'a>(time: &'a str, event: &'static str, data: &'a Map<String, Value>) -> Entry<'a> {
+    Entry {
+        time,
+        event,
+        server: None,
+        data,
+    }
+}
+
+/// Opens (or creates) the log for reading and writing. Refuses anything but a writable regular
+/// file: a record "written" to /dev/null or into a read-only archive would be a lie.
+pub(crate) fn open_log_file(path: &Path) -> Result<(File, bool), AuditError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let mut builder = DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        builder
+            .create(dir)
+            .map_err(|source| AuditError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+    }
+    match fs::metadata(path) {
+        Ok(meta) => check_log_metadata(&meta, path)?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(AuditError::Open {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    }
+    let open_err = |source| AuditError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut options = private_file_options();
+    options.read(true).write(true);
+    let (file, created) = match options.clone().create_new(true).open(path) {
+        Ok(file) => (file, true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            (options.open(path).map_err(open_err)?, false)
+        }
+        Err(source) => return Err(open_err(source)),
+    };
+    // Checked again on the open file: the path may have changed since the first look.
+    check_log_metadata(&file.metadata().map_err(open_err)?, path)?;
+    if created {
+        sync_dir(path).map_err(open_err)?;
+    }
+    Ok((file, created))
+}
+
+fn check_log_metadata(meta: &fs::Metadata, path: &Path) -> Result<(), AuditError> {
+    if !meta.is_file() {
+        Err(AuditError::NotARegularFile {
+            path: path.to_path_buf(),
+        })
+    } else if meta.permissions().readonly() {
+        Err(AuditError::ReadOnly {
+            path: path.to_path_buf(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+fn lock(file: &File, path: &Path) -> Result<(), AuditError> {
+    file.lock().map_err(|source| AuditError::Lock {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Best effort: if even this fails, the partial line stays and is handled as a torn tail by
+/// the next open or append.
+fn rollback(file: &File, len: u64) {
+    let _ = file.set_len(len).and_then(|()| file.sync_data());
+}
+
+/// Copies `start..end` of `from` into `to`, returning the SHA-256 of the bytes copied.
+fn copy_range(from: &File, start: u64, end: u64, to: &mut File) -> io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pos = start;
+    while pos < end {
+        let n = usize::try_from(end - pos).map_or(buf.len(), |left| left.min(buf.len()));
+        read_exact_at(from, &mut buf[..n], pos)?;
+        hasher.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
+        pos += n as u64;
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,434 @@
+//! The two durability modes: what each has on disk when `append` returns, what a crash of the
+//! writing process (SIGKILL) leaves, and what a simulated power cut leaves and how `verify`
+//! and the next open report it.
+
+#[path = "support/fixture.rs"]
+mod fixture;
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fixture::{assert_intact, new_log, t};
+use gatehouse_audit::{AuditLog, BreakKind, Durability, EVENT_SHORT_TAIL, head_path, read, verify};
+use serde_json::json;
+
+/// A window no test waits out: only explicit flushes (and closing) make records durable.
+fn wide() -> Durability {
+    Durability::Batched {
+        max_delay: Duration::from_secs(1),
+        max_records: 10_000,
+    }
+}
+
+fn head_seq(log: &Path) -> u64 {
+    let head: serde_json::Value =
+        serde_json::from_slice(&fs::read(head_path(log)).unwrap()).unwrap();
+    head["seq"].as_u64().unwrap()
+}
+
+fn markers(log: &Path) -> Vec<PathBuf> {
+    let name = format!("{}.batched-", log.file_name().unwrap().to_string_lossy());
+    let mut found: Vec<PathBuf> = fs::read_dir(log.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let file = p.file_name().unwrap().to_string_lossy().into_owned();
+            file.starts_with(&name) && !file.ends_with(".tmp")
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_batched_record_is_in_the_file_when_append_returns_and_the_head_follows_the_flush() {
+    let (_dir, path) = new_log();
+    let (mut log, _) = AuditLog::open_with(&path, t(0), wide()).unwrap();
+    assert_eq!(log.durability(), wide());
+    for i in 1..=5 {
+        log.append("tool_call", Some("demo"), json!({"i": i}), t(i))
+            .unwrap();
+    }
+    // In the file (a reader sees all five, the chain is whole) but not yet anchored: the head
+    // lags, which verify accepts.
+    assert_eq!(read(&path).unwrap().len(), 5);
+    assert_eq!(assert_intact(&path), 5);
+    assert!(head_seq(&path) < 5);
+    let flushed = log.flush().unwrap();
+    assert_eq!(flushed.seq, 5);
+    assert_eq!(flushed.len, fs::metadata(&path).unwrap().len());
+    assert_eq!(head_seq(&path), 5);
+    // The sync mode: anchored before append returns.
+    log.set_durability(Durability::Sync).unwrap();
+    log.append("tool_call", Some("demo"), json!({"i": 6}), t(6))
+        .unwrap();
+    assert_eq!(head_seq(&path), 6);
+}
+
+#[test]
+fn the_flusher_flushes_within_its_window_without_being_asked() {
+    let (_dir, path) = new_log();
+    let mode = Durability::Batched {
+        max_delay: Duration::from_millis(20),
+        max_records: 10_000,
+    };
+    let (mut log, _) = AuditLog::open_with(&path, t(0), mode).unwrap();
+    for i in 1..=3 {
+        log.append("tool_call", None, json!({"i": i}), t(i))
+            .unwrap();
+    }
+    wait_for("the head to anchor seq 3", || head_seq(&path) == 3);
+    // A full batch is flushed without waiting for the delay.
+    let mode = Durability::Batched {
+        max_delay: Duration::from_secs(1),
+        max_records: 4,
+    };
+    log.set_durability(mode).unwrap();
+    for i in 4..=7 {
+        log.append("tool_call", None, json!({"i": i}), t(i))
+            .unwrap();
+    }
+    wait_for("the head to anchor seq 7", || head_seq(&path) == 7);
+}
+
+#[test]
+fn closing_a_batched_log_flushes_it_and_removes_its_marker() {
+    let (_dir, path) = new_log();
+    let (mut log, _) = AuditLog::open_with(&path, t(0), wide()).unwrap();
+    if cfg!(target_os = "linux") {
+        assert_eq!(markers(&path).len(), 1, "a batched handle keeps a marker");
+    }
+    for i in 1..=10 {
+        log.append("tool_call", None, json!({"i": i}), t(i))
+            .unwrap();
+    }
+    drop(log);
+    assert_eq!(head_seq(&path), 10);
+    assert!(markers(&path).is_empty());
+    let (_, report) = AuditLog::open(&path, t(20)).unwrap();
+    assert!(report.recovery.is_empty(), "{report:?}");
+}
+
+#[test]
+fn a_head_far_behind_a_batched_writer_is_accepted_by_another_writer() {
+    let (_dir, path) = new_log();
+    let (mut batched, _) = AuditLog::open_with(&path, t(0), wide()).unwrap();
+    for i in 1..=300 {
+        batched
+            .append("tool_call", Some("a"), json!({"i": i}), t(i))
+            .unwrap();
+    }
+    // Another process's writer finds the head 300 records behind: a lag, not a removal.
+    let (mut other, report) = AuditLog::open(&path, t(400)).unwrap();
+    assert!(report.recovery.is_empty(), "{report:?}");
+    other
+        .append("tool_call", Some("b"), json!({}), t(401))
+        .unwrap();
+    batched
+        .append("tool_call", Some("a"), json!({}), t(402))
+        .unwrap();
+    drop(batched);
+    assert_eq!(assert_intact(&path), 302);
+}
+
+#[test]
+fn batched_handles_in_several_threads_keep_one_chain() {
+    let (_dir, path) = new_log();
+    AuditLog::open(&path, t(0)).unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mode = Durability::Batched {
+                    max_delay: Duration::from_millis(5),
+                    max_records: 7,
+                };
+                let (mut log, _) = AuditLog::open_with(&path, t(0), mode).unwrap();
+                for i in 0..100 {
+                    log.append("tool_call", Some(&format!("w{w}")), json!({"i": i}), t(i))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(assert_intact(&path), 400);
+    assert_eq!(head_seq(&path), 400);
+}
+
+#[test]
+fn a_flush_that_fails_refuses_every_later_append() {
+    let (_dir, path) = new_log();
+    let (mut log, _) = AuditLog::open_with(&path, t(0), wide()).unwrap();
+    log.append("tool_call", None, json!({}), t(1)).unwrap();
+    // The head cannot be replaced: a directory stands where it goes.
+    let head = head_path(&path);
+    let _ = fs::remove_file(&head);
+    fs::create_dir(&head).unwrap();
+    let error = log.flush().unwrap_err();
+    assert_eq!(error.code(), "head", "{error}");
+    let error = log.append("tool_call", None, json!({}), t(2)).unwrap_err();
+    assert_eq!(error.code(), "flush_failed", "{error}");
+    assert!(error.to_string().contains("no further decision"), "{error}");
+    let kept = markers(&path);
+    drop(log);
+    // Not everything is known durable: the marker stays.
+    assert_eq!(markers(&path), kept);
+    // A good append works on a fresh handle once the disk is fixed.
+    fs::remove_dir(&head).unwrap();
+    let (mut log, _) = AuditLog::open(&path, t(3)).unwrap();
+    log.append("tool_call", None, json!({}), t(4)).unwrap();
+}
+
+#[test]
+fn a_window_outside_the_limits_is_refused_by_name() {
+    let (_dir, path) = new_log();
+    let error = AuditLog::open_with(
+        &path,
+        t(0),
+        Durability::Batched {
+            max_delay: Duration::from_secs(60),
+            max_records: 10,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(error.code(), "bad_durability");
+    assert!(error.to_string().contains("60000 ms"), "{error}");
+}
+
+// --- Crashes: a child process appends until it is killed with SIGKILL. -----------------------
+
+const CHILD_LOG: &str = "GATEHOUSE_AUDIT_DURABILITY_CHILD_LOG";
+const CHILD_MODE: &str = "GATEHOUSE_AUDIT_DURABILITY_CHILD_MODE";
+
+/// Runs only in a child spawned by the tests below: appends forever, printing each seq once
+/// `append` returned (what the host would act on), and in `power` mode prints the flushed
+/// length after record 50.
+#[test]
+fn child_appender() {
+    let (Some(path), Ok(mode)) = (std::env::var_os(CHILD_LOG), std::env::var(CHILD_MODE)) else {
+        return;
+    };
+    let durability = match mode.as_str() {
+        "sync" => Durability::Sync,
+        _ => wide(),
+    };
+    let (mut log, _) = AuditLog::open_with(&path, t(0), durability).unwrap();
+    for i in 1u64.. {
+        let appended = log
+            .append("tool_call", Some("flood"), json!({"i": i}), t(i as i64))
+            .unwrap();
+        println!("appended {}", appended.seq);
+        if mode == "power" && i == 50 {
+            let flushed = log.flush().unwrap();
+            println!("flushed {} {}", flushed.seq, flushed.len);
+        }
+        if mode == "power" && i == 80 {
+            println!("waiting");
+            std::thread::sleep(Duration::from_secs(600));
+        }
+    }
+}
+
+fn spawn_appender(path: &Path, mode: &str) -> (Child, BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_appender",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(CHILD_LOG, path)
+        .env(CHILD_MODE, mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    (child, stdout)
+}
+
+/// Kills the appender with SIGKILL once it reported `at_least` records, then reads what it
+/// reported before dying: the seqs it was told were appended.
+fn kill_during_flood(path: &Path, mode: &str, at_least: u64) -> Vec<u64> {
+    let (mut child, mut stdout) = spawn_appender(path, mode);
+    let mut acknowledged = Vec::new();
+    let mut line = String::new();
+    while acknowledged.len() < at_least as usize {
+        line.clear();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the child stopped"
+        );
+        if let Some(seq) = line.trim().strip_prefix("appended ") {
+            acknowledged.push(seq.parse().unwrap());
+        }
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    // Lines already in the pipe were acknowledged before the kill, too.
+    for line in stdout.lines() {
+        if let Some(seq) = line.unwrap().trim().strip_prefix("appended ") {
+            acknowledged.push(seq.parse().unwrap());
+        }
+    }
+    acknowledged
+}
+
+fn assert_nothing_acknowledged_is_lost(path: &Path, acknowledged: &[u64]) {
+    let records = read(path).unwrap();
+    let last = records.last().map_or(0, |r| r.seq);
+    assert!(
+        acknowledged.iter().all(|&seq| seq <= last),
+        "acknowledged up to {:?}, log ends at {last}",
+        acknowledged.last()
+    );
+    // Every acknowledged record is the child's, in order.
+    let flood: Vec<u64> = records
+        .iter()
+        .filter(|r| r.server.as_deref() == Some("flood"))
+        .map(|r| r.seq)
+        .collect();
+    for seq in acknowledged {
+        assert!(
+            flood.contains(seq),
+            "seq {seq} was acknowledged and is missing"
+        );
+    }
+}
+
+#[test]
+fn sigkill_during_a_flood_loses_nothing_in_either_mode() {
+    if std::env::var_os(CHILD_LOG).is_some() {
+        return;
+    }
+    for mode in ["sync", "batched"] {
+        let (_dir, path) = new_log();
+        let acknowledged = kill_during_flood(&path, mode, 300);
+        // What the dead process wrote is all there, and the chain verifies as it is.
+        assert_intact(&path);
+        assert_nothing_acknowledged_is_lost(&path, &acknowledged);
+        // The next writer finds nothing to repair: only the process died, the machine did
+        // not, so the page cache kept every write (its marker is simply tidied away).
+        let (mut log, report) = AuditLog::open(&path, t(10_000)).unwrap();
+        assert!(report.recovery.is_empty(), "{mode}: {report:?}");
+        assert!(markers(&path).is_empty(), "{mode}");
+        log.append("tool_call", Some("after"), json!({}), t(10_001))
+            .unwrap();
+        assert_intact(&path);
+        assert!(verify(&path).unwrap().short_tails.is_empty());
+    }
+}
+
+/// A power cut, simulated: the batched writer is stopped for good (SIGKILL) after records it
+/// never flushed; the file loses everything after the last flush (as the disk never had it),
+/// and the system comes back with another boot id (the marker is rewritten as if written by
+/// the boot before).
+#[test]
+fn a_power_cut_in_the_batched_mode_is_a_short_tail_not_tampering() {
+    if std::env::var_os(CHILD_LOG).is_some() || !cfg!(target_os = "linux") {
+        return;
+    }
+    for torn in [false, true] {
+        let (_dir, path) = new_log();
+        let (mut child, mut stdout) = spawn_appender(&path, "power");
+        let mut flushed = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "the child stopped"
+            );
+            if let Some(rest) = line.trim().strip_prefix("flushed ") {
+                let (seq, len) = rest.split_once(' ').unwrap();
+                flushed = Some((seq.parse::<u64>().unwrap(), len.parse::<u64>().unwrap()));
+            }
+            if line.trim() == "waiting" {
+                break;
+            }
+        }
+        let (flushed_seq, flushed_len) = flushed.unwrap();
+        assert_eq!(flushed_seq, 50);
+        assert_eq!(read(&path).unwrap().len(), 80, "written, not all flushed");
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // The disk had the log up to the flush (plus, when torn, part of the next line).
+        let keep = if torn { flushed_len + 17 } else { flushed_len };
+        let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(keep).unwrap();
+        drop(file);
+        assert_eq!(
+            head_seq(&path),
+            50,
+            "the head anchors only what was flushed"
+        );
+        let marker = markers(&path).pop().expect("the batched writer's marker");
+        let mut content: serde_json::Value =
+            serde_json::from_slice(&fs::read(&marker).unwrap()).unwrap();
+        content["boot_id"] = json!("00000000-0000-0000-0000-000000000000");
+        fs::write(&marker, serde_json::to_vec(&content).unwrap()).unwrap();
+
+        // Verify, before anyone opened the log again: a short tail, and no record missing
+        // that the head anchored.
+        let report = verify(&path).unwrap();
+        assert_eq!(report.short_tails.len(), 1, "{report}");
+        let short = &report.short_tails[0];
+        assert_eq!((short.line, short.head_seq), (None, Some(50)));
+        assert_eq!((short.flush_ms, short.flush_records), (1000, 10_000));
+        if torn {
+            let broken = report.first_broken.as_ref().unwrap();
+            assert_eq!(broken.kind, BreakKind::TornTail, "{report}");
+        } else {
+            assert!(report.ok, "{report}");
+            assert_eq!(report.records, 50);
+        }
+        assert!(report.to_string().contains("short tail"), "{report}");
+        assert!(report.to_string().contains("not tampering"), "{report}");
+
+        // The next start repairs a torn line (its record is seq 51) and records the short
+        // tail after it, once.
+        let (mut log, opened) = AuditLog::open(&path, t(10_000)).unwrap();
+        let short = opened.recovery.short_tail.clone().expect("recorded");
+        assert_eq!(
+            (short.writers, short.head_seq, short.log_seq),
+            (1, Some(50), if torn { 51 } else { 50 })
+        );
+        assert_eq!(opened.recovery.torn_tail.is_some(), torn);
+        assert!(opened.recovery.head_mismatch.is_none(), "{opened:?}");
+        assert!(markers(&path).is_empty());
+        log.append("tool_call", Some("after"), json!({}), t(10_001))
+            .unwrap();
+        let report = verify(&path).unwrap();
+        assert!(report.ok, "{report}");
+        assert_eq!(report.short_tails.len(), 1);
+        assert_eq!(report.short_tails[0].seq, Some(short.seq));
+        let recorded = read(&path)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.event == EVENT_SHORT_TAIL)
+            .count();
+        assert_eq!(recorded, 1);
+        drop(log);
+        // Opening again does not record it again.
+        let (_, again) = AuditLog::open(&path, t(10_002)).unwrap();
+        assert!(again.recovery.is_empty(), "{again:?}");
+    }
+}
