@@ -182,7 +182,8 @@ pub struct ServerPolicy {
 /// The checked content of `signed`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundleContent {
-    /// `specVersion`: 1, or 2 (which adds prompt and resource allow-lists).
+    /// `specVersion`: 1, 2 (which adds prompt and resource allow-lists) or 3 (which adds
+    /// `audit`).
     pub spec_version: u64,
     pub bundle_id: String,
     pub version: u64,
@@ -194,6 +195,99 @@ pub struct BundleContent {
     pub required_clearance: String,
     pub trust_root: TrustRoot,
     pub servers: Vec<ServerPolicy>,
+    /// `audit` (specVersion 3): how hosts under this bundle make audit records durable.
+    pub audit: Option<AuditDurability>,
+}
+
+/// What a bundle requires of the audit log's durability (`signed.audit`):
+/// `{"durability": "sync"}` or `{"durability": "batched", "flushMs": 50, "flushRecords": 128}`
+/// (both numbers optional: the host's own window, or a narrower one of the user's, applies
+/// where one is not given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditDurability {
+    /// Every record on stable storage before its decision takes effect.
+    Sync,
+    /// Records flushed in the background within at most this window.
+    Batched {
+        flush_ms: Option<u64>,
+        flush_records: Option<u32>,
+    },
+}
+
+impl AuditDurability {
+    /// The widest window a bundle may allow, as the host's own limits.
+    pub const MAX_FLUSH_MS: u64 = 1000;
+    pub const MAX_FLUSH_RECORDS: u32 = 10_000;
+
+    /// The stricter of two: sync over batched, else the smaller of each number given.
+    pub fn strictest(self, other: AuditDurability) -> AuditDurability {
+        fn min<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, None) => a,
+                (None, b) => b,
+            }
+        }
+        match (self, other) {
+            (AuditDurability::Sync, _) | (_, AuditDurability::Sync) => AuditDurability::Sync,
+            (
+                AuditDurability::Batched {
+                    flush_ms: a,
+                    flush_records: m,
+                },
+                AuditDurability::Batched {
+                    flush_ms: b,
+                    flush_records: n,
+                },
+            ) => AuditDurability::Batched {
+                flush_ms: min(a, b),
+                flush_records: min(m, n),
+            },
+        }
+    }
+}
+
+fn parse_audit(value: &Value) -> Result<AuditDurability, BundleError> {
+    let Some(object) = value.as_object() else {
+        return invalid("signed.audit must be an object");
+    };
+    for key in object.keys() {
+        if !matches!(key.as_str(), "durability" | "flushMs" | "flushRecords") {
+            return invalid(format!(
+                "signed.audit.{key} is not a setting (durability, flushMs, flushRecords)"
+            ));
+        }
+    }
+    let number = |key: &str, max: u64| -> Result<Option<u64>, BundleError> {
+        match object.get(key) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=max).contains(&n) => Ok(Some(n)),
+                _ => invalid(format!(
+                    "signed.audit.{key} must be an integer from 1 to {max}"
+                )),
+            },
+        }
+    };
+    match object.get("durability").and_then(Value::as_str) {
+        Some("sync") => {
+            if object.contains_key("flushMs") || object.contains_key("flushRecords") {
+                return invalid(
+                    "signed.audit: flushMs and flushRecords apply only to \"durability\": \"batched\"",
+                );
+            }
+            Ok(AuditDurability::Sync)
+        }
+        Some("batched") => Ok(AuditDurability::Batched {
+            flush_ms: number("flushMs", AuditDurability::MAX_FLUSH_MS)?,
+            flush_records: number(
+                "flushRecords",
+                u64::from(AuditDurability::MAX_FLUSH_RECORDS),
+            )?
+            .map(|n| n as u32),
+        }),
+        _ => invalid("signed.audit.durability must be \"sync\" or \"batched\""),
+    }
 }
 
 /// A parsed, structurally valid bundle whose signatures are not yet checked.
@@ -448,10 +542,10 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
     }
     let spec_version = match signed.get("specVersion").and_then(Value::as_u64) {
-        Some(version @ (1 | 2)) => version,
+        Some(version @ (1..=3)) => version,
         _ => {
             return invalid(
-                "signed.specVersion must be 1 or 2 (the versions this Gatehouse understands)",
+                "signed.specVersion must be 1, 2 or 3 (the versions this Gatehouse understands)",
             );
         }
     };
@@ -549,6 +643,17 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         }
         Some(_) => return invalid("signed.servers must be an array"),
     }
+    // A host that understands only versions 1 and 2 refuses a version 3 bundle as a whole,
+    // rather than load it and silently ignore what it says about the audit log.
+    let audit = match signed.get("audit") {
+        None => None,
+        Some(_) if spec_version < 3 => {
+            return invalid(
+                "signed.audit needs \"specVersion\": 3; raise the bundle's specVersion (and version) to use it",
+            );
+        }
+        Some(value) => Some(parse_audit(value)?),
+    };
     Ok(BundleContent {
         spec_version,
         bundle_id,
@@ -561,6 +666,7 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         required_clearance,
         trust_root,
         servers,
+        audit,
     })
 }
 
@@ -839,6 +945,20 @@ impl TrustStore {
 
     pub fn locked(&self) -> bool {
         self.bundles.iter().any(|b| b.content.locked)
+    }
+
+    /// The strictest audit durability any bundle requires, with the labels of the bundles
+    /// that set one; `None` when none does.
+    pub fn audit_durability(&self) -> Option<(AuditDurability, Vec<String>)> {
+        let mut combined: Option<AuditDurability> = None;
+        let mut labels = Vec::new();
+        for bundle in &self.bundles {
+            if let Some(audit) = bundle.content.audit {
+                combined = Some(combined.map_or(audit, |c| c.strictest(audit)));
+                labels.push(bundle.label());
+            }
+        }
+        combined.map(|c| (c, labels))
     }
 
     /// The bundle and policy governing a server id.

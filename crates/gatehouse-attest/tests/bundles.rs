@@ -5,7 +5,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::SigningKey;
 use gatehouse_attest::bundle::{
-    Bundle, BundleError, Posture, TrustStore, VerifiedBundle, sign_bundle,
+    AuditDurability, Bundle, BundleError, Posture, TrustStore, VerifiedBundle, sign_bundle,
 };
 use gatehouse_attest::{VerifyContext, verify};
 use serde_json::{Value, json};
@@ -246,7 +246,7 @@ fn structural_mistakes_are_refused_with_the_path() {
     });
     let cases: Vec<(&str, Value, &str)> = vec![
         (".type", json!("tuf-root"), "signed.type"),
-        (".specVersion", json!(3), "specVersion"),
+        (".specVersion", json!(4), "specVersion must be 1, 2 or 3"),
         (".bundleId", json!("acme prod"), "bundleId"),
         (".version", json!(0), "version"),
         (".expires", json!("next year"), "RFC 3339"),
@@ -474,4 +474,86 @@ fn authorization_servers_are_issuer_urls_or_the_bundle_is_refused() {
             other => panic!("{bad}: expected a refusal, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn the_audit_durability_needs_specversion_3_and_the_strictest_bundle_wins() {
+    let with = |version: u64, audit: Value| {
+        let mut s = signed("acme", 1, &[1], 1);
+        s["specVersion"] = json!(version);
+        s["audit"] = audit;
+        check(&bundle(&s, &[1]), None, None)
+    };
+    // A version 2 bundle may not say it: an older host would load it and ignore it.
+    let error = with(2, json!({"durability": "sync"})).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("signed.audit needs \"specVersion\": 3"),
+        "{error}"
+    );
+    let sync = with(3, json!({"durability": "sync"})).unwrap();
+    assert_eq!(sync.content().audit, Some(AuditDurability::Sync));
+    let batched = with(3, json!({"durability": "batched", "flushMs": 20})).unwrap();
+    assert_eq!(
+        batched.content().audit,
+        Some(AuditDurability::Batched {
+            flush_ms: Some(20),
+            flush_records: None
+        })
+    );
+    for (bad, says) in [
+        (
+            json!({"durability": "eventually"}),
+            "must be \"sync\" or \"batched\"",
+        ),
+        (
+            json!({"durability": "batched", "flushMs": 0}),
+            "flushMs must be an integer from 1 to 1000",
+        ),
+        (
+            json!({"durability": "batched", "flushMs": 5000}),
+            "flushMs must be an integer from 1 to 1000",
+        ),
+        (
+            json!({"durability": "batched", "flushRecords": 10001}),
+            "flushRecords must be an integer from 1 to 10000",
+        ),
+        (
+            json!({"durability": "sync", "flushMs": 10}),
+            "apply only to",
+        ),
+        (
+            json!({"durability": "sync", "fsync": true}),
+            "signed.audit.fsync is not a setting",
+        ),
+        (json!("sync"), "signed.audit must be an object"),
+    ] {
+        let error = with(3, bad.clone()).unwrap_err();
+        assert!(error.to_string().contains(says), "{bad}: {error}");
+    }
+    // Several bundles: sync over batched, the narrower window of two batched ones.
+    let mut other = signed("beta", 1, &[2], 1);
+    other["specVersion"] = json!(3);
+    other["servers"] = json!([]);
+    other["audit"] = json!({"durability": "batched", "flushMs": 200, "flushRecords": 16});
+    let beta = || check(&bundle(&other, &[2]), None, None).unwrap();
+    let store = TrustStore::combine(vec![batched, beta()]).unwrap();
+    assert_eq!(
+        store.audit_durability(),
+        Some((
+            AuditDurability::Batched {
+                flush_ms: Some(20),
+                flush_records: Some(16)
+            },
+            vec!["acme@1".to_string(), "beta@1".to_string()]
+        ))
+    );
+    let store = TrustStore::combine(vec![sync, beta()]).unwrap();
+    assert_eq!(store.audit_durability().unwrap().0, AuditDurability::Sync);
+    let plain = check(&bundle(&signed("acme", 1, &[1], 1), &[1]), None, None).unwrap();
+    assert_eq!(
+        TrustStore::combine(vec![plain]).unwrap().audit_durability(),
+        None
+    );
 }

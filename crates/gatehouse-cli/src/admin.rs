@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_attest::bundle::{Bundle, BundleError, VerifiedBundle, sign_bundle};
+use gatehouse_attest::bundle::{AuditDurability, Bundle, BundleError, VerifiedBundle, sign_bundle};
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
 use gatehouse_host::Auditor;
@@ -411,6 +411,10 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                 "root": {"threshold": c.threshold, "keys": c.root_keys.iter().map(|k| &k.id).collect::<Vec<_>>()},
                 "signerKeys": c.trust_root.keys.iter().map(|k| json!({"id": k.id, "approvedClearances": k.approved_clearances})).collect::<Vec<_>>(),
                 "servers": servers,
+                "audit": c.audit.map(|a| match a {
+                    AuditDurability::Sync => json!({"durability": "sync"}),
+                    AuditDurability::Batched { flush_ms, flush_records } => json!({"durability": "batched", "flushMs": flush_ms, "flushRecords": flush_records}),
+                }),
                 "valid": verdict.is_ok(),
                 "problem": verdict.as_ref().err().map(|e| json!({"code": e.code(), "message": e.to_string()})),
             });

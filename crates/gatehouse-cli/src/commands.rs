@@ -166,6 +166,16 @@ fn warn_audit_recovery(json: bool, report: &OpenReport) {
                 mismatch.problem.code()
             );
         }
+        if let Some(short) = &report.recovery.short_tail {
+            eprintln!(
+                "gatehouse: warning: the machine stopped while {} Gatehouse process(es) had the audit log open in the batched durability mode; records of their last {} ms (at most {} records) after seq {} may be missing. This was recorded as record {}; it is not tampering",
+                short.writers,
+                short.flush_ms,
+                short.flush_records,
+                short.head_seq.map_or("?".to_string(), |s| s.to_string()),
+                short.seq
+            );
+        }
     }
 }
 
@@ -187,10 +197,12 @@ pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
         approvals: context.approvals_path.clone(),
         suspensions: context.suspensions_path.clone(),
     };
+    let policy = crate::policy::load_policy(context.policy_path.as_deref())?;
     // Warnings print as each step completes, so they are not lost when a later step fails.
     let opened = security::open(
         &settings,
         &paths,
+        &policy.audit,
         lock_guard(context),
         now,
         system_clock(),

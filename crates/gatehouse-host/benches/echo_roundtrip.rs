@@ -8,6 +8,12 @@
 //! alike; latencies are pooled per client. Percentiles are nearest-rank, calls/s is calls over
 //! the wall time of the measured loops: the same definitions as the TypeScript script.
 //!
+//! Gatehouse runs in both audit durability modes: the default (batched: the record written
+//! before the call is sent, flushed within 50 ms by a background flush shared by every record
+//! since the last) and `sync` (each record on disk before the call is sent). A second table
+//! runs 1, 8 and 64 concurrent callers on one connection, where the batched mode's group
+//! commit shows.
+//!
 //! Run: scripts/bench.sh (builds the release demo server, then
 //! `cargo bench -p gatehouse-host --bench echo_roundtrip`). Knobs: BENCH_ITERATIONS (per batch,
 //! default 2000), BENCH_BATCHES (default 5), BENCH_RUNTIME=current, GATEHOUSE_DEMO_BIN.
@@ -17,6 +23,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gatehouse_audit::Durability;
 use gatehouse_host::config::StdioSpec;
 use gatehouse_host::demo::demo_bundle;
 use gatehouse_host::tap::system_clock;
@@ -84,11 +91,11 @@ impl Samples {
 
 /// Demo mode, as `gatehouse --demo` runs it: the demo bundle binds the demo server (its path,
 /// no arguments, its SHA-256) and allows echo, add and slow; no other bundle (`system_dir` is
-/// empty), so the posture is the bundle's deny-by-default. The audit log is a file in `state`,
-/// synced to disk on every record like the real one.
-fn demo_gatekeeper(state: &Path) -> Arc<Gatekeeper> {
+/// empty), so the posture is the bundle's deny-by-default. The audit log is a file in `state`
+/// on the same disk as the real one, in `durability`.
+fn demo_gatekeeper(state: &Path, durability: Durability) -> Arc<Gatekeeper> {
     let now = OffsetDateTime::now_utc();
-    let trust_roots = state.join("trust-roots");
+    let trust_roots = state.join(format!("trust-roots-{}", durability.code()));
     std::fs::create_dir(&trust_roots).unwrap();
     let trust = Trust::load(
         &TrustSettings {
@@ -100,8 +107,8 @@ fn demo_gatekeeper(state: &Path) -> Arc<Gatekeeper> {
         now,
     );
     assert!(trust.problems().is_empty(), "{:?}", trust.problems());
-    let (auditor, _) =
-        Auditor::open(&state.join("audit.jsonl"), system_clock()).expect("audit log");
+    let log = state.join(format!("audit-{}.jsonl", durability.code()));
+    let (auditor, _) = Auditor::open_with(&log, system_clock(), durability).expect("audit log");
     Arc::new(Gatekeeper::new(
         trust,
         auditor,
@@ -110,11 +117,7 @@ fn demo_gatekeeper(state: &Path) -> Arc<Gatekeeper> {
     ))
 }
 
-async fn host_batch(
-    era: Era,
-    iterations: usize,
-    gatekeeper: Arc<Gatekeeper>,
-) -> (Vec<Duration>, Duration) {
+async fn host_connection(era: Era, gatekeeper: Arc<Gatekeeper>) -> Arc<Connection> {
     // Exactly the binary the demo bundle binds, with no arguments.
     let spec = ServerSpec::Stdio(StdioSpec {
         command: demo_bin().display().to_string(),
@@ -162,23 +165,50 @@ async fn host_batch(
             .await
             .unwrap();
     }
-    let mut latencies = Vec::with_capacity(iterations);
+    Arc::new(connection)
+}
+
+/// `callers` tasks share one connection and make `iterations` calls between them, each timed
+/// on its own; wall time is the whole.
+async fn host_batch(
+    era: Era,
+    iterations: usize,
+    callers: usize,
+    gatekeeper: Arc<Gatekeeper>,
+) -> (Vec<Duration>, Duration) {
+    let connection = host_connection(era, gatekeeper).await;
     let started = Instant::now();
-    for _ in 0..iterations {
-        let t = Instant::now();
-        let outcome = connection
-            .call_tool("echo", Some(arguments()), &options)
-            .await
-            .unwrap();
-        latencies.push(t.elapsed());
-        assert!(!outcome.is_error());
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let connection = connection.clone();
+            tokio::spawn(async move {
+                let options = CallOptions::default();
+                let mut latencies = Vec::with_capacity(iterations / callers);
+                for _ in 0..iterations / callers {
+                    let t = Instant::now();
+                    let outcome = connection
+                        .call_tool("echo", Some(arguments()), &options)
+                        .await
+                        .unwrap();
+                    latencies.push(t.elapsed());
+                    assert!(!outcome.is_error());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(iterations);
+    for task in tasks {
+        latencies.extend(task.await.unwrap());
     }
     let wall = started.elapsed();
-    connection.close().await;
+    if let Ok(connection) = Arc::try_unwrap(connection) {
+        connection.close().await;
+    }
     (latencies, wall)
 }
 
-async fn rmcp_batch(iterations: usize) -> (Vec<Duration>, Duration) {
+async fn rmcp_batch(iterations: usize, callers: usize) -> (Vec<Duration>, Duration) {
     let transport =
         TokioChildProcess::new(tokio::process::Command::new(demo_bin())).expect("spawn");
     let client = ().serve(transport).await.expect("initialize");
@@ -186,12 +216,24 @@ async fn rmcp_batch(iterations: usize) -> (Vec<Duration>, Duration) {
     for _ in 0..WARMUP {
         client.call_tool(call()).await.unwrap();
     }
-    let mut latencies = Vec::with_capacity(iterations);
     let started = Instant::now();
-    for _ in 0..iterations {
-        let t = Instant::now();
-        client.call_tool(call()).await.unwrap();
-        latencies.push(t.elapsed());
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let peer = client.peer().clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::with_capacity(iterations / callers);
+                for _ in 0..iterations / callers {
+                    let t = Instant::now();
+                    peer.call_tool(call()).await.unwrap();
+                    latencies.push(t.elapsed());
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies = Vec::with_capacity(iterations);
+    for task in tasks {
+        latencies.extend(task.await.unwrap());
     }
     let wall = started.elapsed();
     let _ = client.cancel().await;
@@ -259,34 +301,43 @@ fn main() {
             .unwrap(),
     };
     let state = tempfile::tempdir().expect("temp dir");
-    let gatekeeper = demo_gatekeeper(state.path());
+    let batched = demo_gatekeeper(state.path(), Durability::batched());
+    let sync = demo_gatekeeper(state.path(), Durability::Sync);
 
     let mut host_legacy = Samples::default();
     let mut host_modern = Samples::default();
+    let mut host_sync = Samples::default();
     let mut bare = Samples::default();
     let mut ts: Vec<serde_json::Value> = Vec::new();
     for batch in 0..batches {
         // Rotate the order so no client always runs first (or last) in a batch.
-        for slot in 0..4 {
-            match (batch + slot) % 4 {
+        for slot in 0..5 {
+            match (batch + slot) % 5 {
                 0 => {
                     let (l, w) = runtime.block_on(host_batch(
                         Era::V2025_11_25,
                         iterations,
-                        gatekeeper.clone(),
+                        1,
+                        batched.clone(),
                     ));
                     host_legacy.add(l, w);
                 }
                 1 => {
-                    let (l, w) = runtime.block_on(rmcp_batch(iterations));
+                    let (l, w) = runtime.block_on(rmcp_batch(iterations, 1));
                     bare.add(l, w);
                 }
                 2 => ts.push(typescript_batch(iterations)),
+                3 => {
+                    let (l, w) =
+                        runtime.block_on(host_batch(Era::V2025_11_25, iterations, 1, sync.clone()));
+                    host_sync.add(l, w);
+                }
                 _ => {
                     let (l, w) = runtime.block_on(host_batch(
                         Era::V2026_07_28,
                         iterations,
-                        gatekeeper.clone(),
+                        1,
+                        batched.clone(),
                     ));
                     host_modern.add(l, w);
                 }
@@ -297,6 +348,7 @@ fn main() {
 
     let (hp50, hp99, hmean, hrate) = host_legacy.row();
     let (mp50, mp99, mmean, mrate) = host_modern.row();
+    let (sp50, sp99, smean, srate) = host_sync.row();
     let (bp50, bp99, bmean, brate) = bare.row();
     let field = |k: &str| {
         ts.iter()
@@ -324,16 +376,60 @@ fn main() {
         "| bare rmcp 3.9.0 client (TokioChildProcess) | 2025-11-25 | {bp50:.1} | {bp99:.1} | {bmean:.1} | {brate:.0} |"
     );
     println!(
-        "| Gatehouse host layer | 2025-11-25 | {hp50:.1} | {hp99:.1} | {hmean:.1} | {hrate:.0} |"
+        "| Gatehouse host layer, audit batched (default) | 2025-11-25 | {hp50:.1} | {hp99:.1} | {hmean:.1} | {hrate:.0} |"
     );
     println!(
-        "| Gatehouse host layer | 2026-07-28 | {mp50:.1} | {mp99:.1} | {mmean:.1} | {mrate:.0} |"
+        "| Gatehouse host layer, audit batched (default) | 2026-07-28 | {mp50:.1} | {mp99:.1} | {mmean:.1} | {mrate:.0} |"
+    );
+    println!(
+        "| Gatehouse host layer, audit sync | 2025-11-25 | {sp50:.1} | {sp99:.1} | {smean:.1} | {srate:.0} |"
     );
     println!(
         "| TypeScript SDK client (@modelcontextprotocol/sdk) | 2025-11-25 | {tp50:.1} | {tp99:.1} | {tmean:.1} | {trate:.0} |"
     );
     println!(
-        "\nGatehouse p50 overhead over bare rmcp (same era): {:+.1}%",
-        (hp50 / bp50 - 1.0) * 100.0
+        "\nGatehouse (batched) p50 over bare rmcp (same era): {:.2}x; sync: {:.2}x",
+        hp50 / bp50,
+        sp50 / bp50
     );
+
+    // Concurrent callers on one connection: group commit shows in the sync/batched gap.
+    println!(
+        "\nconcurrent callers on one connection, 2025-11-25: {batches} batches x {iterations} calls per row\n"
+    );
+    println!("| callers | client | p50 (µs) | p99 (µs) | mean (µs) | calls/s |");
+    println!("|---:|---|---:|---:|---:|---:|");
+    for callers in [1usize, 8, 64] {
+        let mut rows = [
+            ("bare rmcp 3.9.0 client", Samples::default()),
+            ("Gatehouse, audit batched (default)", Samples::default()),
+            ("Gatehouse, audit sync", Samples::default()),
+        ];
+        for batch in 0..batches {
+            for slot in 0..3 {
+                let which = (batch + slot) % 3;
+                let (l, w) = match which {
+                    0 => runtime.block_on(rmcp_batch(iterations, callers)),
+                    1 => runtime.block_on(host_batch(
+                        Era::V2025_11_25,
+                        iterations,
+                        callers,
+                        batched.clone(),
+                    )),
+                    _ => runtime.block_on(host_batch(
+                        Era::V2025_11_25,
+                        iterations,
+                        callers,
+                        sync.clone(),
+                    )),
+                };
+                rows[which].1.add(l, w);
+            }
+        }
+        for (name, samples) in &rows {
+            let (p50, p99, mean, rate) = samples.row();
+            println!("| {callers} | {name} | {p50:.1} | {p99:.1} | {mean:.1} | {rate:.0} |");
+        }
+        eprintln!("{callers} callers done");
+    }
 }

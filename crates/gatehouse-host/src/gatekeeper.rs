@@ -10,7 +10,7 @@ use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::{AllowList, Denial, Kind, Permit, PinMismatch, Scope, ToolGate};
 use gatehouse_attest::pins::parse_pin;
 use gatehouse_attest::resources::{ResourceAllowList, ResourceGate, ResourcePermit};
-use gatehouse_audit::{AuditLog, OpenReport};
+use gatehouse_audit::{AuditLog, Durability, OpenReport};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -61,6 +61,8 @@ pub mod events {
     pub const SUSPENDED_REFUSED: &str = "suspended_refused";
     /// The installed bundles decide differently than when last loaded (a rotation, an expiry).
     pub const TRUST_RELOADED: &str = "trust_reloaded";
+    /// The audit log changed durability mode (a bundle requiring another was installed or removed).
+    pub const AUDIT_DURABILITY_CHANGED: &str = "audit_durability_changed";
     /// An admission refused because a locked admin bundle forbids what the front end was
     /// started with (other trust roots, demo mode, a user policy): a lock installed since.
     pub const LOCK_REFUSED: &str = "lock_refused";
@@ -187,13 +189,23 @@ impl std::fmt::Debug for Auditor {
 }
 
 impl Auditor {
-    /// Opens (or creates) the log. The report says whether a torn last record was found and
-    /// set aside, so the caller can tell the user.
+    /// Opens (or creates) the log in the sync mode (admin commands, tests). The report says
+    /// whether a torn last record was found and set aside, so the caller can tell the user.
     pub fn open(path: &Path, clock: Clock) -> Result<(Auditor, OpenReport), HostError> {
-        let (log, report) =
-            AuditLog::open(path, clock()).map_err(|e| HostError::AuditUnavailable {
+        Auditor::open_with(path, clock, Durability::Sync)
+    }
+
+    /// Opens (or creates) the log with `durability` (see [`crate::durability`]).
+    pub fn open_with(
+        path: &Path,
+        clock: Clock,
+        durability: Durability,
+    ) -> Result<(Auditor, OpenReport), HostError> {
+        let (log, report) = AuditLog::open_with(path, clock(), durability).map_err(|e| {
+            HostError::AuditUnavailable {
                 detail: e.to_string(),
-            })?;
+            }
+        })?;
         Ok((
             Auditor {
                 log: Mutex::new(log),
@@ -203,12 +215,41 @@ impl Auditor {
         ))
     }
 
-    /// Appends a record and returns once it is on disk; an error means the decision it records
-    /// must not take effect.
-    pub fn record(&self, event: &str, server: Option<&str>, data: Value) -> Result<u64, HostError> {
-        let mut log = self.log.lock().map_err(|_| HostError::AuditUnavailable {
+    /// The mode records are made durable in.
+    pub fn durability(&self) -> Result<Durability, HostError> {
+        Ok(self.log()?.durability())
+    }
+
+    /// Changes the mode (a bundle that requires another was installed).
+    pub fn set_durability(&self, durability: Durability) -> Result<(), HostError> {
+        self.log()?
+            .set_durability(durability)
+            .map_err(|e| HostError::AuditUnavailable {
+                detail: e.to_string(),
+            })
+    }
+
+    /// Makes every record written so far durable (before a front end exits on purpose:
+    /// closing does it too).
+    pub fn flush(&self) -> Result<(), HostError> {
+        self.log()?
+            .flush()
+            .map(|_| ())
+            .map_err(|e| HostError::AuditUnavailable {
+                detail: e.to_string(),
+            })
+    }
+
+    fn log(&self) -> Result<std::sync::MutexGuard<'_, AuditLog>, HostError> {
+        self.log.lock().map_err(|_| HostError::AuditUnavailable {
             detail: "the audit log handle was poisoned by a crash in another thread".into(),
-        })?;
+        })
+    }
+
+    /// Appends a record and returns once it is in the log file (and, in the sync mode, on
+    /// stable storage); an error means the decision it records must not take effect.
+    pub fn record(&self, event: &str, server: Option<&str>, data: Value) -> Result<u64, HostError> {
+        let mut log = self.log()?;
         let server = server.map(|s| bounded_text(s, MAX_RECORD_TEXT_BYTES));
         log.append(event, server.as_deref(), bounded_data(data), (self.clock)())
             .map(|appended| appended.seq)
@@ -452,6 +493,9 @@ pub struct Gatekeeper {
     /// What the front end was started with that a lock forbids, checked again before each
     /// admission: a lock installed while it runs refuses it from then on.
     guard: Option<LockGuard>,
+    /// The user's `[audit]` choice, combined with each reload's bundles; `None` keeps the
+    /// mode the log was opened in.
+    audit_policy: Option<gatehouse_policy::AuditPolicy>,
     audit: Auditor,
     approvals: Approvals,
     suspensions: Suspensions,
@@ -477,6 +521,7 @@ impl Gatekeeper {
             trust: RwLock::new(Arc::new(trust)),
             reload: None,
             guard: None,
+            audit_policy: None,
             audit,
             approvals,
             suspensions: Suspensions::in_memory(),
@@ -490,6 +535,24 @@ impl Gatekeeper {
     pub fn reloading(mut self, settings: TrustSettings) -> Gatekeeper {
         self.reload = Some(settings);
         self
+    }
+
+    /// Keeps the audit log's durability the combination of `policy` and the bundles as they
+    /// are reloaded: a bundle installed while the host runs that requires sync applies at
+    /// the next admission.
+    pub fn choosing_durability(mut self, policy: gatehouse_policy::AuditPolicy) -> Gatekeeper {
+        self.audit_policy = Some(policy);
+        self
+    }
+
+    /// The audit log's durability now and who chose it.
+    pub fn audit_setting(&self) -> crate::durability::AuditSetting {
+        let policy = self.audit_policy.clone().unwrap_or_default();
+        let mut setting = crate::durability::effective(&policy, &self.trust());
+        if let Ok(durability) = self.audit.durability() {
+            setting.durability = durability;
+        }
+        setting
     }
 
     /// Refuses every admission, from the first one a lock is found at, while an admin bundle
@@ -525,6 +588,18 @@ impl Gatekeeper {
                 None,
                 json!({"before": before, "after": after}),
             )?;
+        }
+        if let Some(policy) = &self.audit_policy {
+            let wanted = crate::durability::effective(policy, &fresh);
+            let now_in = self.audit.durability()?;
+            if wanted.durability != now_in {
+                self.audit.set_durability(wanted.durability)?;
+                self.audit.record(
+                    events::AUDIT_DURABILITY_CHANGED,
+                    None,
+                    json!({"before": now_in, "after": wanted.durability, "set_by": wanted.set_by}),
+                )?;
+            }
         }
         // Always the fresh one: it is what is installed now, even where the summary above
         // cannot tell the difference.

@@ -28,6 +28,7 @@ pub mod consent;
 pub mod content;
 pub mod demo;
 pub mod desk;
+pub mod durability;
 pub mod era;
 pub mod error;
 pub mod fetch;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gatehouse_audit::OpenReport;
+use gatehouse_policy::AuditPolicy;
 use time::OffsetDateTime;
 
 use crate::HostError;
@@ -74,6 +75,7 @@ pub struct Security {
 pub fn open(
     trust: &TrustSettings,
     paths: &SecurityPaths,
+    audit: &AuditPolicy,
     guard: LockGuard,
     now: OffsetDateTime,
     clock: Clock,
@@ -82,7 +84,9 @@ pub fn open(
     let settings = trust;
     let trust = Trust::load(settings, now);
     found(Finding::Trust(&trust));
-    let (auditor, audit_report) = Auditor::open(&paths.audit, clock.clone())?;
+    // The bundles just loaded and the user's policy choose the log's durability.
+    let durability = crate::durability::effective(audit, &trust).durability;
+    let (auditor, audit_report) = Auditor::open_with(&paths.audit, clock.clone(), durability)?;
     found(Finding::Audit(&audit_report));
     let approvals = Approvals::load(&paths.approvals)?;
     let suspensions = Suspensions::load(&paths.suspensions)?;
@@ -91,7 +95,8 @@ pub fn open(
             Gatekeeper::new(trust, auditor, approvals, clock)
                 .with_suspensions(suspensions)
                 .reloading(settings.clone())
-                .guarding(guard),
+                .guarding(guard)
+                .choosing_durability(audit.clone()),
         ),
         audit_report,
     })
@@ -129,6 +134,7 @@ mod tests {
         let error = open(
             &settings(dir.path()),
             &paths,
+            &AuditPolicy::default(),
             guard(dir.path()),
             clock()(),
             clock(),
@@ -158,6 +164,7 @@ mod tests {
         let error = open(
             &settings(dir.path()),
             &paths,
+            &AuditPolicy::default(),
             guard(dir.path()),
             clock()(),
             clock(),
@@ -175,6 +182,7 @@ mod tests {
         let security = open(
             &settings(dir.path()),
             &paths,
+            &AuditPolicy::default(),
             guard(dir.path()),
             clock()(),
             clock(),

@@ -24,6 +24,45 @@ pub struct Policy {
     pub url: UrlPolicy,
     pub transit: TransitPolicy,
     pub abuse: AbusePolicy,
+    /// How audit records reach stable storage. Missing in a policy file written before the
+    /// setting existed: the shipped default (batched, 50 ms, 128 records) applies.
+    #[serde(default)]
+    pub audit: AuditPolicy,
+}
+
+/// `[audit]`: the audit log's durability mode. A trust-root bundle's `audit` setting wins
+/// over this one; this one can only make it stricter.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditPolicy {
+    /// `batched` (the default) or `sync`.
+    pub durability: AuditMode,
+    /// Batched: a record reaches stable storage at most this many milliseconds after it was
+    /// written (1 to 1000).
+    pub flush_ms: u64,
+    /// Batched: or as soon as this many records wait (1 to 10000), whichever comes first.
+    pub flush_records: u32,
+}
+
+impl Default for AuditPolicy {
+    fn default() -> AuditPolicy {
+        AuditPolicy {
+            durability: AuditMode::Batched,
+            flush_ms: 50,
+            flush_records: 128,
+        }
+    }
+}
+
+/// The audit log's durability modes (the audit crate's `Durability`, without its window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditMode {
+    /// Every record is on stable storage before its decision takes effect.
+    Sync,
+    /// Every record is in the file before its decision takes effect, and on stable storage
+    /// within `flush_ms` or `flush_records`.
+    Batched,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -243,6 +282,20 @@ impl Policy {
         if self.abuse.max_elicitations == 0 {
             problem("abuse.max_elicitations must be at least 1 (0 would kill every session that elicits)".into());
         }
+
+        // Checked in the sync mode too: switching modes must not turn up a bad window later.
+        if !(1..=1000).contains(&self.audit.flush_ms) {
+            problem(format!(
+                "audit.flush_ms must be between 1 and 1000, not {}",
+                self.audit.flush_ms
+            ));
+        }
+        if !(1..=10_000).contains(&self.audit.flush_records) {
+            problem(format!(
+                "audit.flush_records must be between 1 and 10000, not {}",
+                self.audit.flush_records
+            ));
+        }
         problems
     }
 }
@@ -346,6 +399,23 @@ mod tests {
     #[test]
     fn unknown_settings_are_refused() {
         let error = with(|t| t.replace("[abuse]", "[abuse]\nmax_elicitation = 3")).unwrap_err();
+        let audit = with(|t| t.replace("flush_ms = 50", "flush_ms = 0")).unwrap_err();
+        assert!(
+            audit
+                .to_string()
+                .contains("audit.flush_ms must be between 1 and 1000, not 0"),
+            "{audit}"
+        );
+        let audit =
+            with(|t| t.replace("durability = \"batched\"", "durability = \"later\"")).unwrap_err();
+        assert!(audit.to_string().contains("later"), "{audit}");
+        let sync =
+            with(|t| t.replace("durability = \"batched\"", "durability = \"sync\"")).unwrap();
+        assert_eq!(sync.audit.durability, AuditMode::Sync);
+        // A file from before [audit] existed gets the shipped default.
+        let old = with(|t| t[..t.find("[audit]").unwrap()].to_string()).unwrap();
+        assert_eq!(old.audit, AuditPolicy::default());
+        assert_eq!(Policy::default_policy().audit, AuditPolicy::default());
         assert!(matches!(error, PolicyError::Parse(_)), "{error}");
         assert!(error.to_string().contains("max_elicitation"), "{error}");
     }

@@ -52,6 +52,13 @@ impl Trust {
         &self.posture_reason
     }
 
+    /// The strictest audit durability the loaded bundles require, and which bundles say so.
+    pub fn audit_durability(
+        &self,
+    ) -> Option<(gatehouse_attest::bundle::AuditDurability, Vec<String>)> {
+        self.store.audit_durability()
+    }
+
     /// The label of the locked admin bundle, if one is locked.
     pub fn locked_by(&self) -> Option<&str> {
         self.locked_by.as_deref()

@@ -357,6 +357,18 @@ impl AuditWarning {
                 ),
             });
         }
+        if let Some(short) = &report.recovery.short_tail {
+            warnings.push(AuditWarning {
+                code: gatehouse_audit::EVENT_SHORT_TAIL.to_string(),
+                message: format!(
+                    "The computer stopped (a power cut or a crash of the system) while Gatehouse was recording in the batched durability mode: audit records of the last {} ms (at most {} records) after record {} may be missing. This is not tampering; it was recorded as record {}.",
+                    short.flush_ms,
+                    short.flush_records,
+                    short.head_seq.map_or("?".to_string(), |s| s.to_string()),
+                    short.seq
+                ),
+            });
+        }
         if let Some(mismatch) = &report.recovery.head_mismatch {
             warnings.push(AuditWarning {
                 code: gatehouse_audit::EVENT_HEAD_MISMATCH.to_string(),
@@ -386,6 +398,8 @@ pub struct Settings {
     /// What opening the audit log repaired or recorded when the app started; empty when it
     /// opened clean.
     pub audit_warnings: Vec<AuditWarning>,
+    /// The audit log's durability mode and who chose it.
+    pub audit: crate::durability::AuditSetting,
 }
 
 enum Slot {
@@ -470,6 +484,7 @@ impl Host {
                 audit: options.audit_path(),
                 ..SecurityPaths::in_data_dir(&paths.data)
             },
+            &policy.audit,
             guard,
             now,
             options.clock.clone(),
@@ -1111,6 +1126,7 @@ impl Host {
             }),
             demo: self.options.demo,
             audit_warnings: self.audit_warnings.clone(),
+            audit: self.gatekeeper.audit_setting(),
         }
     }
 
