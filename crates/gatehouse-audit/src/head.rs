@@ -101,10 +101,15 @@ pub(crate) fn write_head_via(
     temp: Option<&Path>,
     anchor: &Anchor,
 ) -> Result<(), AuditError> {
-    let path = head_path(log);
     let temp = temp.map_or_else(|| head_temp_path(log), Path::to_path_buf);
+    prepare_head(log, &temp, anchor)?;
+    install_head(log, &temp)
+}
+
+/// Writes the head for `anchor` to `temp`, flushed: the slow half of replacing the head.
+pub(crate) fn prepare_head(log: &Path, temp: &Path, anchor: &Anchor) -> Result<(), AuditError> {
     let err = |source| AuditError::Head {
-        path: path.clone(),
+        path: head_path(log),
         source,
     };
     let mut line = serde_json::to_vec(&serde_json::json!({"seq": anchor.seq, "hash": anchor.hash}))
@@ -114,13 +119,16 @@ pub(crate) fn write_head_via(
         .write(true)
         .create(true)
         .truncate(true)
-        .open(&temp)
+        .open(temp)
         .map_err(err)?;
     file.write_all(&line).map_err(err)?;
-    file.sync_all().map_err(err)?;
-    drop(file);
-    fs::rename(&temp, &path).map_err(err)?;
-    Ok(())
+    file.sync_all().map_err(err)
+}
+
+/// Renames a prepared head over `<log>.head`: the quick, atomic half.
+pub(crate) fn install_head(log: &Path, temp: &Path) -> Result<(), AuditError> {
+    let path = head_path(log);
+    fs::rename(temp, &path).map_err(|source| AuditError::Head { path, source })
 }
 
 /// Options that create files readable and writable by the owner only (on Unix).

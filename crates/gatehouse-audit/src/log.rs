@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 
 use crate::AuditError;
 use crate::durability::{Durability, HandleFiles, boot_id, write_marker};
-use crate::head::{head_path, write_head_via};
+use crate::head::{head_path, install_head, prepare_head};
 use crate::record::{Anchor, Entry, check_server, format_time, is_event_name, json_kind};
 use crate::writer::{Writer, open_log_file, stamp};
 
@@ -437,15 +437,19 @@ impl Shared {
             seq: target.seq,
             hash: target.hash.clone(),
         };
-        let result = file
+        let temp = temp.unwrap_or_else(|| crate::head::sibling(&path, ".head.tmp"));
+        let prepared = file
             .sync_data()
             .map_err(|source| AuditError::Write {
                 path: path.clone(),
                 source,
             })
-            .and_then(|()| write_head_via(&path, temp.as_deref(), &anchor));
+            .and_then(|()| prepare_head(&path, &temp, &anchor));
+        // The rename and the new head's stamp are taken under the handle's mutex, so this
+        // handle's next append knows the head it finds is its own and does not read the end
+        // again.
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        match result {
+        match prepared.and_then(|()| install_head(&path, &temp)) {
             Ok(()) => {
                 let head = stamp(&head_path(&path));
                 if let Some(known) = &mut writer.known {

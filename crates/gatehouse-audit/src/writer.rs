@@ -36,6 +36,25 @@ pub(crate) struct Writer {
     pub files: Option<HandleFiles>,
     /// The running system's boot id, read once at open.
     pub boot_id: Option<String>,
+    /// The open file's device and inode, to tell with one `stat` of the path whether the path
+    /// still names it.
+    ident: Option<(u64, u64)>,
+    /// The file's length as the lock was taken (from that same `stat`), for this append.
+    seen_len: Option<u64>,
+}
+
+/// The device and inode of an open file.
+fn ident(file: &File) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        None
+    }
 }
 
 /// The log's end as this handle last wrote or read it. When the file's length and the head
@@ -100,12 +119,14 @@ impl Writer {
     pub(crate) fn new(path: PathBuf, file: File, boot_id: Option<String>) -> Writer {
         Writer {
             path,
+            ident: ident(&file),
             file: Arc::new(file),
             durability: Durability::Sync,
             known: None,
             batch: Batch::default(),
             files: None,
             boot_id,
+            seen_len: None,
         }
     }
 
@@ -117,13 +138,17 @@ impl Writer {
         f: impl FnOnce(&mut Writer) -> Result<T, AuditError>,
     ) -> Result<T, AuditError> {
         lock(&self.file, &self.path)?;
-        if !self.is_current() {
+        self.seen_len = self.current_len();
+        if self.seen_len.is_none() {
             let _ = self.file.unlock();
-            self.file = Arc::new(open_log_file(&self.path)?.0);
+            let file = open_log_file(&self.path)?.0;
+            self.ident = ident(&file);
+            self.file = Arc::new(file);
             self.known = None;
             lock(&self.file, &self.path)?;
         }
         let result = f(self);
+        self.seen_len = None;
         if result.is_err() {
             self.known = None;
         }
@@ -132,20 +157,20 @@ impl Writer {
         result
     }
 
+    /// The file's length, when the path still names the file this handle has open (one
+    /// `stat`: the path's identity is compared with the one noted at open).
     #[cfg(unix)]
-    fn is_current(&self) -> bool {
+    fn current_len(&self) -> Option<u64> {
         use std::os::unix::fs::MetadataExt;
-        match (fs::metadata(&self.path), self.file.metadata()) {
-            (Ok(at_path), Ok(open)) => at_path.dev() == open.dev() && at_path.ino() == open.ino(),
-            _ => false,
-        }
+        let at_path = fs::metadata(&self.path).ok()?;
+        (Some((at_path.dev(), at_path.ino())) == self.ident).then_some(at_path.len())
     }
 
     /// Stable std has no file identity outside Unix, so elsewhere the check is skipped: a log
     /// deleted while open is only noticed (as a head mismatch) the next time it is opened.
     #[cfg(not(unix))]
-    fn is_current(&self) -> bool {
-        true
+    fn current_len(&self) -> Option<u64> {
+        self.file.metadata().ok().map(|m| m.len())
     }
 
     /// Under the lock: make sure of the end (re-read unless nothing changed since this handle
@@ -157,7 +182,10 @@ impl Writer {
         time: &str,
         entry: Option<&Entry<'_>>,
     ) -> Result<(Recovery, Anchor), AuditError> {
-        let len = self.end()?;
+        let len = match self.seen_len.take() {
+            Some(len) => len,
+            None => self.end()?,
+        };
         let head_file = head_path(&self.path);
         let mut head_stamp = stamp(&head_file);
         let unchanged = entry.is_some()
