@@ -42,6 +42,15 @@ function bundleCard(b) {
       el('div', { class: 'field-row' }, el('dt', {}, 'Servers'), el('dd', { class: 'mono' }, (b.servers ?? []).join(', ')))));
 }
 
+// How audit records reach the disk, in words (SECURITY.md, "What the audit log keeps").
+function auditDurability(audit) {
+  const by = (audit.set_by ?? []).join(', ');
+  const mode = audit.mode === 'sync'
+    ? 'sync: each record is on disk before its decision takes effect'
+    : `batched: each record is written before its decision takes effect and on disk within ${audit.flush_ms} ms or ${audit.flush_records} records`;
+  return by ? `${mode} (set by ${by})` : mode;
+}
+
 export const refresh = coalesce(async () => {
   let s;
   try {
@@ -88,7 +97,9 @@ export const refresh = coalesce(async () => {
       el('dl', { class: 'fields' },
         el('div', { class: 'field-row' }, el('dt', {}, 'File'),
           el('dd', { class: 'mono', 'data-testid': 'policy-path' }, s.policy?.path ?? 'built-in default policy')),
-        s.policy?.source ? el('div', { class: 'field-row' }, el('dt', {}, 'Source'), el('dd', { 'data-testid': 'policy-source', 'data-source': s.policy.source }, s.policy.source)) : null)),
+        s.policy?.source ? el('div', { class: 'field-row' }, el('dt', {}, 'Source'), el('dd', { 'data-testid': 'policy-source', 'data-source': s.policy.source }, s.policy.source)) : null,
+        s.audit ? el('div', { class: 'field-row' }, el('dt', {}, 'Audit durability'),
+          el('dd', { 'data-testid': 'audit-durability', 'data-mode': s.audit.mode }, auditDurability(s.audit))) : null)),
     el('section', { class: 'panel' },
       el('h2', {}, 'Where Gatehouse keeps things'),
       el('dl', { class: 'fields' },

@@ -303,6 +303,17 @@ async fn settings_show_the_demo_bundle_the_posture_and_the_shipped_policy() {
         Some("shipped default")
     );
     assert_eq!(app.text(source).await, "shipped default");
+    // The shipped policy's audit durability, batched, chosen by the policy (the demo bundle
+    // says nothing about it).
+    let durability = "[data-testid=audit-durability]";
+    assert_eq!(
+        app.attr(durability, "data-mode").await.as_deref(),
+        Some("batched")
+    );
+    assert_eq!(
+        app.text(durability).await,
+        "batched: each record is written before its decision takes effect and on disk within 50 ms or 128 records (set by policy)"
+    );
 
     // The paths are the app's own (the XDG directories it was started with).
     let config = app.config_dir();
