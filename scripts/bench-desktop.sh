@@ -16,9 +16,10 @@
 #                 exec, dynamic linking and everything before main();
 #   memory        after the first paint (Gatehouse: after the audit log records the demo
 #                 server admitted) plus SETTLE seconds: the sum over the app's whole process
-#                 tree (its session: the app, WebKitWebProcess, WebKitNetworkProcess, the demo
-#                 servers) of VmRSS (/proc/PID/status; shared pages counted once per process)
-#                 of Pss (/proc/PID/smaps_rollup; shared pages split between sharers, so it
+#                 tree (its session: the app, WebKitWebProcess, WebKitNetworkProcess; and
+#                 their descendants outside it: the demo servers, which Gatehouse starts in
+#                 sessions of their own) of VmRSS (/proc/PID/status; shared pages counted once
+#                 per process), of Pss (/proc/PID/smaps_rollup; shared pages split between sharers, so it
 #                 moves with whatever else maps the same libraries) and of USS (Private_Clean
 #                 + Private_Dirty: pages only that process maps; a lower bound).
 # Then median, min and max of each, the ratio of the start medians, and the targets: start
@@ -32,7 +33,9 @@
 # GATEHOUSE_DEMO_SERVER (another demo server executable than the one next to
 # the app, e.g. the stripped copy scripts/package-deb.sh puts in the .deb); such variables
 # are named in the report.
-# Per-launch rows and per-process memory go to <target>/bench-desktop/.
+# Per-launch rows, per-process memory and per-mapping memory (mappings.tsv: the app's
+# executable, each library, heap, malloc arenas, thread stacks, other anonymous memory; see
+# mapping_memory) go to <target>/bench-desktop/; the summary compares the two apps by mapping.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -54,14 +57,37 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bench-desktop.XXXXXX")
 xvfb=
 current=
 
-# Ends one app's session (the app and all it started), bounded; zombies do not count.
-alive_in_session() { ps -s "$1" -o stat=,pid= 2>/dev/null | awk '$1 !~ /^Z/ {print $2}'; }
+# An app's process tree: its session (the app, WebKit's processes) and every live descendant
+# of those, wherever it runs: Gatehouse starts stdio servers (the demo servers) in sessions
+# of their own (setsid), so the session alone misses them. Zombies do not count.
+tree_pids() {
+  ps -e -o pid=,ppid=,sid=,stat= 2>/dev/null | awk -v s="$1" '
+    $4 !~ /^Z/ { parent[$1] = $2; live[$1] = 1; if ($3 == s) keep[$1] = 1 }
+    END {
+      do { grown = 0
+        for (p in live) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grown = 1 }
+      } while (grown)
+      for (p in keep) print p
+    }'
+}
+# Which of the given pids still run (not zombies).
+still_alive() {
+  local pid state
+  for pid in "$@"; do
+    state=$(awk '/^State:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+    [ -z "$state" ] || [ "$state" = Z ] || echo "$pid"
+  done
+}
+# Ends one app's process tree (the app and all it started), bounded.
 stop_session() {
   local sid=$1 pids deadline
+  # Taken before the app ends: its orphans are re-parented and leave the tree.
+  # shellcheck disable=SC2046
+  set -- $(tree_pids "$sid")
   kill -TERM "$sid" 2>/dev/null || true
   deadline=$((SECONDS + 10))
-  while [ -n "$(alive_in_session "$sid")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
-  pids=$(alive_in_session "$sid")
+  while [ -n "$(still_alive "$@")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  pids=$(still_alive "$@")
   if [ -n "$pids" ]; then
     echo "bench-desktop: still running 10 s after SIGTERM, killed: $pids" >&2
     kill -KILL $pids 2>/dev/null || true
@@ -112,10 +138,11 @@ print(count)
 EOF
 }
 
-# Memory of one session: "rss_kib pss_kib uss_kib processes", and per process lines to a file.
+# Memory of one process tree: "rss_kib pss_kib uss_kib processes", and per process lines to a
+# file.
 session_memory() { # sid breakdown-file
   local sid=$1 rss=0 pss=0 uss=0 n=0 pid r p u comm
-  for pid in $(alive_in_session "$sid"); do
+  for pid in $(tree_pids "$sid"); do
     r=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
     read -r p u < <(awk '/^Pss:/ {p = $2} /^Private_(Clean|Dirty):/ {u += $2}
       END {if (p != "") print p, u}' "/proc/$pid/smaps_rollup" 2>/dev/null || true)
@@ -125,6 +152,67 @@ session_memory() { # sid breakdown-file
     printf '%s\t%s\t%s\t%s\n' "$comm" "$r" "$p" "$u" >>"$2"
   done
   echo "$rss $pss $uss $n"
+}
+
+# Where each process's memory is, by mapping (/proc/PID/smaps), appended to a file as rows
+# "process pid mapping pss_kib uss_kib rss_kib"; the process is "app" for the app itself.
+# Mappings: "(executable)" (the process's own binary), a library by file name, [heap],
+# [stack], "anon: malloc arenas" (glibc's per-thread heaps: 64 MiB-aligned, followed by
+# their reserved rest), "anon: thread stacks" (after a guard page), "anon: other" (the rest:
+# mmap'd allocations, JIT, GC heaps), "shared memory" (memfd, SysV), other files by name.
+mapping_memory() { # sid file pid...
+  python3 - "$@" <<'EOF'
+import collections, os, re, sys
+sid, out, pids = sys.argv[1], sys.argv[2], sys.argv[3:]
+header = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$")
+rows = []
+for pid in pids:
+    try:
+        comm = open(f"/proc/{pid}/comm").read().strip()
+        exe = os.readlink(f"/proc/{pid}/exe")
+        maps, fields = [], None
+        for line in open(f"/proc/{pid}/smaps"):
+            m = header.match(line)
+            if m:
+                fields = {}
+                maps.append((int(m[1], 16), int(m[2], 16), m[3], m[4].strip(), fields))
+            else:
+                key, _, value = line.partition(":")
+                value = value.split()
+                if value and value[0].isdigit():
+                    fields[key] = int(value[0])
+    except OSError:
+        continue
+    total = collections.defaultdict(lambda: [0, 0, 0])
+    for i, (start, end, perms, path, f) in enumerate(maps):
+        before = maps[i - 1] if i else None
+        after = maps[i + 1] if i + 1 < len(maps) else None
+        if path == exe or path == exe + " (deleted)":
+            name = "(executable)"
+        elif path.startswith("/memfd:") or path.startswith("/SYSV"):
+            name = "shared memory"
+        elif path.startswith("/"):
+            name = os.path.basename(path)
+            name = name[: name.index(".so") + 3] if ".so" in name else name
+        elif path:
+            name = path
+        elif (after and not after[3] and after[2].startswith("---") and after[0] == end
+              and start % (64 << 20) == 0):
+            name = "anon: malloc arenas"
+        elif (before and not before[3] and before[2].startswith("---") and before[1] == start
+              and before[1] - before[0] <= 65536):
+            name = "anon: thread stacks"
+        else:
+            name = "anon: other"
+        t = total[name]
+        t[0] += f.get("Pss", 0)
+        t[1] += f.get("Private_Clean", 0) + f.get("Private_Dirty", 0)
+        t[2] += f.get("Rss", 0)
+    role = "app" if pid == sid else comm
+    rows += [f"{role}\t{pid}\t{name}\t{p}\t{u}\t{r}\n" for name, (p, u, r) in total.items() if r]
+with open(out, "a") as file:
+    file.writelines(rows)
+EOF
 }
 
 # One measured launch: app-name run-number -> a row in $out/runs.tsv.
@@ -191,11 +279,14 @@ EOF
   sleep "$settle"
   mem=$(session_memory "$sid" "$dir/processes.tsv")
   read -r rss pss uss procs <<<"$mem"
+  # shellcheck disable=SC2046
+  mapping_memory "$sid" "$dir/mappings.tsv" $(tree_pids "$sid")
   servers=-
   [ "$name" != gatehouse ] || servers=$(admissions "$audit")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$run" "$paint" "$exec_ms" "$admitted" \
     "$servers" "$rss" "$pss" "$uss" "$procs" >>"$out/runs.tsv"
   sed "s/^/$name\t$run\t/" "$dir/processes.tsv" >>"$out/processes.tsv"
+  sed "s/^/$name\t$run\t/" "$dir/mappings.tsv" >>"$out/mappings.tsv"
   printf 'bench-desktop: %-9s run %2s: paint %7s ms (exec %7s ms), admitted at %5s ms (%s), RSS %6.1f, PSS %6.1f, USS %6.1f MiB, %s processes\n' \
     "$name" "$run" "$paint" "$exec_ms" "$admitted" "$servers" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')" \
     "$(awk -v k="$pss" 'BEGIN {print k / 1024}')" "$(awk -v k="$uss" 'BEGIN {print k / 1024}')" \
@@ -208,6 +299,7 @@ EOF
 
 printf 'app\trun\tstart_app_ms\tstart_exec_ms\tadmitted_ms\tservers_admitted\trss_kib\tpss_kib\tuss_kib\tprocesses\n' >"$out/runs.tsv"
 printf 'app\trun\tprocess\trss_kib\tpss_kib\tuss_kib\n' >"$out/processes.tsv"
+printf 'app\trun\tprocess\tpid\tmapping\tpss_kib\tuss_kib\trss_kib\n' >"$out/mappings.tsv"
 echo "== bench-desktop: $runs launches of each on Xvfb $display ($cache_note)" >&2
 launch gatehouse 0
 launch hello 0
@@ -220,9 +312,10 @@ for run in $(seq "$runs"); do
 done
 
 # Summary (the warm-up launches, run 0, left out).
-python3 - "$out/runs.tsv" "$out/processes.tsv" "$runs" "$cache_note" <<'EOF'
+python3 - "$out/runs.tsv" "$out/processes.tsv" "$runs" "$cache_note" "$out/mappings.tsv" <<'EOF'
 import csv, statistics, sys
 runs_file, procs_file, n, cache = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+maps_file = sys.argv[5]
 rows = [r for r in csv.DictReader(open(runs_file), delimiter="\t") if r["run"] != "0"]
 procs = [r for r in csv.DictReader(open(procs_file), delimiter="\t") if r["run"] != "0"]
 def col(app, key, scale=1.0):
@@ -267,6 +360,34 @@ for app in ("gatehouse", "hello"):
                     for r in per_run)
         label = f"{name} ×{count}" if count > 1 else name
         print(f"| {app} | {label} | {pss:.1f} | {rss:.1f} | {uss:.1f} |")
+# Per mapping: the median over launches of each (process, mapping)'s PSS and USS, processes
+# of one name summed per launch; the app itself is "app" in both.
+maps = [r for r in csv.DictReader(open(maps_file), delimiter="\t") if r["run"] != "0"]
+def per_mapping(app):
+    sums, launches = {}, {m["run"] for m in maps if m["app"] == app}
+    for m in maps:
+        if m["app"] == app:
+            kib = sums.setdefault((m["process"], m["mapping"]), {}).setdefault(m["run"], [0, 0])
+            kib[0] += int(m["pss_kib"])
+            kib[1] += int(m["uss_kib"])
+    return {key: tuple(statistics.median(v.get(r, [0, 0])[i] for r in launches) * mib for i in (0, 1))
+            for key, v in sums.items()}
+gm, hm = per_mapping("gatehouse"), per_mapping("hello")
+print("\nGatehouse against hello-tauri by process and mapping (medians, MiB; rows of 0.25 MiB or more):\n")
+print("| process | mapping | Gatehouse PSS | hello PSS | PSS difference | USS difference |")
+print("|---|---|---:|---:|---:|---:|")
+processes = sorted({k[0] for k in gm} | {k[0] for k in hm}, key=lambda p: (p != "app", p))
+for process in processes:
+    keys = sorted({k for k in gm if k[0] == process} | {k for k in hm if k[0] == process},
+                  key=lambda k: -(gm.get(k, (0, 0))[0] - hm.get(k, (0, 0))[0]))
+    rest = [0.0] * 4
+    for key in keys:
+        (gp, gu), (hp, hu) = gm.get(key, (0, 0)), hm.get(key, (0, 0))
+        if abs(gp - hp) >= 0.25 or abs(gu - hu) >= 0.25:
+            print(f"| {process} | {key[1]} | {gp:.1f} | {hp:.1f} | {gp - hp:+.1f} | {gu - hu:+.1f} |")
+        else:
+            rest = [rest[0] + gp, rest[1] + hp, rest[2] + gp - hp, rest[3] + gu - hu]
+    print(f"| {process} | everything else | {rest[0]:.1f} | {rest[1]:.1f} | {rest[2]:+.1f} | {rest[3]:+.1f} |")
 g_start, h_start = statistics.median(col("gatehouse", "start_app_ms")), statistics.median(col("hello", "start_app_ms"))
 g_pss = statistics.median(col("gatehouse", "pss_kib", mib))
 ratio = g_start / h_start
@@ -274,4 +395,4 @@ print()
 print(f"target start within 1.3× of hello-world: {ratio:.2f}× — {'met' if ratio <= 1.3 else 'MISSED'}")
 print(f"target under 150 MB resident (PSS sum): {g_pss:.1f} MiB — {'met' if g_pss < 150 else 'MISSED'}")
 EOF
-echo "bench-desktop: per-launch rows in $out/runs.tsv, per-process memory in $out/processes.tsv" >&2
+echo "bench-desktop: per-launch rows in $out/runs.tsv, per-process memory in $out/processes.tsv, per mapping in $out/mappings.tsv" >&2
