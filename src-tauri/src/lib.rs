@@ -337,13 +337,28 @@ pub fn run(launch: Launch) -> Result<(), String> {
     builder(base, launch)
         .build(tauri::generate_context!())
         .map_err(|e| format!("the app could not start: {e}"))?
-        .run(|app, event| {
-            if let tauri::RunEvent::Exit = event
-                && let Some(desk) = app.try_state::<Arc<Desk>>()
-            {
-                let desk = desk.inner().clone();
-                tauri::async_runtime::block_on(desk.shutdown());
+        .run(|app, event| match event {
+            // SIGTERM (a logout, a system shutdown, `kill`) ends the app the way closing its
+            // window does, so the desk shuts down and the audit log is flushed and closed.
+            #[cfg(unix)]
+            tauri::RunEvent::Ready => {
+                let app = app.clone();
+                tauri::async_runtime::spawn(async move {
+                    use tokio::signal::unix::{SignalKind, signal};
+                    if let Ok(mut term) = signal(SignalKind::terminate())
+                        && term.recv().await.is_some()
+                    {
+                        app.exit(0);
+                    }
+                });
             }
+            tauri::RunEvent::Exit => {
+                if let Some(desk) = app.try_state::<Arc<Desk>>() {
+                    let desk = desk.inner().clone();
+                    tauri::async_runtime::block_on(desk.shutdown());
+                }
+            }
+            _ => {}
         });
     Ok(())
 }

@@ -411,16 +411,15 @@ impl Shared {
                     detail: detail.clone(),
                 });
             }
-            let Some(known) = writer.known.clone() else {
-                return Err(AuditError::FlushFailed {
-                    path: writer.path.clone(),
-                    detail: "the log's end is not known after a failed append".into(),
-                });
-            };
-            let target = Flushed {
-                seq: known.last.seq,
-                hash: known.last.hash,
-                len: known.len,
+            let target = match writer.end_target() {
+                Ok(target) => target,
+                Err(e) => {
+                    // Kept, so appends refuse and the flusher does not retry in a loop.
+                    writer.batch.failed = Some(e.to_string());
+                    writer.batch.pending = 0;
+                    writer.batch.since = None;
+                    return Err(e);
+                }
             };
             if writer.batch.pending == 0
                 && (writer.durability == Durability::Sync

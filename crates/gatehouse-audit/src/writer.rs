@@ -348,6 +348,33 @@ impl Writer {
         Ok((recovery, last, head_stale))
     }
 
+    /// What a flush now would make durable: the end as this handle knows it, or, after a
+    /// failed append left it unknown, the last complete record read under the lock.
+    pub(crate) fn end_target(&mut self) -> Result<crate::log::Flushed, AuditError> {
+        if let Some(known) = &self.known {
+            return Ok(crate::log::Flushed {
+                seq: known.last.seq,
+                hash: known.last.hash.clone(),
+                len: known.len,
+            });
+        }
+        self.locked(|w| {
+            let len = w.end()?;
+            let tail = scan_tail(&w.file, len, &w.path)?;
+            let last = tail
+                .last
+                .map_or_else(Anchor::genesis, |(record, hash)| Anchor {
+                    seq: record.seq,
+                    hash,
+                });
+            Ok(crate::log::Flushed {
+                seq: last.seq,
+                hash: last.hash,
+                len: tail.complete_len,
+            })
+        })
+    }
+
     fn next_seq(&self, last: &Anchor) -> Result<u64, AuditError> {
         last.seq
             .checked_add(1)

@@ -432,3 +432,28 @@ fn a_power_cut_in_the_batched_mode_is_a_short_tail_not_tampering() {
         assert!(again.recovery.is_empty(), "{again:?}");
     }
 }
+
+#[test]
+fn a_refused_append_between_batched_ones_leaves_the_rest_to_be_flushed() {
+    let (_dir, path) = new_log();
+    let (mut log, _) = AuditLog::open_with(&path, t(0), wide()).unwrap();
+    for i in 1..=3 {
+        log.append("tool_call", None, json!({"i": i}), t(i))
+            .unwrap();
+    }
+    // Refused before a byte is written; the handle forgets the end it knew.
+    let huge = "x".repeat(gatehouse_audit::MAX_RECORD_BYTES);
+    let error = log
+        .append("tool_call", None, json!({"text": huge}), t(4))
+        .unwrap_err();
+    assert_eq!(error.code(), "record_too_large", "{error}");
+    // The flush reads the end again and anchors what was written.
+    let flushed = log.flush().unwrap();
+    assert_eq!(flushed.seq, 3);
+    assert_eq!(head_seq(&path), 3);
+    log.append("tool_call", None, json!({"i": 5}), t(5))
+        .unwrap();
+    drop(log);
+    assert_eq!(assert_intact(&path), 4);
+    assert_eq!(head_seq(&path), 4);
+}

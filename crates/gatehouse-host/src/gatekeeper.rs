@@ -62,7 +62,7 @@ pub mod events {
     /// The installed bundles decide differently than when last loaded (a rotation, an expiry).
     pub const TRUST_RELOADED: &str = "trust_reloaded";
     /// The audit log changed durability mode (a bundle requiring another was installed or removed).
-    pub const AUDIT_DURABILITY_CHANGED: &str = "audit_durability_changed";
+    pub const DURABILITY_CHANGED: &str = "durability_changed";
     /// An admission refused because a locked admin bundle forbids what the front end was
     /// started with (other trust roots, demo mode, a user policy): a lock installed since.
     pub const LOCK_REFUSED: &str = "lock_refused";
@@ -229,15 +229,11 @@ impl Auditor {
             })
     }
 
-    /// Makes every record written so far durable (before a front end exits on purpose:
-    /// closing does it too).
-    pub fn flush(&self) -> Result<(), HostError> {
-        self.log()?
-            .flush()
-            .map(|_| ())
-            .map_err(|e| HostError::AuditUnavailable {
-                detail: e.to_string(),
-            })
+    /// Makes every record written so far durable and ends the batched mode (its flusher
+    /// idles, its marker goes): for a front end about to exit without dropping the log. A
+    /// record after this is synced on its own.
+    pub fn finish(&self) -> Result<(), HostError> {
+        self.set_durability(Durability::Sync)
     }
 
     fn log(&self) -> Result<std::sync::MutexGuard<'_, AuditLog>, HostError> {
@@ -545,6 +541,11 @@ impl Gatekeeper {
         self
     }
 
+    /// See [`Auditor::finish`].
+    pub fn finish_audit(&self) -> Result<(), HostError> {
+        self.audit.finish()
+    }
+
     /// The audit log's durability now and who chose it.
     pub fn audit_setting(&self) -> crate::durability::AuditSetting {
         let policy = self.audit_policy.clone().unwrap_or_default();
@@ -595,7 +596,7 @@ impl Gatekeeper {
             if wanted.durability != now_in {
                 self.audit.set_durability(wanted.durability)?;
                 self.audit.record(
-                    events::AUDIT_DURABILITY_CHANGED,
+                    events::DURABILITY_CHANGED,
                     None,
                     json!({"before": now_in, "after": wanted.durability, "set_by": wanted.set_by}),
                 )?;

@@ -651,3 +651,79 @@ async fn a_changed_bundle_is_judged_as_installed_even_under_the_same_version_and
     );
     running.desk.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_bundle_that_requires_sync_audit_applies_at_start_and_when_installed_while_running() {
+    // Version 1 says nothing: the shipped policy's batched mode.
+    let running = Running::start(&version(1, json!(["BIND"])));
+    let setting = running.desk.settings().audit;
+    assert_eq!(setting.durability, gatehouse_audit::Durability::batched());
+    assert_eq!(setting.set_by, ["policy"]);
+
+    // Version 2 (specVersion 3) requires sync: the next admission switches the log, records
+    // the change, and every record from then on is anchored before its decision takes effect.
+    let mut v2 = version(2, json!(["BIND"]));
+    v2["specVersion"] = json!(3);
+    v2["audit"] = json!({"durability": "sync"});
+    running.rotate(&v2);
+    let detail = running.reconnect().await;
+    assert_eq!(detail.row.status, RowStatus::Admitted, "{:?}", detail.row);
+    let changes = running.records("durability_changed");
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["data"]["before"]["mode"], "batched");
+    assert_eq!(changes[0]["data"]["after"], json!({"mode": "sync"}));
+    assert_eq!(
+        changes[0]["data"]["set_by"],
+        json!(["policy", "test-bundle@2"])
+    );
+    let setting = running.desk.settings().audit;
+    assert_eq!(setting.durability, gatehouse_audit::Durability::Sync);
+    let log = running.dir.path().join("data").join("audit.jsonl");
+    let head: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(log.with_file_name("audit.jsonl.head")).unwrap())
+            .unwrap();
+    let last = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
+    assert_eq!(head["seq"], last, "sync: the head anchors the last record");
+
+    // Version 3 drops the requirement: back to the policy's batched mode, recorded again.
+    running.rotate(&version(3, json!(["BIND"])));
+    running.reconnect().await;
+    assert_eq!(running.records("durability_changed").len(), 2);
+    assert_eq!(
+        running.desk.settings().audit.durability,
+        gatehouse_audit::Durability::batched()
+    );
+    // Batched again: records after the head's anchor, and a marker while it runs.
+    let markers = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("audit.jsonl.batched-") && !name.ends_with(".tmp")
+            })
+            .count()
+    };
+    let data = running.dir.path().join("data");
+    if cfg!(target_os = "linux") {
+        assert_eq!(markers(&data), 1);
+    }
+    // Shutting down (what the app does on exit, without dropping the desk) makes every
+    // record durable and leaves no marker behind.
+    running.desk.shutdown().await;
+    let head: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(log.with_file_name("audit.jsonl.head")).unwrap())
+            .unwrap();
+    let last = std::fs::read_to_string(&log).unwrap().lines().count() as u64;
+    assert_eq!(head["seq"], last);
+    assert_eq!(markers(&data), 0);
+
+    // A desk started under a sync bundle opens the log in sync at once.
+    let running = Running::start(&v2);
+    assert_eq!(
+        running.desk.settings().audit.durability,
+        gatehouse_audit::Durability::Sync
+    );
+    assert!(running.records("durability_changed").is_empty());
+    running.desk.shutdown().await;
+}

@@ -1141,6 +1141,12 @@ impl Host {
         for (_, slot) in slots {
             close_slot(Some(slot)).await;
         }
+        // A front end may exit without dropping the host (the desktop app does): make every
+        // record durable now and end the batched mode, so no marker is left to be read, after
+        // the next reboot, as records a power cut may have taken.
+        if let Err(error) = self.gatekeeper.finish_audit() {
+            tracing::warn!(%error, "the audit log could not be flushed at shutdown");
+        }
     }
 }
 
