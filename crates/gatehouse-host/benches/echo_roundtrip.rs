@@ -17,7 +17,8 @@
 //! Run: scripts/bench.sh (builds the release demo server, then
 //! `cargo bench -p gatehouse-host --bench echo_roundtrip`). Knobs: BENCH_ITERATIONS (per batch,
 //! default 2000), BENCH_BATCHES (default 5), BENCH_RUNTIME=current, GATEHOUSE_DEMO_BIN, and
-//! BENCH_ONLY=host (only Gatehouse's default mode, sequential: for a profiler).
+//! BENCH_ONLY=host or BENCH_ONLY=bare (only Gatehouse's default mode, or only bare rmcp,
+//! sequential: for a profiler or `perf stat`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -303,17 +304,19 @@ fn main() {
     };
     let state = tempfile::tempdir().expect("temp dir");
     let batched = demo_gatekeeper(state.path(), Durability::batched());
-    if std::env::var("BENCH_ONLY").as_deref() == Ok("host") {
-        let mut host = Samples::default();
+    let only = std::env::var("BENCH_ONLY").ok();
+    if let Some(only @ ("host" | "bare")) = only.as_deref() {
+        let mut samples = Samples::default();
         for _ in 0..batches {
-            let (l, w) =
-                runtime.block_on(host_batch(Era::V2025_11_25, iterations, 1, batched.clone()));
-            host.add(l, w);
+            let (l, w) = if only == "host" {
+                runtime.block_on(host_batch(Era::V2025_11_25, iterations, 1, batched.clone()))
+            } else {
+                runtime.block_on(rmcp_batch(iterations, 1))
+            };
+            samples.add(l, w);
         }
-        let (p50, p99, mean, rate) = host.row();
-        println!(
-            "Gatehouse, audit batched: p50 {p50:.1} µs, p99 {p99:.1} µs, mean {mean:.1} µs, {rate:.0} calls/s"
-        );
+        let (p50, p99, mean, rate) = samples.row();
+        println!("{only}: p50 {p50:.1} µs, p99 {p99:.1} µs, mean {mean:.1} µs, {rate:.0} calls/s");
         return;
     }
     let sync = demo_gatekeeper(state.path(), Durability::Sync);
