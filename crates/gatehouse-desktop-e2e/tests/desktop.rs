@@ -141,18 +141,27 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
     app.fill(&field("email"), "ada@example.com").await;
     app.fill(&field("name"), "Ada Lovelace").await;
     set_date(&app, &field("date"), "2026-12-24").await;
-    // The card re-renders as each field validates; a click that lands on the box being
-    // replaced is lost (seen once under load), so click until it shows checked, at most 3
-    // times. What is asserted below is what reached the server.
-    let wine = format!("{card} [name=\"extras\"][value=\"wine\"]");
-    for _ in 0..3 {
-        app.click(&wine).await;
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        if app.wait(&wine).await.is_selected().await.unwrap() {
-            break;
-        }
-    }
+    // The card re-renders (and its layout moves) as each field validates: wait until every
+    // field is valid, then set each box until it shows the state wanted, at most 3 clicks. A
+    // click that lands while the card is replaced is lost or hits the box next to it (seen
+    // under load: bread unchecked instead of wine checked). What is asserted below is what
+    // reached the server.
     app.wait_gone(&format!("{card} [data-error-for]")).await;
+    for (value, wanted) in [("bread", true), ("wine", true)] {
+        let boxed = format!("{card} [name=\"extras\"][value=\"{value}\"]");
+        for _ in 0..3 {
+            if app.wait(&boxed).await.is_selected().await.unwrap() == wanted {
+                break;
+            }
+            app.click(&boxed).await;
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        assert_eq!(
+            app.wait(&boxed).await.is_selected().await.unwrap(),
+            wanted,
+            "{value}"
+        );
+    }
     app.click(&format!("{card} [data-action=submit]")).await;
     let (text, is_error) = tool_result(&app).await;
     assert_eq!(is_error, "false", "{text}");
