@@ -23,14 +23,14 @@
 //! cache kept its writes); it is removed.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::head::{private_file_options, sync_dir};
+use crate::head::{sync_dir, write_synced};
 
 /// How an appended record is made durable. Serialized as `"sync"` / `"batched"` (with the
 /// window) in reports.
@@ -207,14 +207,10 @@ pub(crate) fn write_marker(
     let mut temp = path.as_os_str().to_owned();
     temp.push(".tmp");
     let temp = PathBuf::from(temp);
-    let mut file = private_file_options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)?;
-    file.write_all(&serde_json::to_vec(&marker).expect("a marker serializes"))?;
-    file.sync_all()?;
-    drop(file);
+    write_synced(
+        &temp,
+        &serde_json::to_vec(&marker).expect("a marker serializes"),
+    )?;
     fs::rename(&temp, path)?;
     sync_dir(log)
 }

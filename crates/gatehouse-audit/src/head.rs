@@ -115,14 +115,19 @@ pub(crate) fn prepare_head(log: &Path, temp: &Path, anchor: &Anchor) -> Result<(
     let mut line = serde_json::to_vec(&serde_json::json!({"seq": anchor.seq, "hash": anchor.hash}))
         .expect("a map of a number and a string serializes");
     line.push(b'\n');
+    write_synced(temp, &line).map_err(err)
+}
+
+/// Creates or truncates `path` (owner-only), writes `bytes` and flushes them: the first half
+/// of every replace-by-rename this crate does (the head, a batched writer's marker).
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = private_file_options()
         .write(true)
         .create(true)
         .truncate(true)
-        .open(temp)
-        .map_err(err)?;
-    file.write_all(&line).map_err(err)?;
-    file.sync_all().map_err(err)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Renames a prepared head over `<log>.head`: the quick, atomic half.
