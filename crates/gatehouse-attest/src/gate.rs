@@ -236,8 +236,9 @@ pub enum GateReason {
     PromptNotListed,
     /// The URI is neither an allowed URI nor under an allowed prefix ([`crate::resources`]).
     ResourceNotAdmitted,
-    /// The URI starts with an allowed prefix but could leave it (a dot segment, an encoded
-    /// separator, a control character): refused rather than normalized.
+    /// The URI starts with an allowed prefix but its remainder breaks the grammar of
+    /// [`crate::resources::remainder`] (a query or fragment, a dot segment, an escape a server
+    /// may decode into syntax, a look-alike NFKC rewrites): refused rather than normalized.
     ResourceUriRefused,
 }
 

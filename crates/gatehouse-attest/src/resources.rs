@@ -3,19 +3,31 @@
 //!
 //! A bundle entry grants resources two ways (specVersion 2):
 //! - `allowedResources`: exact URIs, compared byte for byte like tool names (no case folding,
-//!   no percent-decoding, no normalization);
+//!   no percent-decoding, no normalization); an exact URI may hold a query;
 //! - `allowedResourcePrefixes`: prefixes that end in `/`. A URI is under a prefix when it starts
-//!   with the prefix's exact bytes and the rest is a *plain* path: printable ASCII without
-//!   spaces, `\`, `#` or `//`; no `.` or `..` segment; no percent-encoded `.`, `/` or `\`
-//!   (`%2e`, `%2f`, `%5c` in any case). A URI that starts with an allowed prefix but fails
-//!   these is refused as `resource_uri_refused`, never normalized into the prefix, because the
-//!   server, not the host, decides what `..` means on its side.
+//!   with the prefix's exact bytes and the rest (the *remainder*) keeps to a grammar narrow
+//!   enough that no server, however it decodes, normalizes or splits a URI, can resolve it
+//!   outside the prefix ([`remainder`]): no `?` or `#` at all (a query or fragment never
+//!   follows a prefix); non-empty segments between single `/`; literally only ASCII letters,
+//!   digits and `-._~!$&'()*+,=@`, and `%XX` escapes; no escape of a control byte, `/`, `\`,
+//!   `.`, `%`, `?`, `#`, `:` or `;`; escapes of other bytes only as UTF-8 of letters and digits
+//!   that NFKC leaves alone; a segment with a `.`, and the first segment, also have an ASCII
+//!   letter or digit; no segment starts with `~`. A URI that starts with an allowed prefix but
+//!   breaks the grammar is refused as `resource_uri_refused`, the detail naming the rule and
+//!   what to do, never normalized into the prefix, because the server, not the host, decides
+//!   what `..`, `%2e` or `．` means on its side. A prefix's own path keeps to the same
+//!   grammar but for the first-segment and `~` rules (its authority, such as
+//!   `example.com:8443`, is checked apart, and a `file:` prefix may start with a drive,
+//!   `file:///C:/docs/`).
 //!
 //! Templates (`resources/templates/list`) are shown as allowed when their literal start lies
-//! under an allowed prefix, but that is display only: every read is checked on the expanded
-//! URI ([`crate::uri_template`]), so a template that expands to another scheme or server is
+//! under an allowed prefix and nothing in them always adds a query, a fragment or path
+//! parameters, but that is display only: every read is checked on the expanded URI
+//! ([`crate::uri_template`]), so a template that expands to another scheme or server is
 //! refused like any other URI. [`ResourcePermit`] can only be minted by [`ResourceGate::check`].
 //! Pure: nothing here reads the network, the disk or a clock.
+
+pub mod remainder;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -47,32 +59,58 @@ pub fn check_exact_uri(uri: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks an `allowedResourcePrefixes` entry: an absolute URI ending in `/`, with a path that
-/// is already plain (no dot segments or encoded separators of its own).
+/// Checks an `allowedResourcePrefixes` entry: an absolute URI ending in `/`, without a query
+/// or fragment, whose authority (if it has one) is plain and whose path follows the remainder
+/// grammar ([`remainder`]) itself, so no prefix starts out with a step a server could take.
 pub fn check_prefix(prefix: &str) -> Result<(), String> {
     check_exact_uri(prefix)?;
+    if prefix.contains(['?', '#']) {
+        return Err(format!(
+            "the prefix {} has a query or fragment; a prefix is a path, and nothing after a \"?\" or \"#\" is ever covered",
+            shown(prefix)
+        ));
+    }
     if !prefix.ends_with('/') {
         return Err(format!(
             "the prefix {} does not end in \"/\"; a prefix covers the URIs below a path, so \"demo://notes\" must be written \"demo://notes/\" (it would otherwise also cover \"demo://notes-private\")",
             shown(prefix)
         ));
     }
-    if prefix.contains(['?', '#']) {
+    let (scheme, after) = prefix.split_once(':').unwrap_or(("", prefix));
+    let path = match after.strip_prefix("//") {
+        Some(rest) => {
+            // The authority runs to the first "/", which a prefix ending in "/" has.
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            if let Some(c) = authority.chars().find(|c| !is_authority_char(*c)) {
+                return Err(format!(
+                    "the prefix {} has {:?} in its authority ({}); an authority is a host \
+                     name or address, with an optional user and port",
+                    shown(prefix),
+                    c.to_string(),
+                    shown(authority)
+                ));
+            }
+            path
+        }
+        None => after,
+    };
+    // "/srv/docs/" and "notes/" alike: the path's segments, with their trailing "/".
+    let path = path.strip_prefix('/').unwrap_or(path);
+    if let Err(flaw) = remainder::check_prefix_path(path, scheme.eq_ignore_ascii_case("file")) {
         return Err(format!(
-            "the prefix {} has a query or fragment; a prefix is a path",
-            shown(prefix)
+            "the prefix {} {flaw}; write a prefix's path plainly: non-empty segments of ASCII \
+             letters, digits, {} and %XX escapes of other characters",
+            shown(prefix),
+            remainder::LITERAL_MARKS
         ));
     }
-    let path = prefix
-        .split_once("://")
-        .map(|(_, rest)| rest)
-        .unwrap_or(prefix);
-    // An empty authority (`file:///srv/`) leaves one leading "/" that is not an empty segment.
-    let path = path.strip_prefix('/').unwrap_or(path);
-    if let Err(why) = plain_path(path.strip_suffix('/').unwrap_or(path), false) {
-        return Err(format!("the prefix {} {why}", shown(prefix)));
-    }
     Ok(())
+}
+
+/// Characters of a prefix's authority: RFC 3986's unreserved and sub-delimiters, `:` before a
+/// port, `@` after a user and `[` `]` around an IPv6 address; no `%` and no `\`.
+fn is_authority_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:@[]".contains(c)
 }
 
 fn has_scheme(uri: &str) -> bool {
@@ -82,41 +120,6 @@ fn has_scheme(uri: &str) -> bool {
     let mut chars = scheme.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-}
-
-/// Why `rest` (what follows a prefix) is not a plain path, if it is not. `allow_query` lets
-/// a `?query` follow the path (reads may carry one; prefixes may not).
-fn plain_path(rest: &str, allow_query: bool) -> Result<(), String> {
-    if let Some(c) = rest.chars().find(|c| !c.is_ascii_graphic()) {
-        return Err(format!(
-            "contains {c:?} (only printable ASCII without spaces)"
-        ));
-    }
-    if rest.contains(['\\', '#']) {
-        return Err("contains \"\\\" or \"#\"".into());
-    }
-    let lower = rest.to_ascii_lowercase();
-    if let Some(encoded) = ["%2e", "%2f", "%5c"].iter().find(|e| lower.contains(**e)) {
-        return Err(format!(
-            "contains {encoded}, an encoded \".\", \"/\" or \"\\\", which a server may decode into a path step"
-        ));
-    }
-    let path = match rest.split_once('?') {
-        Some((path, _)) if allow_query => path,
-        Some(_) => return Err("contains \"?\"".into()),
-        None => rest,
-    };
-    // After a prefix ending in "/", a leading "/" is an empty segment too.
-    if path.contains("//") || path.starts_with('/') {
-        return Err("contains an empty path segment (\"//\")".into());
-    }
-    if path
-        .split('/')
-        .any(|segment| segment == "." || segment == "..")
-    {
-        return Err("contains a \".\" or \"..\" path segment".into());
-    }
-    Ok(())
 }
 
 /// A resource allow-list: exact URIs and prefixes, each with where it came from.
@@ -154,7 +157,7 @@ impl ResourceAllowList {
         Ok(())
     }
 
-    /// Allows every plain URI under `prefix`.
+    /// Allows every URI under `prefix` whose remainder keeps to the grammar of [`remainder`].
     pub fn allow_prefix(&mut self, prefix: &str, scope: Scope) -> Result<(), String> {
         check_prefix(prefix)?;
         self.prefixes.insert(prefix.to_string(), Arc::new(scope));
@@ -230,8 +233,8 @@ impl ResourceGate {
         &self.allow
     }
 
-    /// The per-read check: an exact entry, else the longest prefix the URI starts with and
-    /// whose remainder is a plain path. Nothing is decoded or normalized.
+    /// The per-read check: an exact entry, else the longest prefix the URI starts with, whose
+    /// remainder must keep to the grammar of [`remainder`]. Nothing is decoded or normalized.
     pub fn check(&self, uri: &str) -> Result<ResourcePermit, Denial> {
         let deny = |reason: GateReason, detail: String| Denial {
             reason,
@@ -262,20 +265,21 @@ impl ResourceGate {
             .filter(|(prefix, _)| uri.len() > prefix.len() && uri.starts_with(prefix.as_str()))
             .max_by_key(|(prefix, _)| prefix.len());
         if let Some((prefix, scope)) = under {
-            return match plain_path(&uri[prefix.len()..], true) {
+            return match remainder::check(&uri[prefix.len()..]) {
                 Ok(()) => Ok(ResourcePermit {
                     uri: uri.to_string(),
                     scope: Arc::clone(scope),
                     prefix: Some(prefix.clone()),
                 }),
-                Err(why) => Err(deny(
+                Err(flaw) => Err(deny(
                     GateReason::ResourceUriRefused,
                     format!(
-                        "the URI {} starts with the allowed prefix {} but the rest {why}; \
-                         Gatehouse does not normalize URIs, so it refuses one that could leave \
-                         the prefix on the server's side",
+                        "the URI {} starts with the allowed prefix {} but the rest {flaw}; {}. \
+                         Gatehouse never normalizes a URI: it refuses one that some server \
+                         could resolve outside the prefix",
                         shown(uri),
-                        shown(prefix)
+                        shown(prefix),
+                        flaw.remedy()
                     ),
                 )),
             };
@@ -303,19 +307,32 @@ impl ResourceGate {
         }
     }
 
-    /// Classification of a listed URI template, by its literal start (display only: reads
-    /// are checked on the expanded URI). A template whose literal start is an exact allowed
-    /// URI or lies under an allowed prefix is shown as allowed.
+    /// Classification of a listed URI template (display only: reads are checked on the
+    /// expanded URI). Shown as allowed when its literal start lies under an allowed prefix with
+    /// a remainder that keeps to the grammar, and nothing in it always adds what the grammar
+    /// refuses: a literal `?` or `#`, or a `{?x}`, `{&x}`, `{#x}` or `{;x}` expression, whose
+    /// reads would all be refused.
     pub fn template_status(&self, template: &str) -> ResourceStatus {
+        let hidden = ResourceStatus::Hidden(GateReason::ResourceNotAdmitted);
+        let Ok(parsed) = crate::uri_template::Template::parse(template) else {
+            return hidden;
+        };
+        if parsed.literals().any(|text| text.contains(['?', '#']))
+            || parsed
+                .operators()
+                .any(|operator| matches!(operator, '?' | '&' | '#' | ';'))
+        {
+            return hidden;
+        }
         let literal = crate::uri_template::literal_prefix(template);
         let covered = self.allow.prefixes.keys().any(|prefix| {
             literal.starts_with(prefix.as_str())
-                && plain_path(&literal[prefix.len()..], true).is_ok()
+                && remainder::check_start(&literal[prefix.len()..]).is_ok()
         });
         if covered {
             ResourceStatus::Allowed
         } else {
-            ResourceStatus::Hidden(GateReason::ResourceNotAdmitted)
+            hidden
         }
     }
 
@@ -385,7 +402,6 @@ mod tests {
             "demo://notes/groceries",
             "demo://notes/2026/todo.txt",
             "demo://notes/a%20b",
-            "demo://notes/search?q=x",
             "file:///srv/docs/readme.md",
         ] {
             let permit = gate
@@ -407,6 +423,7 @@ mod tests {
             "demo://notes/a b",
             "demo://notes/a\nb",
             "demo://notes/x#frag",
+            "demo://notes/search?q=x",
             "file:///srv/docs/../../etc/passwd",
         ] {
             let denial = gate.check(escaping).unwrap_err();
@@ -471,17 +488,41 @@ mod tests {
         ] {
             assert!(check_exact_uri(bad).is_err(), "{bad:?}");
         }
-        assert!(check_prefix("demo://notes/").is_ok());
-        assert!(check_prefix("file:///srv/").is_ok());
-        for bad in [
-            "demo://notes",
-            "demo://notes/?q=",
-            "demo://a/../b/",
-            "demo://a/%2e%2e/",
-            "demo://a//b/",
-            "notes/",
+        for good in [
+            "demo://notes/",
+            "demo:notes/",
+            "file:///srv/",
+            "file:///srv/docs/",
+            "file:///C:/Users/me/docs/",
+            "https://example.com:8443/docs/",
+            "https://user@example.com/",
+            "https://[::1]:8080/api/v1.2/",
+            "file:///srv/my%20docs/",
+            "file:///srv/caf%C3%A9/",
+            "file:///tmp/.tmpAbC123/docs/",
         ] {
-            assert!(check_prefix(bad).is_err(), "{bad:?}");
+            assert_eq!(check_prefix(good), Ok(()), "{good:?}");
+        }
+        for (bad, needle) in [
+            ("demo://notes", "does not end in"),
+            ("demo://notes/?q=", "query or fragment"),
+            ("demo://notes/#/", "query or fragment"),
+            ("demo://a/../b/", "path segment"),
+            ("demo://a/./b/", "path segment"),
+            ("demo://a/.../b/", "path segment"),
+            ("demo://a/%2e%2e/", "an encoded \".\""),
+            ("demo://a/%252e/", "decodes twice"),
+            ("demo://a//b/", "empty path segment"),
+            ("file:////srv/", "empty path segment"),
+            ("file:///srv/a;b/", "path parameters"),
+            ("file:///srv/C:/", "Windows drive"),
+            ("demo://a/%EF%BC%8F/", "U+FF0F"),
+            ("demo://ex%41mple/", "authority"),
+            ("demo://a\\b/", "authority"),
+            ("notes/", "absolute URI"),
+        ] {
+            let error = check_prefix(bad).unwrap_err();
+            assert!(error.contains(needle), "{bad:?}: {error}");
         }
     }
 
@@ -496,17 +537,505 @@ mod tests {
             gate.template_status("demo://notes/{+path}"),
             ResourceStatus::Allowed
         );
+        assert_eq!(
+            gate.template_status("file:///srv/docs/{+path}"),
+            ResourceStatus::Allowed
+        );
+        assert_eq!(
+            gate.template_status("demo://notes/2026/{name}.txt"),
+            ResourceStatus::Allowed
+        );
         for hidden in [
             "{+target}",
             "demo://{+target}",
             "demo://notesx/{n}",
             "https://x/{a}",
+            // Every read of these would be refused: a query, fragment or path parameters.
+            "demo://notes/{name}{?version}",
+            "demo://notes/search{?q,lang}",
+            "demo://notes/{name}?fixed=1{&x}",
+            "demo://notes/{name}?raw",
+            "demo://notes/{name}#top",
+            "demo://notes/{name}{#section}",
+            "demo://notes/{name}{;v}",
+            // A literal start that already leaves the prefix, or is not a template at all.
+            "demo://notes/../{name}",
+            "demo://notes/%2e%2e/{name}",
+            "demo://notes//{name}",
+            "demo://notes/{name",
         ] {
             assert_eq!(
                 gate.template_status(hidden),
                 ResourceStatus::Hidden(GateReason::ResourceNotAdmitted),
                 "{hidden}"
             );
+        }
+    }
+
+    /// What attackers put after an allowed prefix: each is refused as `resource_uri_refused`,
+    /// whatever the server would have made of it.
+    const ATTACKS: &[&str] = &[
+        // Issue 23: the check stopped at "?"; a server that ignores the query leaves the prefix.
+        "x?/../../secret.txt",
+        "x?",
+        "?/../../secret.txt",
+        "x#/../../secret.txt",
+        "x#",
+        "%2e%2e/secret.txt",
+        "%2E%2E/secret.txt",
+        "x/%2e%2e/%2e%2e/secret.txt",
+        ".%2e/secret.txt",
+        // Double and triple encoding.
+        "%252e%252e/secret.txt",
+        "%25252e%25252e/secret.txt",
+        "%25/x",
+        "..%2fsecret.txt",
+        "..%2F..%2Fsecret.txt",
+        "..%5csecret.txt",
+        "..%5C..%5Csecret.txt",
+        // Overlong UTF-8 for "." and "/".
+        "%c0%ae%c0%ae/secret.txt",
+        "%e0%80%ae%e0%80%ae/secret.txt",
+        "..%c0%afsecret.txt",
+        // Fullwidth, dot-leader and slash look-alikes NFKC or best-fit turn into syntax.
+        "..%ef%bc%8fsecret.txt",
+        "%ef%bc%8e%ef%bc%8e/secret.txt",
+        "%e2%80%a4%e2%80%a4/secret.txt",
+        "%e2%80%a5/secret.txt",
+        "..%e2%88%95secret.txt",
+        "..%c2%a5secret.txt",
+        "\u{ff0e}\u{ff0e}/secret.txt",
+        // Servlet path parameters, Windows drives and streams, separators.
+        "..;/secret.txt",
+        "x/..;/..;/secret.txt",
+        "C:/Windows/win.ini",
+        "secret.txt::$DATA",
+        "..\\secret.txt",
+        // Dot segments, plain and trimmed.
+        "x/./y",
+        "x/../../secret.txt",
+        ".../secret.txt",
+        "..%20/secret.txt",
+        ".+./secret.txt",
+        // Empty segments and absolute paths, also after trimming or stripping, and homes.
+        "/etc/passwd",
+        "x//y",
+        "%20/etc/passwd",
+        "+/etc/passwd",
+        "-/etc/passwd",
+        "~/.ssh/id_ed25519",
+        "~root/.ssh/id_ed25519",
+        "%7Eroot/x",
+        // Controls, spaces, raw non-ASCII, broken escapes.
+        "x%00/../../secret.txt",
+        "x%0a",
+        "a b",
+        "caf\u{e9}.txt",
+        "x%2",
+    ];
+
+    #[test]
+    fn attacker_remainders_under_a_prefix_are_refused_by_name() {
+        let gate = gate();
+        for rest in ATTACKS {
+            let uri = format!("file:///srv/docs/{rest}");
+            let denial = gate
+                .check(&uri)
+                .err()
+                .unwrap_or_else(|| panic!("{uri:?} was allowed"));
+            assert_eq!(
+                denial.reason,
+                GateReason::ResourceUriRefused,
+                "{uri:?}: {}",
+                denial.detail
+            );
+            assert_eq!(denial.tool, uri);
+            // The detail names the rule and says what to do.
+            let flaw = remainder::check(rest).unwrap_err();
+            assert!(
+                denial.detail.contains(&flaw.to_string()),
+                "{}",
+                denial.detail
+            );
+            assert!(denial.detail.contains(flaw.remedy()), "{}", denial.detail);
+        }
+        for (uri, needle) in [
+            (
+                "file:///srv/docs/x?/../../secret.txt",
+                "query or fragment never follows",
+            ),
+            ("file:///srv/docs/%252e%252e/x", "decodes twice"),
+            ("file:///srv/docs/%ef%bc%8e%ef%bc%8e/x", "U+FF0E"),
+            ("file:///srv/docs/%e2%80%a4/x", "not a letter or digit"),
+            ("file:///srv/docs/%c0%ae/x", "not valid UTF-8"),
+            ("file:///srv/docs/..;/x", "path parameters"),
+            ("file:///srv/docs/C:/x", "Windows drive"),
+        ] {
+            let detail = gate.check(uri).unwrap_err().detail;
+            assert!(detail.contains(needle), "{uri}: {detail}");
+        }
+    }
+
+    #[test]
+    fn an_exact_entry_may_still_hold_a_query() {
+        let mut list = ResourceAllowList::new();
+        list.allow_uri("https://api.example/items?id=7", Scope::User)
+            .unwrap();
+        list.allow_prefix("https://api.example/", Scope::User)
+            .unwrap();
+        let gate = ResourceGate::new(list);
+        assert_eq!(
+            gate.check("https://api.example/items?id=7")
+                .unwrap()
+                .prefix(),
+            None
+        );
+        assert_eq!(
+            gate.check("https://api.example/items?id=8")
+                .unwrap_err()
+                .reason,
+            GateReason::ResourceUriRefused
+        );
+    }
+
+    const ORDINARY: &[&str] = &[
+        "a/b/c.txt",
+        "readme.md",
+        "my%20file.txt",
+        "caf%C3%A9.txt",
+        "%E6%97%A5%E6%9C%AC.txt",
+        "dir/",
+        "dir/sub/",
+        "v1.2/notes.md",
+        ".bashrc",
+        "a-b_c~d/(1)+x",
+        "report%2B2026%40final.pdf",
+        "it's,fine!=$&*@x",
+    ];
+
+    #[test]
+    fn ordinary_names_under_a_prefix_still_read() {
+        let gate = gate();
+        for rest in ORDINARY {
+            let uri = format!("file:///srv/docs/{rest}");
+            let permit = gate
+                .check(&uri)
+                .unwrap_or_else(|d| panic!("{uri}: {}", d.detail));
+            assert_eq!(permit.prefix(), Some("file:///srv/docs/"));
+            assert_eq!(permit.uri(), uri);
+        }
+    }
+
+    /// A careless server, every way at once: what it may make of a remainder, as paths
+    /// relative to the prefix's directory.
+    mod careless {
+        use unicode_normalization::UnicodeNormalization;
+
+        /// Percent-decodes once, reading bytes as UTF-8 leniently (overlong forms too).
+        fn decode_once(text: &str, plus_is_space: bool) -> String {
+            let bytes = text.as_bytes();
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut i = 0;
+            while i < bytes.len() {
+                let hex = bytes
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+                match (bytes[i], hex) {
+                    (b'%', Some(byte)) => {
+                        out.push(byte);
+                        i += 3;
+                    }
+                    (b'+', _) if plus_is_space => {
+                        out.push(b' ');
+                        i += 1;
+                    }
+                    (byte, _) => {
+                        out.push(byte);
+                        i += 1;
+                    }
+                }
+            }
+            lenient_utf8(&out)
+        }
+
+        /// UTF-8 as a careless decoder reads it: overlong forms accepted (`C0 AE` is ".").
+        fn lenient_utf8(bytes: &[u8]) -> String {
+            let mut out = String::new();
+            let mut i = 0;
+            while i < bytes.len() {
+                let b = bytes[i];
+                let (len, first) = match b {
+                    0x00..=0x7f => (1, u32::from(b)),
+                    0xc0..=0xdf => (2, u32::from(b & 0x1f)),
+                    0xe0..=0xef => (3, u32::from(b & 0x0f)),
+                    0xf0..=0xf7 => (4, u32::from(b & 0x07)),
+                    _ => {
+                        out.push('\u{fffd}');
+                        i += 1;
+                        continue;
+                    }
+                };
+                let tail = bytes.get(i + 1..i + len);
+                let code = tail
+                    .filter(|t| t.iter().all(|c| c & 0xc0 == 0x80))
+                    .map(|t| {
+                        t.iter()
+                            .fold(first, |code, c| (code << 6) | u32::from(c & 0x3f))
+                    });
+                match code.and_then(char::from_u32) {
+                    Some(c) => {
+                        out.push(c);
+                        i += len;
+                    }
+                    None => {
+                        out.push('\u{fffd}');
+                        i += 1;
+                    }
+                }
+            }
+            out
+        }
+
+        /// Windows "best fit" and look-alike folding of separators and dots.
+        fn best_fit(c: char) -> char {
+            match c {
+                '\u{2215}' | '\u{2044}' | '\u{ff0f}' => '/',
+                '\u{a5}' | '\u{20a9}' | '\u{ff3c}' => '\\',
+                '\u{ff0e}' | '\u{2024}' | '\u{fe52}' => '.',
+                other => other,
+            }
+        }
+
+        /// Every path the remainder may become, one per combination of careless steps.
+        pub fn resolutions(rest: &str) -> Vec<String> {
+            let mut out = Vec::new();
+            for step in 0u32..(1 << 9) {
+                let on = |bit: u32| step & (1 << bit) != 0;
+                let mut text = rest.to_string();
+                if on(0)
+                    && let Some(at) = text.find(['?', '#'])
+                {
+                    text.truncate(at);
+                }
+                if on(1) {
+                    // Decode until nothing changes (at most a few rounds).
+                    for _ in 0..4 {
+                        let next = decode_once(&text, on(2));
+                        if next == text {
+                            break;
+                        }
+                        text = next;
+                    }
+                }
+                if on(3) {
+                    text = text.nfkc().map(best_fit).collect();
+                }
+                if on(8) && text.starts_with('~') {
+                    // expanduser: "~" or "~user" up to the first "/" is a home directory.
+                    let end = text.find('/').unwrap_or(text.len());
+                    text.replace_range(..end, "/home/someone");
+                }
+                if let Some(at) = text.find('\0') {
+                    text.truncate(at);
+                }
+                text = text.replace('\\', "/");
+                let segments: Vec<String> = text
+                    .split('/')
+                    .map(|segment| {
+                        let mut segment = segment.to_string();
+                        if on(4)
+                            && let Some(at) = segment.find(';')
+                        {
+                            segment.truncate(at);
+                        }
+                        if on(5) {
+                            segment = segment.trim().to_string();
+                        }
+                        if on(6) && segment.len() > 2 {
+                            // Windows drops one trailing "." ("..." is "..").
+                            if let Some(cut) = segment.strip_suffix('.') {
+                                segment = cut.to_string();
+                            }
+                        }
+                        if on(7) {
+                            // A sanitizer: only ASCII letters, digits and dots survive.
+                            segment.retain(|c| c.is_ascii_alphanumeric() || c == '.');
+                        }
+                        segment
+                    })
+                    .collect();
+                out.push(segments.join("/"));
+            }
+            out
+        }
+
+        /// Whether `path` (relative to the prefix's directory) stays inside it: not absolute,
+        /// no drive, and no ".." that climbs above where it started.
+        pub fn stays_inside(path: &str) -> bool {
+            if path.starts_with('/') {
+                return false;
+            }
+            let first = path.split('/').next().unwrap_or("");
+            if first.len() >= 2 && first.as_bytes()[1] == b':' {
+                return false;
+            }
+            let mut depth = 0i32;
+            for segment in path.split('/') {
+                match segment {
+                    "" | "." => {}
+                    ".." => {
+                        depth -= 1;
+                        if depth < 0 {
+                            return false;
+                        }
+                    }
+                    _ => depth += 1,
+                }
+            }
+            true
+        }
+    }
+
+    #[test]
+    fn the_careless_model_does_escape_with_what_the_gate_refuses() {
+        // The model is not toothless: these leave the prefix on some careless server.
+        for rest in [
+            "x?/../../secret.txt",
+            "x#/../../secret.txt",
+            "%2e%2e/secret.txt",
+            "%252e%252e/secret.txt",
+            "%25252e%25252e/secret.txt",
+            "..%2fsecret.txt",
+            "..%5csecret.txt",
+            "%c0%ae%c0%ae/secret.txt",
+            "%ef%bc%8e%ef%bc%8e/secret.txt",
+            "%e2%80%a4%e2%80%a4/secret.txt",
+            "..%e2%88%95secret.txt",
+            "..;/secret.txt",
+            "C:/Windows/win.ini",
+            ".../secret.txt",
+            "..%20/secret.txt",
+            ".+./secret.txt",
+            "/etc/passwd",
+            "%20/etc/passwd",
+            "-/etc/passwd",
+            "~/.ssh/id_ed25519",
+        ] {
+            assert!(
+                careless::resolutions(rest)
+                    .iter()
+                    .any(|path| !careless::stays_inside(path)),
+                "{rest}"
+            );
+        }
+    }
+
+    fn allowed_remainders_stay_inside(gate: &ResourceGate, rest: &str) -> Result<(), String> {
+        if gate.check(&format!("file:///srv/docs/{rest}")).is_err() {
+            return Ok(());
+        }
+        match careless::resolutions(rest)
+            .into_iter()
+            .find(|path| !careless::stays_inside(path))
+        {
+            Some(path) => Err(format!("{rest:?} was allowed and resolves to {path:?}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Pieces attackers and ordinary names are made of.
+    const PIECES: &[&str] = &[
+        "a",
+        "Z",
+        "7",
+        ".",
+        "..",
+        "/",
+        "-",
+        "_",
+        "~",
+        "+",
+        "!",
+        ";",
+        ":",
+        "\\",
+        "?",
+        "#",
+        " ",
+        "%",
+        "2",
+        "e",
+        "E",
+        "f",
+        "c",
+        "5",
+        "%2e",
+        "%2E",
+        "%2f",
+        "%5c",
+        "%25",
+        "%20",
+        "%2B",
+        "%41",
+        "%c0%ae",
+        "%ef%bc%8e",
+        "%ef%bc%8f",
+        "%e2%80%a4",
+        "%e2%88%95",
+        "%c2%a5",
+        "%C3%A9",
+        "%e1%85%9f",
+        "%00",
+        "%0a",
+        "\u{e9}",
+        "\u{ff0e}",
+        "%3b",
+        "%3A",
+    ];
+
+    #[test]
+    fn every_allowed_pair_of_pieces_stays_inside_on_a_careless_server() {
+        let gate = gate();
+        let mut allowed = 0;
+        for a in PIECES {
+            for b in PIECES {
+                for rest in [format!("{a}{b}"), format!("{a}/{b}"), format!("{a}{b}/x")] {
+                    allowed_remainders_stay_inside(&gate, &rest).unwrap();
+                    allowed += usize::from(gate.check(&format!("file:///srv/docs/{rest}")).is_ok());
+                }
+            }
+        }
+        assert!(
+            allowed > 500,
+            "only {allowed} allowed: the sample says little"
+        );
+    }
+
+    mod property {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn no_allowed_remainder_leaves_the_prefix_on_a_careless_server(
+                pieces in proptest::collection::vec(proptest::sample::select(PIECES), 1..8)
+            ) {
+                let rest: String = pieces.concat();
+                let gate = gate();
+                prop_assert_eq!(allowed_remainders_stay_inside(&gate, &rest), Ok(()));
+            }
+
+            #[test]
+            fn ordinary_names_joined_by_slashes_are_allowed_and_stay_inside(
+                names in proptest::collection::vec("[A-Za-z0-9][A-Za-z0-9._~-]{0,8}", 1..5)
+            ) {
+                let rest = names.join("/");
+                let gate = gate();
+                prop_assert!(gate.check(&format!("file:///srv/docs/{rest}")).is_ok(), "{}", rest);
+                prop_assert_eq!(allowed_remainders_stay_inside(&gate, &rest), Ok(()));
+            }
         }
     }
 

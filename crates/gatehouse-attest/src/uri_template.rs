@@ -54,6 +54,19 @@ impl Operator {
         })
     }
 
+    fn symbol(self) -> Option<char> {
+        Some(match self {
+            Operator::Simple => return None,
+            Operator::Reserved => '+',
+            Operator::Fragment => '#',
+            Operator::Label => '.',
+            Operator::Path => '/',
+            Operator::PathParam => ';',
+            Operator::Query => '?',
+            Operator::QueryContinuation => '&',
+        })
+    }
+
     /// (first, separator, named, if-empty, allow reserved) from RFC 6570 appendix A.
     fn rules(self) -> (&'static str, &'static str, bool, &'static str, bool) {
         match self {
@@ -185,6 +198,23 @@ impl Template {
             }
         }
         out
+    }
+
+    /// The literal text between the expressions, in order.
+    pub fn literals(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Literal(text) => Some(text.as_str()),
+            Part::Expression(..) => None,
+        })
+    }
+
+    /// The operator of each expression (`+`, `#`, `.`, `/`, `;`, `?`, `&`), in order; simple
+    /// expansions (`{var}`) have none.
+    pub fn operators(&self) -> impl Iterator<Item = char> {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Expression(operator, _) => operator.symbol(),
+            Part::Literal(_) => None,
+        })
     }
 
     /// Expands with `values`; a variable without a value is left out, as RFC 6570 says.
@@ -324,6 +354,17 @@ mod tests {
             expand("{+target}", &[("target", "https://evil.example/x")]),
             "https://evil.example/x"
         );
+    }
+
+    #[test]
+    fn literals_and_operators_are_listed_in_order() {
+        let t = Template::parse("demo://n/{a}x{+b}{?c}y{#d}").unwrap();
+        assert_eq!(t.literals().collect::<Vec<_>>(), ["demo://n/", "x", "y"]);
+        assert_eq!(t.operators().collect::<String>(), "+?#");
+        for operator in ['+', '#', '.', '/', ';', '?', '&'] {
+            let t = Template::parse(&format!("{{{operator}v}}")).unwrap();
+            assert_eq!(t.operators().collect::<Vec<_>>(), [operator]);
+        }
     }
 
     #[test]

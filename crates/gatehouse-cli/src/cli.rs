@@ -162,8 +162,9 @@ pub struct ResourcesArgs {
 #[derive(Debug, Subcommand)]
 pub enum ResourcesAction {
     /// Approve exact resource URIs, or URI prefixes (warn posture only), so they can be read
-    /// and subscribed to. A prefix follows the trust-root bundles' rule: it ends in "/", and
-    /// only plain paths below it are covered (no "..", no encoded "/").
+    /// and subscribed to. A prefix follows the trust-root bundles' rule: it ends in "/", and it
+    /// covers only names below it that no decoding or normalizing server could take outside
+    /// it (no query or fragment, no "..", no encoded "/", "." or "%"; trust-roots/README.md).
     Approve {
         #[command(flatten)]
         target: Target,

@@ -22,9 +22,15 @@
 //! `--hostile-content` adds resources and a prompt built to trip up hosts (huge, mislabelled,
 //! markup); without it the demo stays clean.
 //!
-//! What it never does: it never reads files, runs commands or reaches out to the network on a
-//! client's behalf (`open_link` never fetches its URL); the only file it writes is the page-hits
-//! log an operator names with `--page-hits`. It never listens on a non-loopback address unless
+//! `--careless-files ROOT` ([`server::careless`]) adds `file://` resources read the careless way
+//! many servers read them (decoded repeatedly, NFKC- and path-normalized, then read wherever
+//! that leads), with `--request-log FILE` recording every URI asked for: the fixture that
+//! proves a host's resource gate never lets a read leave an allowed prefix.
+//!
+//! What it never does, unless `--careless-files` asks it to read files: it never reads files,
+//! runs commands or reaches out to the network on a client's behalf (`open_link` never fetches
+//! its URL); the only files it writes are the page-hits log an operator names with
+//! `--page-hits` and the request log of `--request-log`. It never listens on a non-loopback address unless
 //! explicitly allowed (the connect pages are always on 127.0.0.1); in stdio mode it never writes
 //! anything but JSON-RPC to stdout. It is a demo: it is never trusted by default, only admitted
 //! under the demo trust root.

@@ -54,6 +54,18 @@ struct Cli {
     #[arg(long)]
     hostile_content: bool,
 
+    /// Also serve the files under ROOT as file:// resources (and the template
+    /// file://ROOT/{+path}), read CARELESSLY as many servers do: any file: URI is decoded
+    /// repeatedly, NFKC-normalized and path-normalized, and whatever file results is read,
+    /// inside ROOT or not. A test fixture for hosts' resource gates; never point it at data.
+    #[arg(long, value_name = "ROOT")]
+    careless_files: Option<PathBuf>,
+
+    /// With --careless-files: append a JSON line {"uri", "path"} to FILE for every file: URI
+    /// asked for (and the path it resolved to), before reading it.
+    #[arg(long, value_name = "FILE", requires = "careless_files")]
+    request_log: Option<PathBuf>,
+
     /// What --http serves at /.well-known/mcp-attestation: a document signed with the
     /// DEMO-ONLY signer key, one altered after signing, or none (404).
     #[arg(
@@ -78,7 +90,8 @@ struct Cli {
 
     /// Serve the conformance profile instead of the demo: the test surface of the official
     /// MCP conformance suite's server scenarios, in both eras. Needs --http; --era, --page-size,
-    /// --attestation, --tick-ms, --hostile-content and the page options do not apply to it.
+    /// --attestation, --tick-ms, --hostile-content, --careless-files and the page options do
+    /// not apply to it.
     #[arg(long)]
     conformance: bool,
 
@@ -133,7 +146,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.conformance {
         return run_conformance(cli).await;
     }
+    let careless_root = match &cli.careless_files {
+        Some(root) => Some(
+            root.canonicalize()
+                .with_context(|| format!("--careless-files {}", root.display()))?,
+        ),
+        None => None,
+    };
     let server = DemoServer::new(cli.era)
+        .with_careless_files(careless_root, cli.request_log)
         .with_page_size(cli.page_size)
         .with_tick(Duration::from_millis(cli.tick_ms))
         .with_hostile_content(cli.hostile_content)

@@ -2,13 +2,14 @@
 //! ([`elicitation`]), resources and their subscriptions ([`resources`]), prompts and
 //! completions ([`prompts`]), server identity, era rules and optional list pagination.
 
+pub mod careless;
 pub mod elicitation;
 mod input;
 pub mod png;
 pub mod prompts;
 pub mod resources;
 
-use std::{borrow::Cow, num::NonZeroUsize, sync::Arc, time::Duration};
+use std::{borrow::Cow, num::NonZeroUsize, path::PathBuf, sync::Arc, time::Duration};
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
@@ -32,6 +33,7 @@ use crate::{
     era::{Era, discover_not_found},
     pages::{ConnectPages, ConnectionId, PageConfig},
 };
+use careless::CarelessFiles;
 use resources::{Counter, DEFAULT_TICK, Subscriptions};
 
 /// The name the server reports in `serverInfo`.
@@ -114,6 +116,8 @@ pub struct DemoServer {
     tool_router: ToolRouter<Self>,
     /// `--hostile-content`: also serve the hostile resources, template and prompt.
     hostile: bool,
+    /// `--careless-files`: also serve `file://` resources, read carelessly.
+    careless: Option<Arc<CarelessFiles>>,
     /// `demo://counter`, one per server process.
     counter: Counter,
     /// This connection's `resources/subscribe` subscriptions (2025-11-25).
@@ -131,6 +135,7 @@ impl DemoServer {
             connection: ConnectionId::fresh(),
             tool_router: Self::tool_router() + Self::elicitation_router(),
             hostile: false,
+            careless: None,
             counter: Counter::new(DEFAULT_TICK),
             subscriptions: Arc::default(),
         }
@@ -139,6 +144,14 @@ impl DemoServer {
     /// Also serve the hostile resources, template and prompt (`--hostile-content`).
     pub fn with_hostile_content(mut self, hostile: bool) -> Self {
         self.hostile = hostile;
+        self
+    }
+
+    /// Also serve the files under `root` as `file://` resources, read the careless way
+    /// ([`careless`]), logging each URI asked for to `log` (`--careless-files`,
+    /// `--request-log`). A test fixture: it reads any file the process can.
+    pub fn with_careless_files(mut self, root: Option<PathBuf>, log: Option<PathBuf>) -> Self {
+        self.careless = root.map(|root| Arc::new(CarelessFiles::new(root, log)));
         self
     }
 
@@ -357,11 +370,11 @@ impl ServerHandler for DemoServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.and_then(|request| request.cursor);
-        let (resources, next_cursor) = paginate(
-            resources::resources(self.hostile),
-            cursor.as_deref(),
-            self.page_size,
-        )?;
+        let mut listed = resources::resources(self.hostile);
+        if let Some(careless) = &self.careless {
+            listed.extend(careless.resources());
+        }
+        let (resources, next_cursor) = paginate(listed, cursor.as_deref(), self.page_size)?;
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = next_cursor;
         (result.ttl_ms, result.cache_scope) = list_cache_hints(&context);
@@ -374,11 +387,11 @@ impl ServerHandler for DemoServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let cursor = request.and_then(|request| request.cursor);
-        let (templates, next_cursor) = paginate(
-            resources::resource_templates(self.hostile),
-            cursor.as_deref(),
-            self.page_size,
-        )?;
+        let mut listed = resources::resource_templates(self.hostile);
+        if let Some(careless) = &self.careless {
+            listed.push(careless.template());
+        }
+        let (templates, next_cursor) = paginate(listed, cursor.as_deref(), self.page_size)?;
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
         result.next_cursor = next_cursor;
         (result.ttl_ms, result.cache_scope) = list_cache_hints(&context);

@@ -113,6 +113,9 @@ Try `summarize`, `review_code`, `describe_logo` and `plan_trip`.\n\
 \n\
 Hosts show this file as text: the <b>bold</b> tag is part of the text, not markup to render.\n";
 
+/// How many blank notebook pages (`demo://notes/page-0` …) the demo has.
+pub const NOTEBOOK_PAGES: u8 = 100;
+
 /// The text of note `name`, if there is one.
 pub fn note_text(name: &str) -> Option<&'static str> {
     match name {
@@ -124,6 +127,15 @@ pub fn note_text(name: &str) -> Option<&'static str> {
         "todo" => Some(
             "To do: read the welcome note, subscribe to demo://counter, try the plan_trip prompt.",
         ),
+        // A notebook of blank pages (not listed; reached through the template): enough
+        // distinct URIs for a client to hold many subscriptions, as the limit tests need.
+        page if page
+            .strip_prefix("page-")
+            .and_then(|n| n.parse::<u8>().ok())
+            .is_some_and(|n| n < NOTEBOOK_PAGES && page == format!("page-{n}")) =>
+        {
+            Some("A blank page of the demo's notebook.")
+        }
         _ => None,
     }
 }
@@ -317,6 +329,14 @@ impl DemoServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if let Some(careless) = &self.careless
+            && request
+                .uri
+                .get(..5)
+                .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+        {
+            return careless.read(&request.uri);
+        }
         match request.uri.as_str() {
             COUNTER_URI => Ok(complete(ResourceContents::text(
                 format!("count: {}", self.counter.value()),
