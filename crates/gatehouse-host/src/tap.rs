@@ -3,8 +3,11 @@
 //!
 //! The tap sits between rmcp and the transport ([`Tapped`]), so it sees exactly what goes on
 //! the wire as JSON-RPC, never HTTP headers (and so never an `Authorization` header). Secret
-//! values the host resolved from the keychain are replaced by `[secret:NAME]` wherever they
-//! appear in a recorded message, in memory and in the file.
+//! values the host resolved from the keychain, and every OAuth token of a sign-in, are
+//! replaced by `[secret:NAME]` wherever they appear in a recorded message, in memory and in the
+//! file. What a server sends is redacted the same way before anything of the host reads it
+//! ([`Tapped`]): a server or proxy that echoes a credential (an `Authorization` header in an
+//! error, an argument) hands it to no client, model or screen.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -164,9 +167,21 @@ impl TrafficTap {
         Ok(self)
     }
 
-    /// From now on, `value` is recorded as `[secret:NAME]`.
+    /// From now on, `value` is recorded as `[secret:NAME]`, and replaced so in what servers
+    /// send ([`Tapped`]).
     pub fn redact(&self, name: &str, value: &str) {
         if value.is_empty() {
+            return;
+        }
+        // Registered again on every use (an OAuth token is, before each request): a read
+        // lock answers that.
+        if self
+            .redactions
+            .read()
+            .expect("redactions poisoned")
+            .iter()
+            .any(|r| r.raw == value)
+        {
             return;
         }
         let escaped = serde_json::to_string(value).expect("a string serializes");
@@ -181,6 +196,26 @@ impl TrafficTap {
             // Longest first, so a secret that contains another is replaced whole.
             redactions.sort_by_key(|r| std::cmp::Reverse(r.raw.len()));
         }
+    }
+
+    /// Whether compact JSON `text` holds a registered secret anywhere.
+    pub fn holds_secret(&self, text: &str) -> bool {
+        self.redactions
+            .read()
+            .expect("redactions poisoned")
+            .iter()
+            .any(|r| text.contains(&r.escaped))
+    }
+
+    /// Replaces every registered secret inside the strings (and object keys) of `value` by
+    /// its `[secret:NAME]` label; whether anything changed. Only string contents change, so
+    /// the message keeps its shape.
+    pub fn scrub(&self, value: &mut Value) -> bool {
+        let redactions = self.redactions.read().expect("redactions poisoned");
+        if redactions.is_empty() {
+            return false;
+        }
+        scrub_value(&redactions, value)
     }
 
     /// Records a message given as compact JSON text.
@@ -258,6 +293,44 @@ impl TrafficTap {
             .filter(|e| server.is_none_or(|s| &*e.server == s))
             .map(Recorded::entry)
             .collect()
+    }
+}
+
+fn scrub_text(redactions: &[Redaction], text: &mut String) -> bool {
+    let mut changed = false;
+    for redaction in redactions {
+        if text.contains(&redaction.raw) {
+            *text = text.replace(&redaction.raw, &redaction.label);
+            changed = true;
+        }
+    }
+    changed
+}
+
+fn scrub_value(redactions: &[Redaction], value: &mut Value) -> bool {
+    match value {
+        Value::String(text) => scrub_text(redactions, text),
+        Value::Array(items) => items.iter_mut().fold(false, |changed, item| {
+            scrub_value(redactions, item) | changed
+        }),
+        Value::Object(object) => {
+            let mut changed = false;
+            if object
+                .keys()
+                .any(|key| redactions.iter().any(|r| key.contains(&r.raw)))
+            {
+                let entries = std::mem::take(object);
+                for (mut key, item) in entries {
+                    scrub_text(redactions, &mut key);
+                    object.insert(key, item);
+                }
+                changed = true;
+            }
+            object.values_mut().fold(changed, |changed, item| {
+                scrub_value(redactions, item) | changed
+            })
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
     }
 }
 
@@ -554,7 +627,28 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let item = self.inner.receive().await?;
+        let mut item = self.inner.receive().await?;
+        let mut text = serde_json::to_string(&item).unwrap_or_default();
+        // A credential the server echoes (a token from the Authorization header it got, a
+        // secret passed as an argument) goes no further than here: the host, the UI, the
+        // gateway's clients and the traffic record all get the message with it redacted.
+        if self.wire.tap.holds_secret(&text)
+            && let Ok(mut value) = serde_json::from_str::<Value>(&text)
+            && self.wire.tap.scrub(&mut value)
+        {
+            match serde_json::from_value::<RxJsonRpcMessage<RoleClient>>(value.clone()) {
+                Ok(scrubbed) => {
+                    item = scrubbed;
+                    text = value.to_string();
+                }
+                // Only string contents changed, so this takes a secret that is also a word
+                // of the protocol (a method name, a content type). The record is still
+                // redacted below.
+                Err(error) => {
+                    tracing::warn!(server = %self.server, %error, "a message holding a secret could not be redacted")
+                }
+            }
+        }
         if let ServerJsonRpcMessage::Notification(notification) = &item {
             match &notification.notification {
                 ServerNotification::ProgressNotification(_) => self.wire.progress.received(),
@@ -568,7 +662,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
                 _ => {}
             }
         }
-        let text = serde_json::to_string(&item).unwrap_or_default();
         if matches!(
             item,
             ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
@@ -666,6 +759,94 @@ mod tests {
         // A secret that JSON escapes is found in its escaped form too.
         assert_eq!(tap.entries(None)[1].message["echo"], "x [secret:quoted] y");
         assert!(!file.contains("ss\\\\word"), "{file}");
+    }
+
+    /// A transport that hands out scripted server messages and keeps what was sent.
+    struct Scripted {
+        incoming: VecDeque<Value>,
+        sent: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Transport<RoleClient> for Scripted {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            item: TxJsonRpcMessage<RoleClient>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            self.sent
+                .lock()
+                .unwrap()
+                .push(serde_json::to_string(&item).unwrap());
+            std::future::ready(Ok(()))
+        }
+
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+            let next = self.incoming.pop_front()?;
+            Some(serde_json::from_value(next).unwrap())
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    fn wire(tap: &Arc<TrafficTap>) -> Wire {
+        Wire {
+            tap: tap.clone(),
+            era: Default::default(),
+            progress: Default::default(),
+            inflight: Default::default(),
+        }
+    }
+
+    /// A server echoes a credential it was sent (an OAuth token from its Authorization header,
+    /// a secret argument): what the host reads, and so every client, screen and model it passes
+    /// the answer to, has the label instead; what the host sends is not changed.
+    #[tokio::test]
+    async fn a_secret_a_server_echoes_is_redacted_before_the_host_reads_it() {
+        let tap = Arc::new(TrafficTap::new(10, fixed_clock()));
+        tap.redact("oauth:s:access_token", "at-Zq8xW3vR7tKp2LmN");
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let echoed = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [{"type": "text", "text": "Authorization: Bearer at-Zq8xW3vR7tKp2LmN"}],
+            "structuredContent": {"at-Zq8xW3vR7tKp2LmN": ["at-Zq8xW3vR7tKp2LmN", 7]},
+        }});
+        let ordinary = json!({"jsonrpc": "2.0", "id": 2, "result": {
+            "content": [{"type": "text", "text": "at-Zq8xW3 is not the token"}],
+        }});
+        let mut tapped = Tapped::new(
+            Scripted {
+                incoming: VecDeque::from([echoed, ordinary.clone()]),
+                sent: sent.clone(),
+            },
+            "s",
+            wire(&tap),
+        );
+        let request: ClientJsonRpcMessage = serde_json::from_value(json!({"jsonrpc": "2.0",
+            "id": 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "at-Zq8xW3vR7tKp2LmN"}}}))
+        .unwrap();
+        tapped.send(request).await.unwrap();
+        assert!(sent.lock().unwrap()[0].contains("at-Zq8xW3vR7tKp2LmN"));
+
+        let got = serde_json::to_value(tapped.receive().await.unwrap()).unwrap();
+        assert_eq!(
+            got["result"]["content"][0]["text"],
+            "Authorization: Bearer [secret:oauth:s:access_token]"
+        );
+        assert_eq!(
+            got["result"]["structuredContent"],
+            json!({"[secret:oauth:s:access_token]": ["[secret:oauth:s:access_token]", 7]})
+        );
+        assert_eq!(got["id"], 1);
+        // A message without the secret passes unchanged.
+        let got = serde_json::to_value(tapped.receive().await.unwrap()).unwrap();
+        assert_eq!(got, ordinary);
+
+        let record = serde_json::to_string(&tap.entries(None)).unwrap();
+        assert!(!record.contains("at-Zq8xW3vR7tKp2LmN"), "{record}");
+        assert_eq!(record.matches("[secret:oauth:s:access_token]").count(), 4);
     }
 
     #[test]

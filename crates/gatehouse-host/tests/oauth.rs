@@ -36,6 +36,9 @@ enum Mode {
     Hanging,
     /// The authorization endpoint is plain http on a public host.
     InsecureAuthorizationEndpoint,
+    /// The authorization endpoint is on the user's network (a router's admin page), not at
+    /// the MCP server's own address.
+    LocalNetworkAuthorizationEndpoint,
     /// Everything is in order (used with an issuer pin that excludes it).
     Good,
     /// Tokens that expire at once, and a refresh token the server then rejects.
@@ -82,6 +85,9 @@ async fn server_metadata(State(mock): State<Mock>) -> Response {
         "issuer": mock.base,
         "authorization_endpoint": match mock.mode {
             Mode::InsecureAuthorizationEndpoint => "http://login.example.com/authorize".to_string(),
+            Mode::LocalNetworkAuthorizationEndpoint => {
+                "https://192.168.1.1/cgi-bin/luci/admin/system/reboot".to_string()
+            }
             _ => format!("{}/authorize", mock.base),
         },
         "token_endpoint": format!("{}/token", mock.base),
@@ -192,6 +198,10 @@ struct Browser {
 impl UrlOpener for Browser {
     fn open(&self, url: &str) -> Result<(), String> {
         self.opened.lock().unwrap().push(url.to_string());
+        if !url.starts_with("http://127.0.0.1:") {
+            // Never anything but the mock, whatever a test's server asks for.
+            return Err(format!("the test browser does not go to {url}"));
+        }
         let url = url.to_string();
         tokio::runtime::Handle::current().block_on(async move {
             let client = reqwest::Client::builder()
@@ -258,6 +268,7 @@ fn setup(base: &str, allowed_issuers: &[&str]) -> Case {
         opener: browser.clone(),
         timeout: Duration::from_secs(20),
         network_timeout: Duration::from_secs(2),
+        tap: None,
     };
     Case {
         context,
@@ -368,6 +379,19 @@ async fn an_http_authorization_endpoint_on_a_public_host_is_never_shown_or_opene
     let base = start(Mode::InsecureAuthorizationEndpoint).await;
     let case = setup(&base, &[]);
     refused(&case, &base, SignInCode::InsecureAuthorizationUrl).await;
+    assert!(case.ui.asked.lock().unwrap().is_empty());
+    assert!(case.browser.opened.lock().unwrap().is_empty());
+}
+
+/// The server's metadata aims the browser at a device on the user's network: refused with
+/// `local_authorization_url` before the user is asked or any browser opens. (A server on this
+/// machine, as here, may still sign in on this machine: every other test's authorization
+/// endpoint is the mock's own loopback address.)
+#[tokio::test(flavor = "multi_thread")]
+async fn an_authorization_endpoint_on_the_local_network_is_never_shown_or_opened() {
+    let base = start(Mode::LocalNetworkAuthorizationEndpoint).await;
+    let case = setup(&base, &[]);
+    refused(&case, &base, SignInCode::LocalAuthorizationUrl).await;
     assert!(case.ui.asked.lock().unwrap().is_empty());
     assert!(case.browser.opened.lock().unwrap().is_empty());
 }

@@ -31,4 +31,4 @@ pub use form::check_fields;
 pub use form::{Field, FieldCheck, FieldError, FieldKind, FormSchema, SchemaError};
 pub use policy::{AuditMode, AuditPolicy, Policy, PolicyError};
 pub use transit::check_answers;
-pub use url_check::{UrlContext, UrlDisplay, check_url};
+pub use url_check::{HostClass, UrlContext, UrlDisplay, check_url, host_class};

@@ -28,6 +28,130 @@ pub struct UrlContext {
     pub allowed_hosts: Vec<String>,
 }
 
+/// Where a URL's host leads, judged on the host as the URL parser reads it (so `2130706433`,
+/// `0x7f.1` and `127.1` are 127.0.0.1); names are never resolved. The one classification the
+/// elicitation's URL check and the host's sign-in check share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostClass {
+    /// This machine, written plainly: the name `localhost`, 127.0.0.0/8, `::1`. The only hosts
+    /// the policy's loopback exceptions (plain http, an IP literal) can ever name.
+    Loopback,
+    /// This machine written any other way: names under `.localhost` (and `localhost.`), the
+    /// unspecified addresses (`0.0.0.0`, `::`, which browsers send to this machine), and IPv6
+    /// forms embedding a loopback IPv4 address (`::ffff:127.0.0.1`, `::127.0.0.1`).
+    ThisMachine,
+    /// An address that is not on the internet: private (10/8, 172.16/12, 192.168/16,
+    /// fc00::/7), shared (100.64/10), link-local (169.254/16, where cloud metadata answers;
+    /// fe80::/10), "this network" (0/8), benchmarking, documentation, multicast, broadcast and
+    /// reserved ranges, and IPv6 forms embedding such an IPv4 address (IPv4-mapped,
+    /// -compatible, NAT64, 6to4) or hiding one (Teredo, local-use NAT64).
+    LocalNetwork,
+    /// Any other IP address.
+    PublicAddress,
+    /// Any other name.
+    Name,
+}
+
+impl HostClass {
+    /// On this machine, however it is written.
+    pub fn is_this_machine(self) -> bool {
+        matches!(self, HostClass::Loopback | HostClass::ThisMachine)
+    }
+
+    /// Not on the internet: this machine or a local network.
+    pub fn is_local(self) -> bool {
+        matches!(
+            self,
+            HostClass::Loopback | HostClass::ThisMachine | HostClass::LocalNetwork
+        )
+    }
+}
+
+/// The class of a host: see [`HostClass`].
+pub fn host_class(host: &Host<&str>) -> HostClass {
+    match host {
+        Host::Domain(domain) => {
+            let lower = domain.to_ascii_lowercase();
+            if lower == "localhost" {
+                return HostClass::Loopback;
+            }
+            let trimmed = lower.trim_end_matches('.');
+            if trimmed == "localhost" || trimmed.ends_with(".localhost") {
+                HostClass::ThisMachine
+            } else {
+                HostClass::Name
+            }
+        }
+        Host::Ipv4(ip) => ipv4_class(*ip),
+        Host::Ipv6(ip) => ipv6_class(*ip),
+    }
+}
+
+fn ipv4_class(ip: std::net::Ipv4Addr) -> HostClass {
+    let [a, b, c, _] = ip.octets();
+    if ip.is_loopback() {
+        HostClass::Loopback
+    } else if ip.is_unspecified() {
+        HostClass::ThisMachine
+    } else if a == 0
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (b == 18 || b == 19))
+        || a >= 240
+    {
+        HostClass::LocalNetwork
+    } else {
+        HostClass::PublicAddress
+    }
+}
+
+fn ipv6_class(ip: std::net::Ipv6Addr) -> HostClass {
+    let s = ip.segments();
+    if ip.is_loopback() {
+        return HostClass::Loopback;
+    }
+    if ip.is_unspecified() {
+        return HostClass::ThisMachine;
+    }
+    let low = std::net::Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));
+    let embedded = match s {
+        // IPv4-mapped and IPv4-compatible: the IPv4 address itself.
+        [0, 0, 0, 0, 0, 0xffff, _, _] | [0, 0, 0, 0, 0, 0, _, _] => Some(low),
+        // NAT64 (64:ff9b::/96): the IPv4 address behind the translator.
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(low),
+        // 6to4 (2002::/16): the IPv4 address in the second and third segments.
+        [0x2002, hi, lo, ..] => Some(std::net::Ipv4Addr::from(
+            (u32::from(hi) << 16) | u32::from(lo),
+        )),
+        _ => None,
+    };
+    if let Some(v4) = embedded {
+        return match ipv4_class(v4) {
+            HostClass::Loopback => HostClass::ThisMachine,
+            class => class,
+        };
+    }
+    let local = (s[0] & 0xfe00) == 0xfc00 // unique local
+        || (s[0] & 0xffc0) == 0xfe80 // link-local
+        || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
+        || ip.is_multicast()
+        || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+        || (s[0] == 0x2001 && s[1] == 0) // Teredo: hides an IPv4 address
+        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // local-use NAT64
+        || (s[0] == 0x100 && s[1] == 0 && s[2] == 0 && s[3] == 0); // discard-only
+    if local {
+        HostClass::LocalNetwork
+    } else {
+        HostClass::PublicAddress
+    }
+}
+
 /// Checks a URL. The display is filled even for denied URLs (with the raw text as `full` when
 /// it does not parse), so the user can see what was refused.
 pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assessment, UrlDisplay) {
@@ -77,11 +201,8 @@ pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assess
         assessment.push(reason(codes::URL_UNPARSABLE, "the URL has no host"));
         return (assessment, display);
     };
-    let loopback = match host {
-        Host::Ipv4(ip) => ip.is_loopback(),
-        Host::Ipv6(ip) => ip.is_loopback(),
-        Host::Domain(domain) => domain == "localhost",
-    };
+    let class = host_class(&host);
+    let loopback = class == HostClass::Loopback;
     let shown = &display.host;
 
     if scheme == "http" {
@@ -133,9 +254,16 @@ pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assess
     match host {
         Host::Ipv4(_) | Host::Ipv6(_) => {
             if !(loopback && context.server_is_local) {
+                let where_to = match class {
+                    HostClass::Loopback | HostClass::ThisMachine => ", on this machine",
+                    HostClass::LocalNetwork => ", on a local network",
+                    HostClass::PublicAddress | HostClass::Name => "",
+                };
                 assessment.push(reason(
                     codes::URL_IP_LITERAL,
-                    format!("the host is an IP address ({shown}), not a name you can recognize"),
+                    format!(
+                        "the host is an IP address ({shown}{where_to}), not a name you can recognize"
+                    ),
                 ));
             }
         }
@@ -486,4 +614,66 @@ fn target_allowed(policy: &UrlPolicy, context: &UrlContext, page: &Url, target: 
     entries
         .iter()
         .any(|entry| host_matches(domain.trim_end_matches('.'), entry))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class_of(url: &str) -> HostClass {
+        let url = Url::parse(url).unwrap();
+        host_class(&url.host().unwrap())
+    }
+
+    #[test]
+    fn hosts_are_classed_as_the_browser_would_reach_them() {
+        let cases: &[(&str, HostClass)] = &[
+            ("http://localhost:3000/", HostClass::Loopback),
+            ("http://LOCALHOST/", HostClass::Loopback),
+            ("http://127.0.0.1/", HostClass::Loopback),
+            ("http://127.8.9.10/", HostClass::Loopback),
+            ("http://[::1]/", HostClass::Loopback),
+            // The URL parser's other spellings of 127.0.0.1 are 127.0.0.1.
+            ("http://2130706433/", HostClass::Loopback),
+            ("http://0x7f.0.0.1/", HostClass::Loopback),
+            ("http://127.1/", HostClass::Loopback),
+            ("http://localhost./", HostClass::ThisMachine),
+            ("http://cups.localhost/", HostClass::ThisMachine),
+            ("http://0.0.0.0/", HostClass::ThisMachine),
+            ("http://[::]/", HostClass::ThisMachine),
+            ("http://[::ffff:127.0.0.1]/", HostClass::ThisMachine),
+            ("http://10.0.0.5/", HostClass::LocalNetwork),
+            ("http://172.16.0.1/", HostClass::LocalNetwork),
+            ("http://192.168.1.1/", HostClass::LocalNetwork),
+            ("http://3232235777/", HostClass::LocalNetwork),
+            ("http://100.64.0.1/", HostClass::LocalNetwork),
+            ("http://169.254.169.254/", HostClass::LocalNetwork),
+            ("http://0.1.2.3/", HostClass::LocalNetwork),
+            ("http://255.255.255.255/", HostClass::LocalNetwork),
+            ("http://224.0.0.1/", HostClass::LocalNetwork),
+            ("http://198.18.0.1/", HostClass::LocalNetwork),
+            ("http://[fd00::1]/", HostClass::LocalNetwork),
+            ("http://[fe80::1]/", HostClass::LocalNetwork),
+            ("http://[::ffff:192.168.1.1]/", HostClass::LocalNetwork),
+            ("http://[::ffff:169.254.169.254]/", HostClass::LocalNetwork),
+            ("http://[64:ff9b::a9fe:a9fe]/", HostClass::LocalNetwork),
+            ("http://[2002:c0a8:101::]/", HostClass::LocalNetwork),
+            ("http://[2001:0:1::1]/", HostClass::LocalNetwork),
+            ("https://93.184.216.34/", HostClass::PublicAddress),
+            (
+                "https://[2606:2800:220:1:248:1893:25c8:1946]/",
+                HostClass::PublicAddress,
+            ),
+            ("https://[::ffff:93.184.216.34]/", HostClass::PublicAddress),
+            ("https://login.example.com/", HostClass::Name),
+            ("https://localhost.example.com/", HostClass::Name),
+            ("https://mylocalhost/", HostClass::Name),
+        ];
+        for (url, class) in cases {
+            assert_eq!(class_of(url), *class, "{url}");
+        }
+        assert!(HostClass::ThisMachine.is_this_machine() && HostClass::Loopback.is_local());
+        assert!(!HostClass::LocalNetwork.is_this_machine() && HostClass::LocalNetwork.is_local());
+        assert!(!HostClass::PublicAddress.is_local() && !HostClass::Name.is_local());
+    }
 }

@@ -403,3 +403,135 @@ fn more_ordinary_look_alikes_are_asked() {
         );
     }
 }
+
+/// A field called nothing but a credential word or one of its short forms (`pw`, `pass`,
+/// `pin`, `key`, `2fa`…) asks for a secret as plainly as `password` or `api_key` does: the
+/// phishing form just uses the short name. Refused in any case and separator style, with
+/// digits for letters, in the title too, whatever the field's type; ordinary names that merely
+/// contain those letters, or use the word among others, are asked.
+#[test]
+fn a_name_that_is_only_a_credential_word_or_its_short_form_is_denied() {
+    use gatehouse_policy::form::WHOLE_NAME_TERMS;
+    let mut names: Vec<String> = WHOLE_NAME_TERMS.iter().map(|t| t.to_string()).collect();
+    names.extend(
+        [
+            "PW",
+            "Pwd",
+            "PASS",
+            "Pass",
+            "PIN",
+            "TAN",
+            "OTP",
+            "MFA",
+            "2FA",
+            "CVV",
+            "Key",
+            "KEY",
+            "Secret",
+            "TOKEN",
+            "p_w",
+            "P-W",
+            "pa55",
+            "p4ss",
+            "pa$$",
+            "k3y",
+            "ｐｗ",
+            "ＰＩＮ",
+        ]
+        .map(String::from),
+    );
+    for name in &names {
+        assert_eq!(
+            decide(None, &field(name)),
+            Decision::DenySensitiveFormElicitation,
+            "field {name:?}"
+        );
+    }
+    // The title alone, over an innocent name, and fields of other types.
+    for schema in [
+        json!({"type": "object", "properties": {"value": {"type": "string", "title": "PW"}}}),
+        json!({"type": "object", "properties": {"value": {"type": "string", "title": "Pass"}}}),
+        json!({"type": "object", "properties": {"value": {"type": "string", "title": "2FA"}}}),
+        json!({"type": "object", "properties": {"pin": {"type": "integer"}}}),
+        json!({"type": "object", "properties": {"tan": {"type": "number"}}}),
+        json!({"type": "object", "properties": {"key": {"type": "string",
+               "enum": ["a", "b"]}}}),
+    ] {
+        assert_eq!(
+            decide(None, &schema),
+            Decision::DenySensitiveFormElicitation,
+            "{schema}"
+        );
+    }
+    // Whatever the policy's own lists say: an admin's file that lists only `password` still
+    // refuses `pw` and `pwd`.
+    let mut narrow = Policy::default_policy();
+    narrow.form.sensitive_terms = vec!["password".into()];
+    narrow.form.name_only_terms = Vec::new();
+    narrow.form.request_terms = Vec::new();
+    for name in ["pw", "pwd", "pin", "token"] {
+        let decision = assess_form(
+            &narrow,
+            &good_context(Mode::Form, false),
+            None,
+            &field(name),
+        )
+        .assessment
+        .decision;
+        assert_eq!(
+            decision,
+            Decision::DenySensitiveFormElicitation,
+            "field {name:?}"
+        );
+    }
+
+    for name in [
+        "passenger",
+        "pinned",
+        "keyboard",
+        "name",
+        "email",
+        "party_size",
+        "passport_country",
+        "tangerine",
+        "pass_count",
+        "pw_hash_algorithm",
+        "key_signature",
+        "keys",
+        "keynote",
+        "pattern",
+        "patio",
+        "credit_limit",
+        "bearing",
+        "pinyin",
+        "tango",
+        "enable_2fa",
+        "mfa_enabled",
+        "token_count",
+        "secretary",
+        "country_code",
+        "seed",
+    ] {
+        assert_eq!(
+            decide(None, &field(name)),
+            Decision::AllowElicitationWithReceipt,
+            "field {name:?}"
+        );
+    }
+    // Titles and choices that use the word among others, and a choice that is only the word
+    // (a choice is a value to pick, not a field to fill in).
+    for schema in [
+        json!({"type": "object", "properties": {"size": {"type": "integer",
+               "title": "Party size"}}}),
+        json!({"type": "object", "properties": {"note": {"type": "string",
+               "title": "Key signature"}}}),
+        json!({"type": "object", "properties": {"grade": {"type": "string",
+               "oneOf": [{"const": "p", "title": "Pass"}, {"const": "f", "title": "Fail"}]}}}),
+    ] {
+        assert_eq!(
+            decide(None, &schema),
+            Decision::AllowElicitationWithReceipt,
+            "{schema}"
+        );
+    }
+}

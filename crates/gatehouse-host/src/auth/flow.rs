@@ -12,13 +12,14 @@ use rmcp::transport::auth::{
 };
 use serde_json::json;
 
-use super::checks::{SignInCode, check_authorization_url, check_issuer};
+use super::checks::{Refusal, SignInCode, check_authorization_url, check_issuer};
 use super::loopback::{Listener, Redirect};
 use super::store::{self, KeychainCredentials, Record, Registration, fingerprint};
 use super::{OAuthOptions, SignInAnswer, SignInReason, SignInRequest, SignInUi};
 use crate::consent::UrlOpener;
 use crate::gatekeeper::{Gatekeeper, events};
 use crate::secrets::SecretStore;
+use crate::tap::TrafficTap;
 use crate::{HostError, config::lookup_secret};
 
 /// The name Gatehouse registers under.
@@ -54,6 +55,10 @@ pub struct SignInContext {
     /// How long each exchange with the authorization server may take (discovery,
     /// registration, the token request): one that never answers fails the sign-in.
     pub network_timeout: Duration,
+    /// The traffic tap this server's connection records into: every token of the sign-in
+    /// (loaded, exchanged, refreshed) and the client secret are redacted from it, and from
+    /// what the server sends. `None` only where no connection's traffic is recorded.
+    pub tap: Option<Arc<TrafficTap>>,
 }
 
 /// The default for [`SignInContext::network_timeout`].
@@ -138,7 +143,12 @@ impl SignInContext {
 
     fn store(&self) -> KeychainCredentials {
         let ctx = self.clone();
-        KeychainCredentials::new(&self.server, self.secrets.clone()).on_refresh(Arc::new(
+        let store = KeychainCredentials::new(&self.server, self.secrets.clone());
+        let store = match &self.tap {
+            Some(tap) => store.redacting(tap.clone()),
+            None => store,
+        };
+        store.on_refresh(Arc::new(
             move |record: &Record| {
                 let token = record
                     .credentials
@@ -300,11 +310,14 @@ impl SignInContext {
         let stored = self.stored().await.ok().flatten();
         let client_secret = match &self.options.client_secret_secret {
             Some(name) => {
-                let (secrets, name) = (self.secrets.clone(), name.clone());
+                let (secrets, lookup) = (self.secrets.clone(), name.clone());
                 let value =
-                    tokio::task::spawn_blocking(move || lookup_secret(secrets.as_ref(), &name))
+                    tokio::task::spawn_blocking(move || lookup_secret(secrets.as_ref(), &lookup))
                         .await
                         .map_err(|e| self.fail(SignInCode::KeychainFailed, e.to_string()))??;
+                if let Some(tap) = &self.tap {
+                    tap.redact(name, value.expose());
+                }
                 Some(value.expose().to_string())
             }
             None => None,
@@ -385,13 +398,17 @@ impl SignInContext {
             .await?
             .map_err(|(_, e)| self.auth_error(e))?;
         let auth_url = session.get_authorization_url().to_string();
-        let parsed = check_authorization_url(&auth_url, &endpoint).map_err(|refusal| {
-            self.fail(
-                refusal.into(),
-                format!(
+        let parsed = check_authorization_url(&auth_url, &endpoint, &self.url).map_err(|refusal| {
+            let detail = match refusal {
+                Refusal::LocalAuthorizationUrl => format!(
+                    "the authorization URL {auth_url:?} leads to this machine or a local network, and the MCP server {} is not there: its metadata may not send your browser to a local service",
+                    self.url
+                ),
+                _ => format!(
                     "the authorization URL {auth_url:?} is not an https URL (or http to loopback) at the authorization server's endpoint {endpoint:?}"
                 ),
-            )
+            };
+            self.fail(refusal.into(), detail)
         })?;
         let state = parsed
             .query_pairs()

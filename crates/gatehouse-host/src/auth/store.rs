@@ -2,6 +2,9 @@
 //! traffic or audit), holding the client registration and the tokens, bound to the
 //! authorization server (issuer) that issued them. rmcp reads and writes the tokens through
 //! [`CredentialStore`]; a save outside a sign-in is a silent refresh and is audited as one.
+//! Every token that passes through here (read from the keychain, received by a code exchange,
+//! renewed by a refresh) is registered with the traffic tap's redaction before rmcp can send
+//! it, so a server that echoes it shows `[secret:…]` instead ([`KeychainCredentials::redacting`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::HostError;
 use crate::secrets::{SecretStore, SecretValue, to_identifier};
+use crate::tap::TrafficTap;
 
 /// How the client identity was obtained, in the spec's order of preference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +116,36 @@ pub fn delete(secrets: &dyn SecretStore, server: &str) -> Result<(), HostError> 
 /// host audits it, and a refresh that cannot be recorded is not stored (`Err`: why).
 pub type RefreshHook = Arc<dyn Fn(&Record) -> Result<(), String> + Send + Sync>;
 
+/// Every token a sign-in holds, each with what it is: the access token, the refresh token and
+/// an OpenID Connect id token when the token response carried one.
+pub fn tokens(credentials: &StoredCredentials) -> Vec<(&'static str, String)> {
+    use oauth2::TokenResponse;
+    let Some(response) = credentials.token_response.as_ref() else {
+        return Vec::new();
+    };
+    let mut tokens = vec![("access_token", response.access_token().secret().to_string())];
+    if let Some(refresh) = response.refresh_token() {
+        tokens.push(("refresh_token", refresh.secret().to_string()));
+    }
+    if let Some(id_token) = response
+        .extra_fields()
+        .0
+        .get("id_token")
+        .and_then(serde_json::Value::as_str)
+    {
+        tokens.push(("id_token", id_token.to_string()));
+    }
+    tokens
+}
+
+/// Registers every token of `credentials` with `tap`'s redaction, labelled
+/// `oauth:SERVER:KIND` (so a message shows `[secret:oauth:SERVER:access_token]`).
+pub fn redact_tokens(tap: &TrafficTap, server: &str, credentials: &StoredCredentials) {
+    for (kind, token) in tokens(credentials) {
+        tap.redact(&format!("oauth:{server}:{kind}"), &token);
+    }
+}
+
 /// rmcp's view of a server's keychain entry. Keychain calls block, so each runs on the
 /// blocking pool.
 #[derive(Clone)]
@@ -123,6 +157,9 @@ pub struct KeychainCredentials {
     pending: Arc<std::sync::Mutex<Option<Record>>>,
     signing_in: Arc<AtomicBool>,
     on_refresh: Option<RefreshHook>,
+    /// Where every token read or saved is registered for redaction: the traffic tap the
+    /// server's connection records into.
+    tap: Option<Arc<TrafficTap>>,
     /// The entry as last read or written: rmcp asks for the token before every request, and
     /// a keychain round trip (D-Bus) per request is neither fast nor needed. `None`: not read
     /// yet.
@@ -137,6 +174,7 @@ impl KeychainCredentials {
             pending: Default::default(),
             signing_in: Default::default(),
             on_refresh: None,
+            tap: None,
             cache: Default::default(),
         }
     }
@@ -144,6 +182,19 @@ impl KeychainCredentials {
     pub fn on_refresh(mut self, hook: RefreshHook) -> KeychainCredentials {
         self.on_refresh = Some(hook);
         self
+    }
+
+    /// Registers every token this store hands rmcp or is given by it (loaded, exchanged,
+    /// refreshed) with `tap`'s redaction, before rmcp can send it.
+    pub fn redacting(mut self, tap: Arc<TrafficTap>) -> KeychainCredentials {
+        self.tap = Some(tap);
+        self
+    }
+
+    fn register(&self, credentials: Option<&StoredCredentials>) {
+        if let (Some(tap), Some(credentials)) = (&self.tap, credentials) {
+            redact_tokens(tap, &self.server, credentials);
+        }
     }
 
     /// From now until [`Self::commit`], tokens rmcp saves are held in memory for `record`.
@@ -217,11 +268,21 @@ async fn blocking<T: Send + 'static>(
 impl CredentialStore for KeychainCredentials {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
         if self.signing_in.load(Ordering::SeqCst) {
-            let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-            return Ok(pending.as_ref().and_then(|r| r.credentials.clone()));
+            let credentials = self
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .and_then(|r| r.credentials.clone());
+            self.register(credentials.as_ref());
+            return Ok(credentials);
         }
         match self.stored().await {
-            Ok(record) => Ok(record.and_then(|r| r.credentials)),
+            Ok(record) => {
+                let credentials = record.and_then(|r| r.credentials);
+                self.register(credentials.as_ref());
+                Ok(credentials)
+            }
             // No keychain (no Secret Service in this session): no stored sign-in, so requests
             // go out without a token; a sign-in then fails at storing, saying why. Nothing is
             // sent that should not be.
@@ -234,6 +295,8 @@ impl CredentialStore for KeychainCredentials {
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        // Exchanged or refreshed: redacted from now on, whether or not it is stored.
+        self.register(Some(&credentials));
         if self.signing_in.load(Ordering::SeqCst) {
             if let Some(record) = self
                 .pending
@@ -365,6 +428,78 @@ mod tests {
         // A refresh after the sign-in was removed (logout meanwhile) is an error, not a
         // resurrection.
         assert!(store.save(credentials("c1")).await.is_err());
+    }
+
+    fn tokens_of(access: &str, refresh: &str, id: Option<&str>) -> StoredCredentials {
+        use oauth2::{AccessToken, RefreshToken, basic::BasicTokenType};
+        use rmcp::transport::auth::{OAuthTokenResponse, VendorExtraTokenFields};
+        let mut extra = VendorExtraTokenFields::default();
+        if let Some(id) = id {
+            extra.0.insert("id_token".into(), serde_json::json!(id));
+        }
+        let mut response = OAuthTokenResponse::new(
+            AccessToken::new(access.into()),
+            BasicTokenType::Bearer,
+            extra,
+        );
+        response.set_refresh_token(Some(RefreshToken::new(refresh.into())));
+        StoredCredentials::new("c1".into(), Some(response), vec!["a".into()], Some(1))
+    }
+
+    /// What the tap records of a message that carries `text`.
+    fn recorded(tap: &TrafficTap, text: &str) -> String {
+        let server: Arc<str> = Arc::from("s");
+        tap.record_text(
+            &server,
+            crate::tap::Direction::In,
+            None,
+            serde_json::json!({"echo": text}).to_string(),
+        );
+        let entries = tap.entries(None);
+        entries.last().unwrap().message["echo"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Every token rmcp is handed or hands over is registered with the tap before it can be
+    /// sent: exchanged in a sign-in (access, refresh and id token), renewed by a refresh, and
+    /// read back from the keychain by a process whose tap never saw either.
+    #[tokio::test]
+    async fn every_token_exchanged_refreshed_or_loaded_is_redacted_from_the_traffic() {
+        let secrets: Arc<dyn SecretStore> = Arc::new(MemoryStore::default());
+        let tap = Arc::new(TrafficTap::new(10, crate::tap::system_clock()));
+        let store = KeychainCredentials::new("s", secrets.clone())
+            .on_refresh(Arc::new(|_| Ok(())))
+            .redacting(tap.clone());
+        assert_eq!(recorded(&tap, "at-1 rt-1 id-1"), "at-1 rt-1 id-1");
+
+        store.begin_sign_in(record());
+        store
+            .save(tokens_of("at-1", "rt-1", Some("id-1")))
+            .await
+            .unwrap();
+        store.commit().await.unwrap();
+        assert_eq!(
+            recorded(&tap, "at-1 rt-1 id-1"),
+            "[secret:oauth:s:access_token] [secret:oauth:s:refresh_token] [secret:oauth:s:id_token]"
+        );
+
+        store.save(tokens_of("at-2", "rt-2", None)).await.unwrap();
+        assert_eq!(
+            recorded(&tap, "at-2 rt-2"),
+            "[secret:oauth:s:access_token] [secret:oauth:s:refresh_token]"
+        );
+
+        let fresh = Arc::new(TrafficTap::new(10, crate::tap::system_clock()));
+        let later = KeychainCredentials::new("s", secrets.clone()).redacting(fresh.clone());
+        assert_eq!(recorded(&fresh, "at-2 rt-2"), "at-2 rt-2");
+        assert!(later.load().await.unwrap().is_some());
+        assert_eq!(
+            recorded(&fresh, "at-2 rt-2 at-1"),
+            "[secret:oauth:s:access_token] [secret:oauth:s:refresh_token] at-1",
+            "what the keychain holds, and nothing it no longer does"
+        );
     }
 
     #[tokio::test]

@@ -159,6 +159,7 @@ pub(crate) fn sign_in_context(
     gatekeeper: &Arc<Gatekeeper>,
     verdict: &Verdict,
     options: &ConnectOptions,
+    tap: &Arc<TrafficTap>,
 ) -> crate::auth::SignInContext {
     crate::auth::SignInContext {
         server: server.to_string(),
@@ -177,6 +178,7 @@ pub(crate) fn sign_in_context(
         opener: options.opener.clone(),
         timeout: options.sign_in_timeout,
         network_timeout: crate::auth::NETWORK_TIMEOUT,
+        tap: Some(tap.clone()),
     }
 }
 
@@ -283,8 +285,15 @@ impl Connection {
             Launch::Http(launch) => match spec {
                 ServerSpec::Http(http_spec) if http_spec.uses_oauth() => {
                     let state = Arc::new(TransportState::default());
-                    let context =
-                        sign_in_context(server, http_spec, secrets, &gatekeeper, &verdict, options);
+                    let context = sign_in_context(
+                        server,
+                        http_spec,
+                        secrets,
+                        &gatekeeper,
+                        &verdict,
+                        options,
+                        &wire.tap,
+                    );
                     let challenges = crate::auth::Challenges::default();
                     let client = rmcp::transport::AuthClient::new(
                         crate::auth::Recording::new(

@@ -99,6 +99,7 @@ impl Host {
             &self.gatekeeper,
             &verdict,
             &options,
+            &self.tap,
         );
         let challenge = auth::probe_challenge(&http.url).await;
         context

@@ -39,6 +39,41 @@ const SUBSTRING_MIN: usize = 8;
 /// ordinary word contains them ("openaiapikey", "dbpasswd"), unlike "secret" ("secretary").
 const SHORT_INNER_TERMS: &[&str] = &["apikey", "passwd"];
 
+/// Credential words and their common short forms that ask for a secret when they are the
+/// whole of a field's name or title (glued, after folding and digit-for-letter reading: `PW`,
+/// `p_w`, `Pa55`, `2FA`, `CVV2`), whatever the policy's term lists say: too short or too
+/// common to match as a word inside a longer name (`pw_hash_algorithm`, `pass_count`,
+/// `key_signature`, `enable_2fa`), but a field called nothing but `pw`, `pin` or `key` asks for
+/// one. Not here, because alone they name ordinary things too: `code` (a coupon, a country),
+/// `auth` (a method), `seed` (a random seed), `pan` (a camera), `sid`, `pk`, `sk`.
+#[rustfmt::skip]
+pub const WHOLE_NAME_TERMS: &[&str] = &[
+    // Passwords.
+    "pw", "pwd", "psw", "pswd", "pword", "pass", "passw", "passwd",
+    // PINs, transaction numbers and one-time codes.
+    "pin", "tan", "otp", "totp", "hotp",
+    // Second factors.
+    "2fa", "mfa", "tfa",
+    // Card security codes and identity numbers.
+    "cvv", "cvv2", "cvc", "cvc2", "ccv", "csc", "ssn",
+    // Keys, secrets and tokens.
+    "key", "secret", "token", "pat", "jwt", "bearer", "cred", "creds", "privkey",
+];
+
+/// The whole-name term `text` is nothing but, if any: see [`WHOLE_NAME_TERMS`].
+fn whole_name_term(text: &str) -> Option<String> {
+    let glued = words(text).concat();
+    let key = if glued.is_ascii() {
+        glued
+    } else {
+        skeleton(&glued)
+    };
+    WHOLE_NAME_TERMS
+        .iter()
+        .find(|term| **term == key)
+        .map(|term| term.to_string())
+}
+
 /// The policy's terms, prepared for matching.
 pub(crate) struct Matcher {
     /// Glued term (words concatenated) → the term as written in the policy.
@@ -261,12 +296,18 @@ impl Matcher {
     /// [`Matcher::find`], and again with digit-for-letter spellings read as letters
     /// ("p4ssw0rd", "s3cr3t", "t0ken"): only runs that mix letters with such digits change, so
     /// ordinary numbers and words stay as they are.
+    /// Names and titles (`with_name_only`) are also judged whole against
+    /// [`WHOLE_NAME_TERMS`].
     fn find_any(&self, text: &str, with_name_only: bool) -> Option<String> {
         // Folded first, so full-width digits are digits to `deleet` too.
         let text = fold(text);
-        self.find(&text, with_name_only).or_else(|| {
+        let find = |text: &str| {
+            self.find(text, with_name_only)
+                .or_else(|| with_name_only.then(|| whole_name_term(text)).flatten())
+        };
+        find(&text).or_else(|| {
             let plain = deleet(&text)?;
-            self.find(&plain, with_name_only)
+            find(&plain)
         })
     }
 

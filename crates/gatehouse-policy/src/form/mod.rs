@@ -14,5 +14,6 @@ pub use sensitive::{FieldCheck, check_fields};
 pub use validate::FieldError;
 
 pub(crate) use matcher::Matcher;
+pub use matcher::WHOLE_NAME_TERMS;
 pub(crate) use sensitive::{judge_fields, judge_form_texts, raw_sensitive_fields};
 pub(crate) use text::words;
