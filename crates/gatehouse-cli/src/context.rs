@@ -477,7 +477,13 @@ pub async fn complete(context: &Context, args: &CompleteArgs) -> Result<u8, Fail
     )?;
     let connection = connect(context, &host, &name, &spec).await?;
     let completion = connection
-        .complete(&target, &args.argument, &args.value, &chosen)
+        .complete(
+            &target,
+            &args.argument,
+            &args.value,
+            &chosen,
+            &Default::default(),
+        )
         .await;
     drop(connection);
     host.shutdown().await;
@@ -527,7 +533,10 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
     let connection = connect(context, &host, &name, &spec).await?;
     // Listening before subscribing, so an update right after the answer is not missed.
     let mut events = host.subscribe();
-    if let Err(error) = connection.subscribe_resource(&uri).await {
+    if let Err(error) = connection
+        .subscribe_resource(&uri, gatehouse_host::connection::Subscriber::Person, None)
+        .await
+    {
         drop(connection);
         host.shutdown().await;
         return Err(error.into());
@@ -570,7 +579,9 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
             Err(broadcast::error::RecvError::Closed) => break Waited::Closed,
         }
     };
-    let unsubscribed = connection.unsubscribe_resource(&uri).await;
+    let unsubscribed = connection
+        .unsubscribe_resource(&uri, gatehouse_host::connection::Subscriber::Person)
+        .await;
     drop(connection);
     host.shutdown().await;
     let failure = match waited {

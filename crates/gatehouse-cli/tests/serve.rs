@@ -836,8 +836,8 @@ fn claude_codes_own_mcp_commands_find_gatehouse_connected_after_clients_connect(
 #[test]
 fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
     let env = Env::new();
-    // Every server side by side: prompts under SERVER__NAME. The two demo servers list the
-    // same URIs, so no resource is offered rather than one guessed.
+    // Every server side by side: prompts under SERVER__NAME. The demo's two eras list the
+    // same URIs but are one server: its resources are offered once, from `demo`.
     let steps = json!([
         {"op": "prompts"},
         {"op": "getPrompt", "name": "demo__summarize", "arguments": {"topic": "gateways"}},
@@ -868,7 +868,14 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
     assert_eq!(out[2]["error"]["code"], json!(-32602), "{}", out[2]);
     assert_eq!(out[3]["error"]["code"], json!(-32602), "{}", out[3]);
     assert_eq!(out[4]["values"], json!(["oauth"]), "{}", out[4]);
-    assert_eq!(out[5]["uris"], json!([]), "{}", out[5]);
+    let uris = out[5]["uris"].as_array().unwrap();
+    assert!(
+        uris.contains(&json!("demo://docs/welcome.txt")),
+        "{}",
+        out[5]
+    );
+    let unique: std::collections::BTreeSet<&str> = uris.iter().filter_map(Value::as_str).collect();
+    assert_eq!(unique.len(), uris.len(), "offered once: {}", out[5]);
 
     // One server: its resources under their own URIs, every read through its gate.
     let steps = json!([

@@ -10,9 +10,6 @@
 //! is left out rather than guessed. With one server (`--server`), everything goes to it, so
 //! what the client asks for is always decided (and recorded) by that server's gate.
 
-use std::collections::{BTreeMap, HashMap};
-
-use gatehouse_attest::uri_template::literal_prefix;
 use gatehouse_host::connection::CompletionTarget;
 use gatehouse_host::host::ApiError;
 use gatehouse_host::host::context::ReadTarget;
@@ -20,20 +17,24 @@ use gatehouse_host::{CallOptions, HostEvent};
 use rmcp::ErrorData;
 use rmcp::model::{ErrorCode, Prompt, Resource, ResourceTemplate};
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 
 use crate::names::NameTable;
+use crate::routing::Routes;
 use crate::server::Gateway;
 
-/// What is offered besides tools, computed afresh for each listing.
+/// The prompts offered: every listed prompt named (allowed or not), the allowed ones listed.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct ContextOffer {
-    pub prompt_table: NameTable,
+pub(crate) struct PromptOffer {
+    pub table: NameTable,
     pub prompts: Vec<Prompt>,
-    /// Offered URI → server.
-    pub resources: BTreeMap<String, String>,
+}
+
+/// The resources and templates offered, and where each URI goes ([`Routes`]).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct ResourceOffer {
+    pub routes: Routes,
     pub resource_list: Vec<Resource>,
-    /// Template → server.
-    pub templates: BTreeMap<String, String>,
     pub template_list: Vec<ResourceTemplate>,
 }
 
@@ -113,18 +114,17 @@ impl Gateway {
         }
     }
 
-    /// The allowed prompts, resources and templates of every offered server.
-    pub(crate) async fn context_offer(&self) -> ContextOffer {
+    /// The prompts of every offered server, from the connections' listings (each kept by the
+    /// host until its server says it changed). Only live connections are asked.
+    pub(crate) async fn prompt_offer(&self, options: &CallOptions) -> PromptOffer {
         self.wait_for_start().await;
         let servers = self.servers_offered(self.host().live_servers().await);
         let naming = self.naming();
         // Every listed prompt is named (so a hidden one a model guesses still reaches the gate,
         // which refuses and records it with the client); only allowed ones are offered.
         let mut prompts: Vec<(String, Prompt, bool)> = Vec::new();
-        let mut resources: Vec<(String, Resource)> = Vec::new();
-        let mut templates: Vec<(String, ResourceTemplate)> = Vec::new();
         for server in &servers {
-            if let Ok(groups) = self.host().list_prompts(server).await {
+            if let Ok(groups) = self.host().list_prompts_with(server, options).await {
                 prompts.extend(
                     groups
                         .allowed
@@ -139,7 +139,37 @@ impl Gateway {
                         .map(|w| (server.clone(), w.item, false)),
                 );
             }
-            if let Ok(groups) = self.host().list_resources(server).await {
+        }
+        let (table, _collisions) = NameTable::build(
+            naming,
+            prompts
+                .iter()
+                .map(|(s, p, _)| (s.as_str(), p.name.as_str())),
+        );
+        let prompts = prompts
+            .iter()
+            .filter(|(_, _, allowed)| *allowed)
+            .filter_map(|(server, prompt, _)| {
+                let name = naming.name(server, &prompt.name);
+                table.resolve(&name)?;
+                let mut offered = prompt.clone();
+                offered.name = name;
+                Some(offered)
+            })
+            .collect();
+        PromptOffer { table, prompts }
+    }
+
+    /// The allowed resources and the templates of every offered server. A URI or template two
+    /// servers list is left out, except between the demo's two eras, which are one server
+    /// ([`gatehouse_host::host::Host::demo_twin`]): theirs are offered once, from the primary.
+    pub(crate) async fn resource_offer(&self, options: &CallOptions) -> ResourceOffer {
+        self.wait_for_start().await;
+        let servers = self.servers_offered(self.host().live_servers().await);
+        let mut resources: Vec<(String, Resource)> = Vec::new();
+        let mut templates: Vec<(String, ResourceTemplate)> = Vec::new();
+        for server in &servers {
+            if let Ok(groups) = self.host().list_resources_with(server, options).await {
                 resources.extend(groups.allowed.into_iter().map(|r| (server.clone(), r)));
                 templates.extend(
                     groups
@@ -149,77 +179,53 @@ impl Gateway {
                 );
             }
         }
-        let (prompt_table, _collisions) = NameTable::build(
-            naming,
-            prompts
-                .iter()
-                .map(|(s, p, _)| (s.as_str(), p.name.as_str())),
-        );
-        let prompt_list = prompts
+        // The demo's legacy twin gives way to the primary where both list the same thing.
+        let twins: HashMap<String, String> = servers
             .iter()
-            .filter(|(_, _, allowed)| *allowed)
-            .filter_map(|(server, prompt, _)| {
-                let name = naming.name(server, &prompt.name);
-                prompt_table.resolve(&name)?;
-                let mut offered = prompt.clone();
-                offered.name = name;
-                Some(offered)
+            .filter_map(|s| {
+                let primary = self.host().demo_twin(s)?;
+                servers
+                    .iter()
+                    .any(|p| p == primary)
+                    .then(|| (s.clone(), primary.to_string()))
             })
             .collect();
-        let mut offer = ContextOffer {
-            prompt_table,
-            prompts: prompt_list,
-            ..ContextOffer::default()
-        };
-        let mut seen_uris: HashMap<String, usize> = HashMap::new();
-        for (_, resource) in &resources {
-            *seen_uris.entry(resource.uri.clone()).or_default() += 1;
+        let routes = Routes::build(
+            &resources
+                .iter()
+                .map(|(s, r)| (s.clone(), r.uri.clone()))
+                .collect::<Vec<_>>(),
+            &templates
+                .iter()
+                .map(|(s, t)| (s.clone(), t.uri_template.clone()))
+                .collect::<Vec<_>>(),
+            &twins,
+        );
+        ResourceOffer {
+            resource_list: resources
+                .into_iter()
+                .filter(|(s, r)| routes.resources.get(&r.uri) == Some(s))
+                .map(|(_, r)| r)
+                .collect(),
+            template_list: templates
+                .into_iter()
+                .filter(|(s, t)| routes.templates.get(&t.uri_template) == Some(s))
+                .map(|(_, t)| t)
+                .collect(),
+            routes,
         }
-        for (server, resource) in resources {
-            if seen_uris[&resource.uri] == 1 {
-                offer.resources.insert(resource.uri.clone(), server);
-                offer.resource_list.push(resource);
-            }
-        }
-        let mut seen_templates: HashMap<String, usize> = HashMap::new();
-        for (_, template) in &templates {
-            *seen_templates
-                .entry(template.uri_template.clone())
-                .or_default() += 1;
-        }
-        for (server, template) in templates {
-            if seen_templates[&template.uri_template] == 1 {
-                offer
-                    .templates
-                    .insert(template.uri_template.clone(), server);
-                offer.template_list.push(template);
-            }
-        }
-        offer
     }
 
-    /// The server a URI goes to, if any.
-    async fn route_uri(&self, uri: &str) -> Option<String> {
+    /// The server a URI goes to, if any: the one that lists it, else the one whose template's
+    /// literal start it begins with (the longest, and only when no other server's template
+    /// starts the same). A URI two servers list goes nowhere.
+    async fn route_uri(&self, uri: &str, options: &CallOptions) -> Option<String> {
         if let Some(only) = self.only() {
+            self.wait_for_start().await;
             return Some(only.to_string());
         }
-        let offer = self.context_offer().await;
-        if let Some(server) = offer.resources.get(uri) {
-            return Some(server.clone());
-        }
-        let mut starts: Vec<(&str, &String)> = offer
-            .templates
-            .iter()
-            .map(|(template, server)| (literal_prefix(template), server))
-            .filter(|(start, _)| !start.is_empty() && uri.starts_with(start))
-            .collect();
-        starts.sort_by_key(|(start, _)| std::cmp::Reverse(start.len()));
-        match starts.as_slice() {
-            [(start, server), rest @ ..] if rest.first().is_none_or(|(s, _)| s != start) => {
-                Some((*server).clone())
-            }
-            _ => None,
-        }
+        let offer = self.resource_offer(options).await;
+        offer.routes.route(uri).map(str::to_string)
     }
 
     /// Reads a resource through the host for this client.
@@ -228,7 +234,10 @@ impl Gateway {
         uri: &str,
         options: &CallOptions,
     ) -> Result<rmcp::model::ReadResourceResult, ErrorData> {
-        let server = self.route_uri(uri).await.ok_or_else(|| not_found(uri))?;
+        let server = self
+            .route_uri(uri, options)
+            .await
+            .ok_or_else(|| not_found(uri))?;
         let view = self
             .host()
             .read_resource_with(&server, ReadTarget::Uri(uri.to_string()), options)
@@ -244,18 +253,17 @@ impl Gateway {
         arguments: Option<Map<String, Value>>,
         options: &CallOptions,
     ) -> Result<rmcp::model::GetPromptResult, ErrorData> {
-        let offer = self.context_offer().await;
         let (server, prompt) = match self.only() {
-            // One server: its gate decides every name (and records the refusals).
-            Some(only) => (
-                only.to_string(),
-                offer
-                    .prompt_table
-                    .resolve(name)
-                    .map_or(name.to_string(), |(_, p)| p.to_string()),
-            ),
-            None => offer
-                .prompt_table
+            // One server, its prompts under their own names: its gate decides every name (and
+            // records the refusals); nothing needs listing to route.
+            Some(only) => {
+                self.wait_for_start().await;
+                (only.to_string(), name.to_string())
+            }
+            None => self
+                .prompt_offer(options)
+                .await
+                .table
                 .resolve(name)
                 .map(|(s, p)| (s.to_string(), p.to_string()))
                 .ok_or_else(|| {
@@ -282,32 +290,43 @@ impl Gateway {
         argument: &str,
         value: &str,
         context: HashMap<String, String>,
+        options: &CallOptions,
     ) -> Result<Vec<String>, ErrorData> {
-        let offer = self.context_offer().await;
         let (server, target) = match reference {
-            rmcp::model::Reference::Prompt(prompt) => {
-                let resolved = offer
-                    .prompt_table
-                    .resolve(&prompt.name)
-                    .map(|(s, p)| (s.to_string(), p.to_string()));
-                match (resolved, self.only()) {
-                    (Some((server, name)), _) => (server, CompletionTarget::Prompt(name)),
-                    (None, Some(only)) => (
+            rmcp::model::Reference::Prompt(prompt) => match self.only() {
+                Some(only) => {
+                    self.wait_for_start().await;
+                    (
                         only.to_string(),
                         CompletionTarget::Prompt(prompt.name.clone()),
-                    ),
-                    (None, None) => {
-                        return Err(ErrorData::invalid_params(
+                    )
+                }
+                None => self
+                    .prompt_offer(options)
+                    .await
+                    .table
+                    .resolve(&prompt.name)
+                    .map(|(s, p)| (s.to_string(), CompletionTarget::Prompt(p.to_string())))
+                    .ok_or_else(|| {
+                        ErrorData::invalid_params(
                             format!("no prompt named {:?} is offered", prompt.name),
                             None,
-                        ));
-                    }
-                }
-            }
+                        )
+                    })?,
+            },
             rmcp::model::Reference::Resource(template) => {
                 let server = match self.only() {
-                    Some(only) => Some(only.to_string()),
-                    None => offer.templates.get(&template.uri).cloned(),
+                    Some(only) => {
+                        self.wait_for_start().await;
+                        Some(only.to_string())
+                    }
+                    None => self
+                        .resource_offer(options)
+                        .await
+                        .routes
+                        .templates
+                        .get(&template.uri)
+                        .cloned(),
                 };
                 let server = server.ok_or_else(|| {
                     ErrorData::invalid_params(
@@ -325,31 +344,57 @@ impl Gateway {
             }
         };
         self.host()
-            .complete(&server, target, argument, value, context)
+            .complete_with(&server, target, argument, value, context, options)
             .await
             .map_err(|e| rpc_error(&e))
     }
 
-    /// Subscribes this client to a resource's updates (the upstream subscription is shared
-    /// by everyone on the host and lasts while the connection does).
-    pub(crate) async fn subscribe(&self, uri: &str) -> Result<(), ErrorData> {
-        let server = self.route_uri(uri).await.ok_or_else(|| not_found(uri))?;
+    /// Subscribes this client (on its session, `stream` 0, or on one of its listen streams)
+    /// to a resource's updates. The host decides and records the request with the client
+    /// named, counts it against this client's share, and keeps the upstream subscription
+    /// while anyone holds it.
+    pub(crate) async fn subscribe(
+        &self,
+        uri: &str,
+        stream: u64,
+        options: &CallOptions,
+    ) -> Result<(), ErrorData> {
+        let server = self
+            .route_uri(uri, options)
+            .await
+            .ok_or_else(|| not_found(uri))?;
         self.host()
-            .subscribe_resource(&server, uri)
+            .subscribe_resource_for(&server, uri, self.subscriber(stream), options)
             .await
             .map_err(|e| rpc_error_about(&e, Some(uri)))?;
-        self.subscriptions()
-            .lock()
-            .expect("subscriptions poisoned")
-            .insert((server, uri.to_string()));
+        if stream == 0 {
+            self.subscriptions()
+                .lock()
+                .expect("subscriptions poisoned")
+                .insert((server, uri.to_string()));
+        }
         Ok(())
     }
 
-    pub(crate) fn unsubscribe(&self, uri: &str) {
-        self.subscriptions()
-            .lock()
-            .expect("subscriptions poisoned")
-            .retain(|(_, u)| u != uri);
+    /// Ends this client's session subscription to `uri`; the upstream one ends with its last
+    /// holder.
+    pub(crate) async fn unsubscribe(&self, uri: &str) {
+        let servers: Vec<String> = {
+            let mut subscriptions = self.subscriptions().lock().expect("subscriptions poisoned");
+            let servers = subscriptions
+                .iter()
+                .filter(|(_, u)| u == uri)
+                .map(|(s, _)| s.clone())
+                .collect();
+            subscriptions.retain(|(_, u)| u != uri);
+            servers
+        };
+        for server in servers {
+            let _ = self
+                .host()
+                .unsubscribe_resource_for(&server, uri, self.subscriber(0))
+                .await;
+        }
     }
 
     /// The URI of an update this client subscribed to, if `event` is one.

@@ -8,6 +8,7 @@ mod context;
 pub mod headless;
 pub mod http;
 pub mod names;
+pub mod routing;
 pub mod server;
 pub mod stdio;
 pub mod tokens;

@@ -83,8 +83,13 @@ pub struct Gateway {
     /// The one server whose tools are offered, under their own names; every server's when
     /// `None`.
     only: Option<String>,
-    /// Resources this client subscribed to: (server, URI).
+    /// Resources this client subscribed to on its session: (server, URI).
     subscriptions: Mutex<std::collections::HashSet<(String, String)>>,
+    /// This session's number on the host, whose subscriptions it holds
+    /// ([`gatehouse_host::connection::Subscriber::Client`]).
+    subscriber_session: u64,
+    /// The last `subscriptions/listen` stream number handed out (0 is the session itself).
+    streams: std::sync::atomic::AtomicU64,
 }
 
 /// Counts a call as under way while it lives.
@@ -109,7 +114,6 @@ impl Gateway {
     pub fn new(host: Arc<Host>, client: String, transport: DownstreamTransport) -> Gateway {
         Gateway {
             started: host.started(),
-            host,
             client,
             transport,
             offer: Mutex::new(Offer::default()),
@@ -119,6 +123,9 @@ impl Gateway {
             session: Mutex::new(None),
             only: None,
             subscriptions: Mutex::new(Default::default()),
+            subscriber_session: host.subscriber_session(),
+            streams: std::sync::atomic::AtomicU64::new(0),
+            host,
         }
     }
 
@@ -132,6 +139,31 @@ impl Gateway {
 
     pub(crate) fn subscriptions(&self) -> &Mutex<std::collections::HashSet<(String, String)>> {
         &self.subscriptions
+    }
+
+    /// This client's subscriber on the host, on its session (`stream` 0) or a listen stream.
+    pub(crate) fn subscriber(&self, stream: u64) -> gatehouse_host::connection::Subscriber {
+        gatehouse_host::connection::Subscriber::Client {
+            session: self.subscriber_session,
+            stream,
+        }
+    }
+
+    /// Releases the subscriptions this session (or one of its streams) holds, on a task of
+    /// its own when dropped outside an async context's reach.
+    fn release_subscriptions(&self, stream: Option<u64>) {
+        if stream.is_none() {
+            self.subscriptions
+                .lock()
+                .expect("subscriptions poisoned")
+                .clear();
+        }
+        let (host, session) = (self.host.clone(), self.subscriber_session);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                host.release_subscriptions(session, stream).await;
+            });
+        }
     }
 
     /// Offers the tools of `server` only, under their own names ([`Naming::Plain`]): for a
@@ -154,6 +186,7 @@ impl Gateway {
     pub fn end(&self) {
         self.ended.cancel();
         self.session.lock().expect("session poisoned").take();
+        self.release_subscriptions(None);
     }
 
     pub fn with_startup_wait(mut self, wait: Duration) -> Gateway {
@@ -209,6 +242,15 @@ impl Gateway {
     pub(crate) async fn wait_for_start(&self) {
         let mut started = self.started.clone();
         let _ = tokio::time::timeout(self.startup_wait, started.wait_for(|s| *s)).await;
+    }
+
+    /// Options for a listing a client asked for: its name (so only live connections are
+    /// asked).
+    pub(crate) fn listing_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
+        CallOptions {
+            caller: Some(self.caller(context)),
+            ..CallOptions::default()
+        }
     }
 
     /// Options for a prompt or read a client asked for: its cancellation and its name.
@@ -338,6 +380,7 @@ impl Drop for Gateway {
     /// gateway.
     fn drop(&mut self) {
         self.ended.cancel();
+        self.release_subscriptions(None);
     }
 }
 
@@ -414,8 +457,20 @@ impl ServerHandler for GatewayHandler {
             .resource_subscriptions
             .clone()
             .unwrap_or_default();
+        // The stream holds its own subscriptions, released when it ends.
+        let stream = 1 + self
+            .0
+            .streams
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let options = CallOptions {
+            caller: Some(self.0.caller(context.request_context())),
+            ..CallOptions::default()
+        };
         for uri in &uris {
-            self.0.subscribe(uri).await?;
+            if let Err(error) = self.0.subscribe(uri, stream, &options).await {
+                self.0.release_subscriptions(Some(stream));
+                return Err(error);
+            }
         }
         let watch_tools = async {
             if !tools {
@@ -440,16 +495,20 @@ impl ServerHandler for GatewayHandler {
             .await;
         };
         tokio::join!(watch_tools, watch_resources);
+        if !uris.is_empty() {
+            self.0.release_subscriptions(Some(stream));
+        }
         Ok(())
     }
 
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let options = self.0.listing_options(&context);
         Ok(ListPromptsResult::with_all_items(
-            self.0.context_offer().await.prompts,
+            self.0.prompt_offer(&options).await.prompts,
         ))
     }
 
@@ -469,20 +528,22 @@ impl ServerHandler for GatewayHandler {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let options = self.0.listing_options(&context);
         Ok(ListResourcesResult::with_all_items(
-            self.0.context_offer().await.resource_list,
+            self.0.resource_offer(&options).await.resource_list,
         ))
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let options = self.0.listing_options(&context);
         Ok(ListResourceTemplatesResult::with_all_items(
-            self.0.context_offer().await.template_list,
+            self.0.resource_offer(&options).await.template_list,
         ))
     }
 
@@ -503,9 +564,10 @@ impl ServerHandler for GatewayHandler {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.0.subscribe(&request.uri).await
+        let options = self.0.request_options(&context);
+        self.0.subscribe(&request.uri, 0, &options).await
     }
 
     #[allow(deprecated)]
@@ -514,16 +576,17 @@ impl ServerHandler for GatewayHandler {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.0.unsubscribe(&request.uri);
+        self.0.unsubscribe(&request.uri).await;
         Ok(())
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let context = request
+        let options = self.0.request_options(&context);
+        let arguments = request
             .context
             .as_ref()
             .and_then(|c| c.arguments.clone())
@@ -534,7 +597,8 @@ impl ServerHandler for GatewayHandler {
                 &request.r#ref,
                 &request.argument.name,
                 &request.argument.value,
-                context,
+                arguments,
+                &options,
             )
             .await?;
         let info = CompletionInfo::new(values).map_err(|e| ErrorData::internal_error(e, None))?;

@@ -91,6 +91,8 @@ pub struct HostClient {
     session: Option<tokio::sync::watch::Receiver<Option<Arc<Session>>>>,
     /// The resources subscribed to (shared with the connection).
     subscribed: Option<crate::connection::Subscribed>,
+    /// Which prompt and resource listings changed (shared with the connection's caches).
+    context_stale: Option<Arc<crate::connection::ContextStale>>,
 }
 
 /// How long a server request that arrives during the handshake waits for the session before
@@ -130,7 +132,14 @@ impl HostClient {
             progress,
             session: None,
             subscribed: None,
+            context_stale: None,
         }
+    }
+
+    /// Marks the connection's prompt and resource listings stale on their `list_changed`.
+    pub fn with_context_stale(mut self, stale: Arc<crate::connection::ContextStale>) -> Self {
+        self.context_stale = Some(stale);
+        self
     }
 
     /// Passes on resource updates only for the URIs in `subscribed`.
@@ -372,12 +381,18 @@ impl ClientHandler for HostClient {
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(stale) = &self.context_stale {
+            stale.resources_changed();
+        }
         self.emit(HostEvent::ContextChanged {
             server: self.server.clone(),
         });
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(stale) = &self.context_stale {
+            stale.prompts_changed();
+        }
         self.emit(HostEvent::ContextChanged {
             server: self.server.clone(),
         });

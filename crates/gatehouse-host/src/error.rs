@@ -110,6 +110,10 @@ pub enum HostError {
     )]
     NotOffered { server: String, what: &'static str },
 
+    /// A resource subscription over a limit (one client's share, or the server's slots).
+    #[error("server {server:?}: {detail}")]
+    SubscriptionLimit { server: String, detail: String },
+
     /// The audit log could not record a decision, so the decision does not take effect.
     #[error("the audit log cannot record this decision, so Gatehouse refuses it: {detail}")]
     AuditUnavailable { detail: String },
@@ -177,6 +181,7 @@ impl HostError {
             HostError::ToolDenied { reason, .. } => reason,
             HostError::ContentRefused { reason, .. } => reason,
             HostError::NotOffered { .. } => "not_offered",
+            HostError::SubscriptionLimit { .. } => "subscription_limit",
             HostError::AuditUnavailable { .. } => "audit_unavailable",
             HostError::PostureForbids { .. } => "posture_forbids",
             HostError::LockedByAdmin { .. } => "locked_by_admin",
@@ -195,6 +200,7 @@ impl HostError {
             | HostError::NotAdmitted { .. }
             | HostError::ToolDenied { .. }
             | HostError::ContentRefused { .. }
+            | HostError::SubscriptionLimit { .. }
             | HostError::AuditUnavailable { .. }
             | HostError::PostureForbids { .. }
             | HostError::LockedByAdmin { .. }

@@ -901,6 +901,27 @@ impl Gatekeeper {
         decided.map_err(|denial| tool_denied(&verdict.server, denial))
     }
 
+    /// Records a refused request about a resource template (`action`: complete) that the gate
+    /// does not show as allowed: nothing was sent.
+    pub fn record_template_denial(
+        &self,
+        verdict: &Verdict,
+        template: &str,
+        action: &'static str,
+        detail: &str,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<(), HostError> {
+        let data = json!({
+            "decision": "denied",
+            "action": action,
+            "template": template,
+            "reason": "resource_not_admitted",
+            "detail": detail,
+        });
+        self.record_decision(events::RESOURCE_READ, verdict, data, caller)
+            .map(|_| ())
+    }
+
     fn record_decision(
         &self,
         event: &str,

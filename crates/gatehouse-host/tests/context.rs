@@ -14,7 +14,7 @@ use gatehouse_attest::gate::ToolStatus;
 use gatehouse_attest::resources::ResourceStatus;
 use gatehouse_audit::Record;
 use gatehouse_host::config::StdioSpec;
-use gatehouse_host::connection::CompletionTarget;
+use gatehouse_host::connection::{CompletionTarget, Subscriber};
 use gatehouse_host::consent::{
     ScriptedAction, ScriptedConsent, ScriptedEntry, ScriptedMode, SystemBrowser,
 };
@@ -289,6 +289,7 @@ async fn what_the_bundle_does_not_allow_is_refused_before_a_byte_is_sent() {
             "topic",
             "m",
             &HashMap::new(),
+            &CallOptions::default(),
         )
         .await
         .unwrap_err();
@@ -299,6 +300,7 @@ async fn what_the_bundle_does_not_allow_is_refused_before_a_byte_is_sent() {
             "topic",
             "m",
             &HashMap::new(),
+            &CallOptions::default(),
         )
         .await
         .unwrap();
@@ -449,7 +451,9 @@ async fn images_are_checked_and_a_subscription_hears_updates() {
             }
         ));
         let mut updates = host.events.subscribe();
-        demo.subscribe_resource("demo://counter").await.unwrap();
+        demo.subscribe_resource("demo://counter", Subscriber::Person, None)
+            .await
+            .unwrap();
         assert_eq!(demo.subscriptions(), ["demo://counter"]);
         let heard = tokio::time::timeout(Duration::from_secs(10), async {
             loop {
@@ -461,11 +465,18 @@ async fn images_are_checked_and_a_subscription_hears_updates() {
         .await
         .unwrap_or_else(|_| panic!("{era:?}: no update"));
         assert_eq!(heard, "demo://counter");
-        demo.unsubscribe_resource("demo://counter").await.unwrap();
+        demo.unsubscribe_resource("demo://counter", Subscriber::Person)
+            .await
+            .unwrap();
         assert!(demo.subscriptions().is_empty());
         // Subscribing to what the bundle does not allow is refused like a read.
         assert_eq!(
-            reason(&demo.subscribe_resource("demo://other").await.unwrap_err()),
+            reason(
+                &demo
+                    .subscribe_resource("demo://other", Subscriber::Person, None)
+                    .await
+                    .unwrap_err()
+            ),
             "resource_not_admitted"
         );
         demo.close().await;

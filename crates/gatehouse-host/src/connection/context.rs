@@ -26,8 +26,35 @@ use crate::client::HostEvent;
 use crate::content::{ContentView, MessageView, view_contents, view_messages};
 use crate::{Era, HostError};
 
-/// Most resources one connection may be subscribed to at once.
+/// Most resources one connection may be subscribed to upstream at once.
 pub const MAX_SUBSCRIPTIONS: usize = 64;
+/// Most subscriptions one gateway session may hold on one connection (a quarter of the
+/// upstream slots: one client cannot take them all from the others and the person).
+pub const MAX_SUBSCRIPTIONS_PER_CLIENT: usize = MAX_SUBSCRIPTIONS / 4;
+
+/// Who holds a resource subscription on the host. An upstream subscription lasts while
+/// anyone holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Subscriber {
+    /// The person, through the app or the CLI.
+    Person,
+    /// One gateway client's session: on the session itself (`stream` 0) or on one of its
+    /// `subscriptions/listen` streams.
+    Client { session: u64, stream: u64 },
+}
+
+impl Subscriber {
+    /// The gateway session, for a client's subscription.
+    pub fn session(&self) -> Option<u64> {
+        match self {
+            Subscriber::Person => None,
+            Subscriber::Client { session, .. } => Some(*session),
+        }
+    }
+}
+
+/// Who holds each subscribed URI.
+pub(crate) type Holders = std::sync::Mutex<HashMap<String, std::collections::BTreeSet<Subscriber>>>;
 /// Most completion values passed on (the spec's own maximum per response).
 pub const MAX_COMPLETION_VALUES: usize = CompletionInfo::MAX_VALUES;
 /// Longest completion value passed on; longer ones are dropped.
@@ -111,6 +138,16 @@ impl Connection {
         }
     }
 
+    /// How long prompt and resource listings are kept without a `list_changed`: as long as
+    /// the connection lasts in 2025-11-25, where the server tells the session; a while in
+    /// 2026-07-28, where it tells only listen streams the host does not hold for listings.
+    fn listing_max_age(&self) -> Option<std::time::Duration> {
+        match self.era {
+            Era::V2025_11_25 => None,
+            Era::V2026_07_28 => Some(super::listing::MODERN_LISTING_MAX_AGE),
+        }
+    }
+
     fn require(&self, offer: Offer, what: &'static str) -> Result<(), HostError> {
         if self.offers(offer) {
             Ok(())
@@ -123,11 +160,20 @@ impl Connection {
     }
 
     /// Every prompt, across all pages (none, without a request, from a server that declares
-    /// no prompts). Each listing is given to the prompt gate and pin mismatches are audited.
+    /// no prompts), kept until the server says the list changed. Each listing fetched is
+    /// given to the prompt gate and pin mismatches are audited.
     pub async fn prompts(&self) -> Result<Vec<Prompt>, HostError> {
         if !self.offers(Offer::Prompts) {
             return Ok(Vec::new());
         }
+        self.prompts_listing
+            .get(&self.context_stale.prompts, self.listing_max_age(), || {
+                self.list_prompts()
+            })
+            .await
+    }
+
+    async fn list_prompts(&self) -> Result<Vec<Prompt>, HostError> {
         let peer = self.service.peer();
         let prompts = self
             .list_pages("prompts/list", |cursor| async move {
@@ -226,34 +272,56 @@ impl Connection {
     }
 
     /// Every resource, across all pages (none, without a request, from a server that declares
-    /// no resources).
+    /// no resources), kept until the server says the list changed.
     pub async fn resources(&self) -> Result<Vec<Resource>, HostError> {
         if !self.offers(Offer::Resources) {
             return Ok(Vec::new());
         }
         let peer = self.service.peer();
-        self.list_pages("resources/list", |cursor| async move {
-            peer.list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                .await
-                .map(|page| (page.resources, page.next_cursor))
-        })
-        .await
+        self.resources_listing
+            .get(
+                &self.context_stale.resources,
+                self.listing_max_age(),
+                || {
+                    self.list_pages("resources/list", |cursor| {
+                        let peer = peer.clone();
+                        async move {
+                            peer.list_resources(Some(
+                                PaginatedRequestParams::default().with_cursor(cursor),
+                            ))
+                            .await
+                            .map(|page| (page.resources, page.next_cursor))
+                        }
+                    })
+                },
+            )
+            .await
     }
 
-    /// Every resource template, across all pages.
+    /// Every resource template, across all pages, kept like [`Connection::resources`].
     pub async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>, HostError> {
         if !self.offers(Offer::Resources) {
             return Ok(Vec::new());
         }
         let peer = self.service.peer();
-        self.list_pages("resources/templates/list", |cursor| async move {
-            peer.list_resource_templates(Some(
-                PaginatedRequestParams::default().with_cursor(cursor),
-            ))
+        self.templates_listing
+            .get(
+                &self.context_stale.templates,
+                self.listing_max_age(),
+                || {
+                    self.list_pages("resources/templates/list", |cursor| {
+                        let peer = peer.clone();
+                        async move {
+                            peer.list_resource_templates(Some(
+                                PaginatedRequestParams::default().with_cursor(cursor),
+                            ))
+                            .await
+                            .map(|page| (page.resource_templates, page.next_cursor))
+                        }
+                    })
+                },
+            )
             .await
-            .map(|page| (page.resource_templates, page.next_cursor))
-        })
-        .await
     }
 
     /// Resources and templates with the gate's view of each.
@@ -373,25 +441,27 @@ impl Connection {
     }
 
     /// Argument completion for an allowed prompt or a template the gate shows as allowed;
-    /// nothing is sent for a hidden one. At most [`MAX_COMPLETION_VALUES`] values.
+    /// nothing is sent for a hidden one, and the refusal is recorded with the caller.
+    /// Allowed completions are not recorded (one per keystroke). At most
+    /// [`MAX_COMPLETION_VALUES`] values.
     pub async fn complete(
         &self,
         target: &CompletionTarget,
         argument: &str,
         value: &str,
         context: &HashMap<String, String>,
+        options: &CallOptions,
     ) -> Result<CompletionInfo, HostError> {
         self.require(Offer::Completions, "completions")?;
+        let caller = options.caller.as_ref();
         let reference = match target {
             CompletionTarget::Prompt(name) => {
                 self.prompts().await?;
                 let gate = self.prompt_gate.lock().expect("prompt gate poisoned");
-                // Allowed completions are not audited (one per keystroke); a denial is, as
-                // for a prompts/get.
                 if gate.check(name).is_err() {
                     let _denied =
                         self.gatekeeper
-                            .authorize_prompt(&self.verdict, &gate, name, None)?;
+                            .authorize_prompt(&self.verdict, &gate, name, caller)?;
                 }
                 Reference::for_prompt(name.clone())
             }
@@ -407,11 +477,23 @@ impl Connection {
                     .expect("resource gate poisoned")
                     .template_status(uri_template);
                 if !listed || status != ResourceStatus::Allowed {
+                    let detail = if listed {
+                        "the template is not under an allowed resource prefix"
+                    } else {
+                        "the server does not list this template"
+                    };
+                    self.gatekeeper.record_template_denial(
+                        &self.verdict,
+                        uri_template,
+                        "complete",
+                        detail,
+                        caller,
+                    )?;
                     return Err(HostError::ToolDenied {
                         server: self.server.clone(),
                         tool: uri_template.clone(),
                         reason: "resource_not_admitted",
-                        detail: "the template is not listed by the server or not under an allowed resource prefix".into(),
+                        detail: detail.into(),
                     });
                 }
                 Reference::for_resource(uri_template.clone())
@@ -437,23 +519,75 @@ impl Connection {
         Ok(completion)
     }
 
-    /// Subscribes to updates of a resource the gate allows: `resources/subscribe` in
-    /// 2025-11-25 (when the server declares subscriptions), a `subscriptions/listen` stream in
-    /// 2026-07-28. Updates arrive as [`HostEvent::ResourceUpdated`]; at most
-    /// [`MAX_SUBSCRIPTIONS`] at once.
-    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), HostError> {
+    /// Subscribes `subscriber` to updates of a resource the gate allows. Every request is
+    /// decided and recorded by the gate with its caller, also for a URI already subscribed.
+    /// The upstream subscription is shared: `resources/subscribe` in 2025-11-25 (when the
+    /// server declares subscriptions), a `subscriptions/listen` stream in 2026-07-28, sent
+    /// for the first holder and ended with the last ([`Connection::unsubscribe_resource`],
+    /// [`Connection::release_subscriptions`]). Updates arrive as
+    /// [`HostEvent::ResourceUpdated`]. At most [`MAX_SUBSCRIPTIONS`] upstream, and at most
+    /// [`MAX_SUBSCRIPTIONS_PER_CLIENT`] held by one gateway session, so one client cannot take
+    /// every slot from the others and the person.
+    pub async fn subscribe_resource(
+        &self,
+        uri: &str,
+        subscriber: Subscriber,
+        caller: Option<&crate::caller::Caller>,
+    ) -> Result<(), HostError> {
         self.require(Offer::Resources, "resources")?;
         if self.era == Era::V2025_11_25 {
             self.require(Offer::Subscriptions, "resource subscriptions")?;
         }
-        if self
+        let permit = {
+            let gate = self.resource_gate.lock().expect("resource gate poisoned");
+            self.gatekeeper
+                .authorize_resource(&self.verdict, &gate, uri, "subscribe", caller)?
+        };
+        let uri = permit.uri().to_string();
+        // One change of the holders at a time: two holders of one URI subscribe upstream once.
+        let _changing = self.subscribing.lock().await;
+        {
+            let holders = self.holders.lock().expect("holders poisoned");
+            if holders
+                .get(&uri)
+                .is_some_and(|set| set.contains(&subscriber))
+            {
+                return Ok(());
+            }
+            if let Some(session) = subscriber.session() {
+                let held = holders
+                    .values()
+                    .filter(|set| set.iter().any(|h| h.session() == Some(session)))
+                    .count();
+                if held >= MAX_SUBSCRIPTIONS_PER_CLIENT {
+                    return Err(HostError::SubscriptionLimit {
+                        server: self.server.clone(),
+                        detail: format!(
+                            "this AI client already holds {held} resource subscriptions on this server, the most one client may; unsubscribe from one first"
+                        ),
+                    });
+                }
+            }
+        }
+        let upstream = self
             .subscribed
             .lock()
             .expect("subscriptions poisoned")
-            .contains_key(uri)
-        {
-            return Ok(());
+            .contains_key(&uri);
+        if !upstream {
+            self.subscribe_upstream(&uri).await?;
         }
+        self.holders
+            .lock()
+            .expect("holders poisoned")
+            .entry(uri)
+            .or_default()
+            .insert(subscriber);
+        Ok(())
+    }
+
+    /// Sends the upstream subscription for `uri` (the caller holds `subscribing`).
+    async fn subscribe_upstream(&self, uri: &str) -> Result<(), HostError> {
         if self
             .subscribed
             .lock()
@@ -461,16 +595,14 @@ impl Connection {
             .len()
             >= MAX_SUBSCRIPTIONS
         {
-            return Err(HostError::Config(format!(
-                "at most {MAX_SUBSCRIPTIONS} resource subscriptions per server; unsubscribe from one first"
-            )));
+            return Err(HostError::SubscriptionLimit {
+                server: self.server.clone(),
+                detail: format!(
+                    "this server already has {MAX_SUBSCRIPTIONS} resource subscriptions, the most Gatehouse keeps on one server; unsubscribe from one first"
+                ),
+            });
         }
-        let permit = {
-            let gate = self.resource_gate.lock().expect("resource gate poisoned");
-            self.gatekeeper
-                .authorize_resource(&self.verdict, &gate, uri, "subscribe", None)?
-        };
-        let uri = permit.uri().to_string();
+        let uri = uri.to_string();
         let what = format!("subscribe {uri:?}");
         let peer = self.service.peer();
         let stream = match self.era {
@@ -529,8 +661,75 @@ impl Connection {
         Ok(())
     }
 
-    /// Ends a subscription (nothing to do for one that does not exist).
-    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), HostError> {
+    /// Ends `subscriber`'s subscription to `uri` (nothing to do for one it does not hold);
+    /// the upstream subscription ends with its last holder.
+    pub async fn unsubscribe_resource(
+        &self,
+        uri: &str,
+        subscriber: Subscriber,
+    ) -> Result<(), HostError> {
+        let _changing = self.subscribing.lock().await;
+        let last = {
+            let mut holders = self.holders.lock().expect("holders poisoned");
+            let Some(set) = holders.get_mut(uri) else {
+                return Ok(());
+            };
+            if !set.remove(&subscriber) {
+                return Ok(());
+            }
+            let last = set.is_empty();
+            if last {
+                holders.remove(uri);
+            }
+            last
+        };
+        if last {
+            self.unsubscribe_upstream(uri).await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Ends every subscription a gateway session holds (its own and its streams', or only
+    /// the stream's when `stream` is given): the client left, or its stream ended. Upstream
+    /// subscriptions nobody else holds end with them. Returns how many were released.
+    pub async fn release_subscriptions(&self, session: u64, stream: Option<u64>) -> usize {
+        let _changing = self.subscribing.lock().await;
+        let held_by = |h: &Subscriber| match (h, stream) {
+            (Subscriber::Client { session: s, .. }, None) => *s == session,
+            (
+                Subscriber::Client {
+                    session: s,
+                    stream: t,
+                },
+                Some(stream),
+            ) => *s == session && *t == stream,
+            (Subscriber::Person, _) => false,
+        };
+        let (released, emptied) = {
+            let mut holders = self.holders.lock().expect("holders poisoned");
+            let mut released = 0;
+            let mut emptied = Vec::new();
+            holders.retain(|uri, set| {
+                let before = set.len();
+                set.retain(|h| !held_by(h));
+                released += before - set.len();
+                if set.is_empty() {
+                    emptied.push(uri.clone());
+                }
+                !set.is_empty()
+            });
+            (released, emptied)
+        };
+        for uri in emptied {
+            // Best effort: a server that fails to answer has lost the client anyway.
+            let _ = self.unsubscribe_upstream(&uri).await;
+        }
+        released
+    }
+
+    /// Ends the upstream subscription for `uri` (the caller holds `subscribing`).
+    async fn unsubscribe_upstream(&self, uri: &str) -> Result<(), HostError> {
         let removed = self
             .subscribed
             .lock()
@@ -557,6 +756,21 @@ impl Connection {
                 .await
             }
         }
+    }
+
+    /// How many subscriptions `subscriber`'s session holds, for tests and the app's view.
+    pub fn held_subscriptions(&self, subscriber: Subscriber) -> usize {
+        self.holders
+            .lock()
+            .expect("holders poisoned")
+            .values()
+            .filter(|set| {
+                set.iter().any(|h| match subscriber.session() {
+                    Some(session) => h.session() == Some(session),
+                    None => *h == subscriber,
+                })
+            })
+            .count()
     }
 
     /// The URIs this connection is subscribed to, in order.

@@ -1,7 +1,10 @@
 //! What a server offers: tools (cached until `list_changed`, seen through the gate, approved
-//! by the user), resources and prompts, every listing bounded in pages, items and cursors.
+//! by the user), resources and prompts (cached the same way, [`Listing`]), every listing
+//! bounded in pages, items and cursors.
 
-use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{PaginatedRequestParams, Tool};
 use rmcp::service::ServiceError;
@@ -18,6 +21,86 @@ pub const MAX_LIST_PAGES: usize = 100;
 pub const MAX_LIST_ITEMS: usize = 10_000;
 /// …or at a cursor longer than this, or one the server already gave in the same listing.
 pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
+
+/// Which of a connection's prompt and resource listings the server said changed
+/// (`notifications/prompts/list_changed`, `notifications/resources/list_changed`, which also
+/// covers templates). Shared with the client handler that hears the notifications.
+#[derive(Debug, Default)]
+pub struct ContextStale {
+    pub(crate) prompts: AtomicBool,
+    pub(crate) resources: AtomicBool,
+    pub(crate) templates: AtomicBool,
+}
+
+impl ContextStale {
+    pub(crate) fn prompts_changed(&self) {
+        self.prompts.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn resources_changed(&self) {
+        self.resources.store(true, Ordering::SeqCst);
+        self.templates.store(true, Ordering::SeqCst);
+    }
+}
+
+/// One cached listing (prompts, resources or templates): fetched once and kept until the
+/// server says it changed, a fetch fails, or (where the server cannot tell the host: a
+/// 2026-07-28 server sends list changes only on `subscriptions/listen` streams, and the host
+/// holds none for them) it is older than a maximum age. So a client's burst of reads or
+/// prompts does not make the host list every page of every server for each one. A reconnect
+/// starts afresh (a new connection has a new cache).
+pub(crate) struct Listing<T> {
+    items: Mutex<Option<(Vec<T>, Instant)>>,
+    /// One refresh at a time: a caller that comes while another refreshes waits for its list.
+    refresh: tokio::sync::Mutex<()>,
+}
+
+/// How long a 2026-07-28 server's prompt and resource listings are kept.
+pub(crate) const MODERN_LISTING_MAX_AGE: Duration = Duration::from_secs(30);
+
+impl<T> Default for Listing<T> {
+    fn default() -> Self {
+        Listing {
+            items: Mutex::new(None),
+            refresh: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<T: Clone> Listing<T> {
+    /// The cached items, or what `fetch` lists when there are none, `stale` was set (it is
+    /// cleared first, so a change announced during the fetch is not lost) or they are older
+    /// than `max_age`. A failed fetch leaves the listing stale, to be tried again next time.
+    pub(crate) async fn get<F, Fut>(
+        &self,
+        stale: &AtomicBool,
+        max_age: Option<Duration>,
+        fetch: F,
+    ) -> Result<Vec<T>, HostError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Vec<T>, HostError>>,
+    {
+        let _refreshing = self.refresh.lock().await;
+        if !stale.swap(false, Ordering::SeqCst)
+            && let Some((items, at)) = self.items.lock().expect("listing poisoned").clone()
+            && max_age.is_none_or(|age| at.elapsed() < age)
+        {
+            return Ok(items);
+        }
+        match fetch().await {
+            Ok(items) => {
+                *self.items.lock().expect("listing poisoned") =
+                    Some((items.clone(), Instant::now()));
+                Ok(items)
+            }
+            Err(error) => {
+                stale.store(true, Ordering::SeqCst);
+                Err(error)
+            }
+        }
+    }
+}
 
 /// A listed tool and what the gate says about it.
 #[derive(Debug, Clone)]
@@ -244,4 +327,76 @@ fn definitions(tools: &[Tool]) -> Vec<serde_json::Value> {
 /// The start of a server-chosen string, for an error message.
 fn preview(text: &str) -> String {
     text.chars().take(64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_listing_is_fetched_once_until_the_server_says_it_changed_or_a_fetch_fails() {
+        let listing: Listing<u32> = Listing::default();
+        let stale = AtomicBool::new(false);
+        let fetches = AtomicUsize::new(0);
+        let fetch = |items: Vec<u32>| {
+            let fetches = &fetches;
+            move || async move {
+                fetches.fetch_add(1, Ordering::SeqCst);
+                Ok(items)
+            }
+        };
+        assert_eq!(
+            listing.get(&stale, None, fetch(vec![1])).await.unwrap(),
+            [1]
+        );
+        // A burst: nothing fetched again.
+        for _ in 0..10 {
+            assert_eq!(
+                listing.get(&stale, None, fetch(vec![9])).await.unwrap(),
+                [1]
+            );
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
+        // list_changed: the next one fetches, and keeps what it got.
+        stale.store(true, Ordering::SeqCst);
+        assert_eq!(
+            listing.get(&stale, None, fetch(vec![2])).await.unwrap(),
+            [2]
+        );
+        assert_eq!(
+            listing.get(&stale, None, fetch(vec![3])).await.unwrap(),
+            [2]
+        );
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        // A failed fetch is tried again next time instead of serving what may be out of date.
+        stale.store(true, Ordering::SeqCst);
+        let failed = listing
+            .get(&stale, None, || async {
+                Err(HostError::Config("the server went away".into()))
+            })
+            .await;
+        assert!(failed.is_err());
+        assert!(stale.load(Ordering::SeqCst));
+        assert_eq!(
+            listing.get(&stale, None, fetch(vec![4])).await.unwrap(),
+            [4]
+        );
+        // Where the server cannot say it changed, a listing older than its age is fetched.
+        assert_eq!(
+            listing
+                .get(&stale, Some(Duration::ZERO), fetch(vec![5]))
+                .await
+                .unwrap(),
+            [5]
+        );
+        assert_eq!(
+            listing
+                .get(&stale, Some(Duration::from_secs(3600)), fetch(vec![6]))
+                .await
+                .unwrap(),
+            [5]
+        );
+    }
 }

@@ -44,10 +44,11 @@ pub use call::{
 pub(crate) use context::Subscribed;
 pub use context::{
     CompletionTarget, GatedPrompt, GatedResource, GatedTemplate, MAX_COMPLETION_CHARS,
-    MAX_COMPLETION_VALUES, MAX_SUBSCRIPTIONS, PromptOutcome, ResourceOutcome,
+    MAX_COMPLETION_VALUES, MAX_SUBSCRIPTIONS, MAX_SUBSCRIPTIONS_PER_CLIENT, PromptOutcome,
+    ResourceOutcome, Subscriber,
 };
 pub use launch::{BOUND_SERVER_CWD, log_file_name};
-pub use listing::{GatedTool, MAX_CURSOR_BYTES, MAX_LIST_ITEMS, MAX_LIST_PAGES};
+pub use listing::{ContextStale, GatedTool, MAX_CURSOR_BYTES, MAX_LIST_ITEMS, MAX_LIST_PAGES};
 
 use launch::{Launch, handshake, resolve, transport_kind};
 
@@ -130,6 +131,11 @@ pub struct Connection {
     tools_refresh: tokio::sync::Mutex<()>,
     progress: Arc<ProgressCount>,
     tools_cache: Mutex<Option<Vec<Tool>>>,
+    /// Prompt, resource and template listings, each kept until the server says it changed.
+    prompts_listing: listing::Listing<rmcp::model::Prompt>,
+    resources_listing: listing::Listing<rmcp::model::Resource>,
+    templates_listing: listing::Listing<rmcp::model::ResourceTemplate>,
+    context_stale: Arc<listing::ContextStale>,
     request_timeout: Duration,
     gatekeeper: Arc<Gatekeeper>,
     verdict: Arc<Verdict>,
@@ -144,6 +150,10 @@ pub struct Connection {
     /// Resources subscribed to: URI → the 2026-07-28 listen stream's task (none in
     /// 2025-11-25, where updates arrive as notifications the client handler filters by URI).
     subscribed: context::Subscribed,
+    /// Who holds each subscription (the person, gateway sessions).
+    holders: context::Holders,
+    /// Held while subscriptions change, so two holders of one URI subscribe upstream once.
+    subscribing: tokio::sync::Mutex<()>,
     /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
     /// flood the audit log.
     mismatches_seen: Mutex<std::collections::HashSet<(String, String)>>,
@@ -249,6 +259,7 @@ impl Connection {
             tap.redact(name, value.expose());
         }
         let tools_stale = Arc::new(AtomicBool::new(false));
+        let context_stale = Arc::new(listing::ContextStale::default());
         let subscribed: context::Subscribed = Default::default();
         let wire = Wire {
             tap,
@@ -265,7 +276,8 @@ impl Connection {
                 tools_stale.clone(),
                 wire.progress.clone(),
             )
-            .with_subscriptions(subscribed.clone());
+            .with_subscriptions(subscribed.clone())
+            .with_context_stale(context_stale.clone());
             if options.broker.is_some() {
                 handler.with_pending_session(session_rx.clone())
             } else {
@@ -428,6 +440,10 @@ impl Connection {
             tools_refresh: tokio::sync::Mutex::new(()),
             progress: wire.progress,
             tools_cache: Mutex::new(None),
+            prompts_listing: Default::default(),
+            resources_listing: Default::default(),
+            templates_listing: Default::default(),
+            context_stale,
             request_timeout: options.request_timeout,
             gatekeeper,
             verdict,
@@ -436,6 +452,8 @@ impl Connection {
             prompt_gate,
             resource_gate,
             subscribed,
+            holders: Default::default(),
+            subscribing: tokio::sync::Mutex::new(()),
             mismatches_seen: Mutex::new(Default::default()),
             oauth,
         })

@@ -5,6 +5,7 @@
 //! with the host's stable codes.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate};
 use serde::Serialize;
@@ -16,7 +17,7 @@ use gatehouse_attest::uri_template::Template;
 
 use super::{ApiError, Change, Host};
 use crate::broker::ElicitationRecord;
-use crate::connection::{CallOptions, CompletionTarget};
+use crate::connection::{CallOptions, CompletionTarget, Subscriber};
 use crate::consent::IdentityBanner;
 use crate::content::{ContentView, MessageView};
 
@@ -131,7 +132,17 @@ impl Host {
 
     /// The server's prompts as the gate sees them.
     pub async fn list_prompts(&self, server: &str) -> Result<PromptGroups, ApiError> {
-        let connection = self.connection(server).await?;
+        self.list_prompts_with(server, &CallOptions::default())
+            .await
+    }
+
+    /// [`Host::list_prompts`] for a downstream client (live connections only).
+    pub async fn list_prompts_with(
+        &self,
+        server: &str,
+        options: &CallOptions,
+    ) -> Result<PromptGroups, ApiError> {
+        let connection = self.connection_for(server, options).await?;
         let mut groups = PromptGroups::default();
         for gated in connection.gated_prompts().await? {
             match gated.status {
@@ -151,7 +162,17 @@ impl Host {
 
     /// The server's resources and templates as the gate sees them.
     pub async fn list_resources(&self, server: &str) -> Result<ResourceGroups, ApiError> {
-        let connection = self.connection(server).await?;
+        self.list_resources_with(server, &CallOptions::default())
+            .await
+    }
+
+    /// [`Host::list_resources`] for a downstream client (live connections only).
+    pub async fn list_resources_with(
+        &self,
+        server: &str,
+        options: &CallOptions,
+    ) -> Result<ResourceGroups, ApiError> {
+        let connection = self.connection_for(server, options).await?;
         let (resources, templates) = connection.gated_resources().await?;
         let mut groups = ResourceGroups {
             subscriptions: connection.subscriptions(),
@@ -212,7 +233,7 @@ impl Host {
         target: ReadTarget,
         options: &CallOptions,
     ) -> Result<ReadView, ApiError> {
-        let connection = self.connection(server).await?;
+        let connection = self.connection_for(server, options).await?;
         let outcome = match &target {
             ReadTarget::Uri(uri) => connection.read_resource(uri, options).await,
             ReadTarget::Template {
@@ -255,7 +276,7 @@ impl Host {
         arguments: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<PromptView, ApiError> {
-        let connection = self.connection(server).await?;
+        let connection = self.connection_for(server, options).await?;
         let outcome = connection
             .get_prompt(
                 prompt,
@@ -285,24 +306,114 @@ impl Host {
         value: &str,
         context: HashMap<String, String>,
     ) -> Result<Vec<String>, ApiError> {
-        let connection = self.connection(server).await?;
+        self.complete_with(
+            server,
+            target,
+            argument,
+            value,
+            context,
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// [`Host::complete`] with per-request options (the gateway's: a denial is recorded with
+    /// the client that asked, and only a live connection is used).
+    pub async fn complete_with(
+        &self,
+        server: &str,
+        target: CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: HashMap<String, String>,
+        options: &CallOptions,
+    ) -> Result<Vec<String>, ApiError> {
+        let connection = self.connection_for(server, options).await?;
         let completion = connection
-            .complete(&target, argument, value, &context)
+            .complete(&target, argument, value, &context, options)
             .await?;
         Ok(completion.values)
     }
 
-    /// Subscribes to a resource's updates (they arrive as [`crate::HostEvent::ResourceUpdated`]).
+    /// Subscribes the person to a resource's updates (they arrive as
+    /// [`crate::HostEvent::ResourceUpdated`]).
     pub async fn subscribe_resource(&self, server: &str, uri: &str) -> Result<(), ApiError> {
-        let connection = self.connection(server).await?;
-        let subscribed = connection.subscribe_resource(uri).await;
+        self.subscribe_resource_for(server, uri, Subscriber::Person, &CallOptions::default())
+            .await
+    }
+
+    /// Subscribes `subscriber` (a gateway session's, from [`Host::subscriber_session`]), the
+    /// request decided and recorded with `options.caller`.
+    pub async fn subscribe_resource_for(
+        &self,
+        server: &str,
+        uri: &str,
+        subscriber: Subscriber,
+        options: &CallOptions,
+    ) -> Result<(), ApiError> {
+        let connection = self.connection_for(server, options).await?;
+        let subscribed = connection
+            .subscribe_resource(uri, subscriber, options.caller.as_ref())
+            .await;
         self.changed(server);
         Ok(subscribed?)
     }
 
     pub async fn unsubscribe_resource(&self, server: &str, uri: &str) -> Result<(), ApiError> {
         let connection = self.connection(server).await?;
-        Ok(connection.unsubscribe_resource(uri).await?)
+        Ok(connection
+            .unsubscribe_resource(uri, Subscriber::Person)
+            .await?)
+    }
+
+    /// Ends `subscriber`'s subscription, if its server is connected (a closed connection
+    /// holds none).
+    pub async fn unsubscribe_resource_for(
+        &self,
+        server: &str,
+        uri: &str,
+        subscriber: Subscriber,
+    ) -> Result<(), ApiError> {
+        let Some(connection) = self.connected(server).await else {
+            return Ok(());
+        };
+        Ok(connection.unsubscribe_resource(uri, subscriber).await?)
+    }
+
+    /// A new gateway session's number, for its [`Subscriber::Client`] subscriptions.
+    pub fn subscriber_session(&self) -> u64 {
+        self.subscriber_sessions
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1
+    }
+
+    /// Ends every subscription of a gateway session (or of one of its streams) on every
+    /// connection; upstream subscriptions nobody else holds end with them. Returns how many
+    /// were released.
+    pub async fn release_subscriptions(&self, session: u64, stream: Option<u64>) -> usize {
+        let connections: Vec<Arc<crate::Connection>> = {
+            let slots = self.slots.lock().await;
+            slots
+                .values()
+                .filter_map(|slot| match slot {
+                    super::Slot::Connected(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut released = 0;
+        for connection in connections {
+            released += connection.release_subscriptions(session, stream).await;
+        }
+        released
+    }
+
+    /// The connection to `server` if one is open now (never connecting).
+    async fn connected(&self, server: &str) -> Option<Arc<crate::Connection>> {
+        match self.slots.lock().await.get(server) {
+            Some(super::Slot::Connected(c)) => Some(c.clone()),
+            _ => None,
+        }
     }
 
     /// Approves prompts as the user (warn posture only); returns the pins recorded.

@@ -358,15 +358,25 @@ impl AuditWarning {
             });
         }
         if let Some(short) = &report.recovery.short_tail {
-            warnings.push(AuditWarning {
-                code: gatehouse_audit::EVENT_SHORT_TAIL.to_string(),
-                message: format!(
+            let message = if short.flush_failed == 0 {
+                format!(
                     "The computer stopped (a power cut or a crash of the system) while Gatehouse was recording in the batched durability mode: audit records of the last {} ms (at most {} records) after record {} may be missing. This is not tampering; it was recorded as record {}.",
                     short.flush_ms,
                     short.flush_records,
                     short.head_seq.map_or("?".to_string(), |s| s.to_string()),
                     short.seq
-                ),
+                )
+            } else {
+                // A failed flush (a disk error), not only a restart: say which.
+                format!(
+                    "Audit records may be missing: {}. This is not tampering; it was recorded as record {}.",
+                    short.describe(),
+                    short.seq
+                )
+            };
+            warnings.push(AuditWarning {
+                code: gatehouse_audit::EVENT_SHORT_TAIL.to_string(),
+                message,
             });
         }
         if let Some(mismatch) = &report.recovery.head_mismatch {
@@ -428,12 +438,18 @@ pub struct Host {
     servers_changed: watch::Sender<u64>,
     /// The gateway sessions open now.
     sessions: Arc<downstream::Sessions>,
+    /// The last subscriber session handed out ([`Host::subscriber_session`]).
+    subscriber_sessions: std::sync::atomic::AtomicU64,
     /// Servers given on a command line (`--stdio`, `--url`) rather than listed: they stand
     /// before listed ones of the same name and are never saved.
     adhoc: std::sync::Mutex<BTreeMap<String, ServerSpec>>,
 }
 
 const TAP_CAPACITY: usize = 10_000;
+
+/// How much longer than the connect timeout a downstream client's request waits for a server
+/// that is connecting (a sign-in's consent can take the person a moment).
+const LIVE_WAIT_MARGIN: Duration = Duration::from_secs(5);
 
 impl Host {
     /// Opens the audit log and loads the trust roots and the policy. Fails, with what to fix,
@@ -539,6 +555,7 @@ impl Host {
             started: watch::channel(false).0,
             servers_changed,
             sessions: Arc::default(),
+            subscriber_sessions: std::sync::atomic::AtomicU64::new(0),
             adhoc: std::sync::Mutex::default(),
         }))
     }
@@ -563,6 +580,27 @@ impl Host {
             specs.push((name.clone(), entry.to_spec(name)?, false));
         }
         Ok(specs)
+    }
+
+    /// The server `name` is the same program as, in another era: in demo mode, `demo-2025`
+    /// is the embedded demo (`demo`) spoken to in 2025-11-25, with the same resources. A
+    /// gateway offers such a pair's shared URIs once, from the one returned. `None` for every
+    /// configured server (a `servers.json` entry named like the demo replaces it).
+    pub fn demo_twin(&self, name: &str) -> Option<&'static str> {
+        if name != DEMO_LEGACY_NAME
+            || !self.options.demo
+            || self
+                .adhoc
+                .lock()
+                .expect("adhoc poisoned")
+                .contains_key(name)
+        {
+            return None;
+        }
+        let specs = self.specs().ok()?;
+        let is_demo = |wanted: &str| specs.iter().any(|(n, _, demo)| n == wanted && *demo);
+        (is_demo(DEMO_LEGACY_NAME) && is_demo(demo::DEMO_SERVER_NAME))
+            .then_some(demo::DEMO_SERVER_NAME)
     }
 
     fn spec(&self, name: &str) -> Result<(ServerSpec, bool), ApiError> {
@@ -680,6 +718,76 @@ impl Host {
         outcome
     }
 
+    /// The connection a request with `options` uses. The person's own requests (no caller)
+    /// connect a server that is not connected, admitting it first; a downstream client's
+    /// request (a caller) uses live connections only ([`Host::live`]), so no AI client can
+    /// make the host re-run admission, fetch attestations, respawn a crashed server or put
+    /// up a sign-in by asking for something.
+    pub(crate) async fn connection_for(
+        &self,
+        name: &str,
+        options: &CallOptions,
+    ) -> Result<Arc<Connection>, ApiError> {
+        match options.caller {
+            Some(_) => self.live(name).await,
+            None => self.connection(name).await,
+        }
+    }
+
+    /// The live connection to `name`, never connecting: waits (at most the connect timeout
+    /// and a margin) while the host is starting or the server is connecting, then answers
+    /// with the connection or `server_not_connected`.
+    pub async fn live(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
+        self.spec(name)?;
+        let wait = self.options.connect_timeout + LIVE_WAIT_MARGIN;
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut changes = self.servers_changed.subscribe();
+        let mut started = self.started.subscribe();
+        loop {
+            changes.borrow_and_update();
+            let has_started = *started.borrow_and_update();
+            let down = {
+                let slots = self.slots.lock().await;
+                match slots.get(name) {
+                    Some(Slot::Connected(c))
+                        if c.session().is_none_or(|s| s.killed().is_none()) =>
+                    {
+                        return Ok(c.clone());
+                    }
+                    Some(Slot::Connecting) => None,
+                    // Not tried yet: the host's first connect may be on its way.
+                    None if !has_started => None,
+                    Some(Slot::Failed(row)) => Some(row.headline.clone()),
+                    Some(Slot::Connected(_)) => {
+                        Some("its connection was closed (the server was suspended)".to_string())
+                    }
+                    None => Some("it was never connected".to_string()),
+                }
+            };
+            if let Some(why) = down {
+                return Err(ApiError::new(
+                    "server_not_connected",
+                    format!(
+                        "{name:?} is not connected ({why}); an AI client's request never connects or re-admits a server: connect it in Gatehouse (the app's Connect, or `gatehouse connect {name}`)"
+                    ),
+                ));
+            }
+            tokio::select! {
+                _ = changes.changed() => {}
+                _ = started.changed() => {}
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(ApiError::new(
+                        "connecting",
+                        format!(
+                            "{name:?} is still connecting after {}s; try again in a moment",
+                            wait.as_secs()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
     /// The detail of a server whose connection failed (admission or transport), if it did.
     async fn failed_detail(
         &self,
@@ -767,20 +875,35 @@ impl Host {
         self.started.send_replace(true);
     }
 
-    /// [`Host::connect_all`], or only the listed server `only` (a gateway that offers one
-    /// server's tools; an unknown name connects nothing), on a task of its own: a gateway
-    /// starts serving at once, and its first listing waits for [`Host::started`]. Must run
-    /// inside a Tokio runtime.
+    /// Connects the listed servers never tried yet (or only `only`, for a gateway that offers
+    /// one server's tools; an unknown name connects nothing), on a task of its own: a gateway
+    /// starts serving at once, and its first listing waits for [`Host::started`]. A server
+    /// that failed or was refused stays so: a client connecting (each bridged or HTTP
+    /// session) never re-runs admission; the person's connect does. Must run inside a Tokio
+    /// runtime.
     pub fn connect_in_background(self: &Arc<Self>, only: Option<String>) {
         let host = self.clone();
         tokio::spawn(async move {
-            match only {
-                Some(name) => {
-                    let _ = host.connection(&name).await;
-                    host.started.send_replace(true);
-                }
-                None => host.connect_all().await,
-            }
+            let names: Vec<String> = match (&only, host.specs()) {
+                (Some(name), _) => vec![name.clone()],
+                (None, Ok(specs)) => specs.into_iter().map(|(n, _, _)| n).collect(),
+                (None, Err(_)) => Vec::new(),
+            };
+            let untried: Vec<String> = {
+                let slots = host.slots.lock().await;
+                names
+                    .into_iter()
+                    .filter(|name| !slots.contains_key(name))
+                    .collect()
+            };
+            futures::future::join_all(
+                untried
+                    .iter()
+                    .filter(|name| host.has_server(name))
+                    .map(|name| host.connection(name)),
+            )
+            .await;
+            host.started.send_replace(true);
         });
     }
 
@@ -874,7 +997,7 @@ impl Host {
         arguments: Option<Map<String, Value>>,
         options: &CallOptions,
     ) -> Result<crate::ToolOutcome, ApiError> {
-        let connection = self.connection(server).await?;
+        let connection = self.connection_for(server, options).await?;
         let outcome = connection.call_tool(tool, arguments, options).await;
         (self.notify)(Change::Audit);
         (self.notify)(Change::Traffic {
