@@ -21,16 +21,30 @@
 //! `audit_short_tail`, and `verify` reports a short tail (never a break). A marker from this
 //! boot whose process is gone means only the process died, which loses nothing (the page
 //! cache kept its writes); it is removed.
+//!
+//! A failed flush is the other way records the host acted on can miss the disk without the
+//! machine stopping: after an `fdatasync` error the kernel may have dropped the pages it could
+//! not write. So the writer says so in its marker before anything else (see
+//! [`mark_flush_failed`]): the marker is rewritten with `"flush_failed": true` and the last seq
+//! it made durable, or, when even that write fails, renamed to `<marker>.flush-failed` (a
+//! change of name needs no data block). A marker that says so is reported like one of another
+//! boot, whether its writer is alive or not (a failed writer never flushes again); the next
+//! open records `audit_short_tail` with `flush_failed`, and `verify` reports the short tail.
+//! When the disk refuses the rename too, the marker stays as it was (a failed writer never
+//! removes it): on another boot it is reported as usual; on this boot, once its writer is
+//! gone, it cannot be told from a killed process's and is removed. That case is left to the
+//! failing process itself, which refused every later decision (`flush_failed`) and said why.
 
+use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::head::{sync_dir, write_synced};
+use crate::head::{private_file_options, sync_dir, write_synced};
 
 /// How an appended record is made durable. Serialized as `"sync"` / `"batched"` (with the
 /// window) in reports.
@@ -141,6 +155,26 @@ impl Serialize for Durability {
     }
 }
 
+/// Makes what was written to the log file durable: [`Fdatasync`] (`File::sync_data`) unless
+/// another is passed to [`AuditLog::open_with_syncer`](crate::AuditLog::open_with_syncer).
+/// The seam exists so a test can have the disk fail the way a real one does (an `fdatasync`
+/// that returns an error) and see what the log records about it. Only the log file's syncs go
+/// through it (the flusher's, a sync-mode append's, a repair's); the head and marker files are
+/// synced directly.
+pub trait Syncer: fmt::Debug + Send + Sync {
+    fn sync_data(&self, file: &File) -> io::Result<()>;
+}
+
+/// The real [`Syncer`]: `fdatasync` (`File::sync_data`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fdatasync;
+
+impl Syncer for Fdatasync {
+    fn sync_data(&self, file: &File) -> io::Result<()> {
+        file.sync_data()
+    }
+}
+
 /// The running system's boot id (Linux), or `None` where there is none: then no markers are
 /// written and a power cut in the batched mode cannot be told apart afterwards.
 pub(crate) fn boot_id() -> Option<String> {
@@ -158,6 +192,34 @@ struct MarkerFile {
     pid: u32,
     flush_ms: u64,
     flush_records: u32,
+    /// A flush of this writer failed: what it wrote after `durable_seq` may never reach the
+    /// disk. Written only when true, so other markers read as they always did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    flush_failed: bool,
+    /// The last seq this writer's own flushes made durable, when it had flushed at all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    durable_seq: Option<u64>,
+}
+
+impl MarkerFile {
+    /// The marker of this process for a batched `durability`; `None` for the sync mode.
+    fn new(boot_id: &str, durability: Durability) -> Option<MarkerFile> {
+        let Durability::Batched {
+            max_delay,
+            max_records,
+        } = durability
+        else {
+            return None;
+        };
+        Some(MarkerFile {
+            boot_id: boot_id.to_string(),
+            pid: std::process::id(),
+            flush_ms: max_delay.as_millis() as u64,
+            flush_records: max_records,
+            flush_failed: false,
+            durable_seq: None,
+        })
+    }
 }
 
 /// Distinguishes the markers (and private head files) of several handles in one process.
@@ -168,6 +230,9 @@ static HANDLE: AtomicU64 = AtomicU64::new(0);
 pub(crate) struct HandleFiles {
     pub marker: PathBuf,
     pub head_temp: PathBuf,
+    /// The window the marker holds while it exists (`None` before it is written and after it
+    /// is removed): what a failed flush rewrites it with.
+    pub marked: Option<Durability>,
 }
 
 impl HandleFiles {
@@ -177,11 +242,22 @@ impl HandleFiles {
         HandleFiles {
             marker: crate::head::sibling(log, &format!("{MARKER_INFIX}{pid}-{n}")),
             head_temp: crate::head::sibling(log, &format!(".head.{pid}-{n}.tmp")),
+            marked: None,
         }
     }
 }
 
 const MARKER_INFIX: &str = ".batched-";
+
+/// What a marker renamed after a failed flush ends with (see [`mark_flush_failed`]).
+const FLUSH_FAILED_SUFFIX: &str = ".flush-failed";
+
+/// `<path><suffix>`.
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
 
 /// Writes the marker, durably (file and directory), before the handle's first batched append.
 pub(crate) fn write_marker(
@@ -190,23 +266,11 @@ pub(crate) fn write_marker(
     boot_id: &str,
     durability: Durability,
 ) -> io::Result<()> {
-    let Durability::Batched {
-        max_delay,
-        max_records,
-    } = durability
-    else {
+    let Some(marker) = MarkerFile::new(boot_id, durability) else {
         return Ok(());
     };
-    let marker = MarkerFile {
-        boot_id: boot_id.to_string(),
-        pid: std::process::id(),
-        flush_ms: max_delay.as_millis() as u64,
-        flush_records: max_records,
-    };
     // Written under another name and renamed, so a concurrent open never sees it half made.
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".tmp");
-    let temp = PathBuf::from(temp);
+    let temp = suffixed(path, ".tmp");
     write_synced(
         &temp,
         &serde_json::to_vec(&marker).expect("a marker serializes"),
@@ -215,19 +279,73 @@ pub(crate) fn write_marker(
     sync_dir(log)
 }
 
-/// A marker left by a batched writer of another boot: the machine stopped while that writer
-/// may have had records the disk never got.
+/// Says in the marker at `path` (holding `window`) that a flush of its writer failed, with the
+/// last seq its flushes made durable. Called once, on the first failed flush; the writer never
+/// flushes or removes its marker again.
+///
+/// The disk that just failed a flush is likely to fail this too, so there are two ways, the
+/// second needing no data block: the marker is rewritten (a temp file renamed over it), else
+/// renamed to `<marker>.flush-failed`. Neither needs its flush to succeed: an open on this boot
+/// reads what the OS holds, and on another boot any marker, even an empty one, is reported
+/// already. When both fail the error is returned and the marker is left as it was.
+pub(crate) fn mark_flush_failed(
+    path: &Path,
+    log: &Path,
+    boot_id: &str,
+    window: Durability,
+    durable_seq: Option<u64>,
+) -> io::Result<()> {
+    let Some(mut marker) = MarkerFile::new(boot_id, window) else {
+        return Ok(());
+    };
+    marker.flush_failed = true;
+    marker.durable_seq = durable_seq;
+    let bytes = serde_json::to_vec(&marker).expect("a marker serializes");
+    let temp = suffixed(path, ".tmp");
+    let rewritten = private_file_options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .and_then(|mut file| {
+            file.write_all(&bytes)?;
+            // Best effort: see above.
+            let _ = file.sync_all();
+            Ok(())
+        })
+        .and_then(|()| fs::rename(&temp, path));
+    let marked = match rewritten {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            let _ = fs::remove_file(&temp);
+            fs::rename(path, suffixed(path, FLUSH_FAILED_SUFFIX))
+        }
+    };
+    let _ = sync_dir(log);
+    marked
+}
+
+/// A marker whose records may be missing: left by a batched writer of another boot (the
+/// machine stopped while that writer may have had records the disk never got), or by one whose
+/// flush failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StaleMarker {
     pub path: PathBuf,
     pub flush_ms: u64,
     pub flush_records: u32,
+    /// The writer's flush failed (what the marker says, or its `.flush-failed` name).
+    pub flush_failed: bool,
+    /// The last seq that writer made durable, when its marker says.
+    pub durable_seq: Option<u64>,
+    /// The writer's private head file, removed with a failed writer's marker.
+    pub head_temp: PathBuf,
 }
 
-/// The markers next to `log`. Markers of another boot (or unreadable ones: a power cut can
-/// leave a marker empty) are returned; markers of this boot whose process is gone are removed
-/// when `tidy` (only the process died, which loses nothing), and so are their private head
-/// files.
+/// The markers next to `log` that say records may be missing: markers of another boot (or
+/// unreadable ones: a power cut can leave a marker empty), and markers of any boot that say a
+/// flush failed. Markers of this boot whose process is gone and that say nothing of a failed
+/// flush are removed when `tidy` (only the process died, which loses nothing), and so are
+/// their private head files.
 pub(crate) fn stale_markers(
     log: &Path,
     boot_id: Option<&str>,
@@ -261,24 +379,35 @@ pub(crate) fn stale_markers(
         else {
             continue;
         };
+        let (id, renamed) = match id.strip_suffix(FLUSH_FAILED_SUFFIX) {
+            Some(id) => (id, true),
+            None => (id, false),
+        };
         let path = entry.path();
+        let head_temp = crate::head::sibling(log, &format!(".head.{id}.tmp"));
         let marker = read_marker(&path);
         match marker {
-            Some(m) if m.boot_id == boot_id => {
+            Some(m) if m.boot_id == boot_id && !m.flush_failed && !renamed => {
                 if tidy && !process_alive(m.pid) {
                     let _ = fs::remove_file(&path);
-                    let _ = fs::remove_file(crate::head::sibling(log, &format!(".head.{id}.tmp")));
+                    let _ = fs::remove_file(&head_temp);
                 }
             }
             Some(m) => stale.push(StaleMarker {
                 path,
                 flush_ms: m.flush_ms,
                 flush_records: m.flush_records,
+                flush_failed: m.flush_failed || renamed,
+                durable_seq: m.durable_seq,
+                head_temp,
             }),
             None => stale.push(StaleMarker {
                 path,
                 flush_ms: Durability::LIMIT_MAX_DELAY.as_millis() as u64,
                 flush_records: Durability::LIMIT_MAX_RECORDS,
+                flush_failed: renamed,
+                durable_seq: None,
+                head_temp,
             }),
         }
     }
@@ -358,7 +487,10 @@ mod tests {
             [StaleMarker {
                 path: ours.marker.clone(),
                 flush_ms: 50,
-                flush_records: 128
+                flush_records: 128,
+                flush_failed: false,
+                durable_seq: None,
+                head_temp: ours.head_temp.clone(),
             }]
         );
         // A dead process of this boot: removed, with its private head file.
@@ -384,5 +516,38 @@ mod tests {
         assert_eq!(stale[0].flush_records, Durability::LIMIT_MAX_RECORDS);
         // Without a boot id nothing can be told.
         assert!(stale_markers(&log, None, true).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_marker_that_says_a_flush_failed_is_stale_on_this_boot_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let ours = HandleFiles::new(&log);
+        write_marker(&ours.marker, &log, "boot-a", Durability::batched()).unwrap();
+        mark_flush_failed(&ours.marker, &log, "boot-a", Durability::batched(), Some(7)).unwrap();
+        // This boot, a live process: stale all the same, and never tidied.
+        let stale = stale_markers(&log, Some("boot-a"), true).unwrap();
+        assert_eq!(stale.len(), 1);
+        assert!(stale[0].flush_failed);
+        assert_eq!(stale[0].durable_seq, Some(7));
+        assert_eq!(stale[0].head_temp, ours.head_temp);
+        // A dead process of this boot whose marker was renamed (the rewrite failed): stale,
+        // with its head file named by its id.
+        let renamed = crate::head::sibling(&log, ".batched-4294967294-3.flush-failed");
+        fs::write(
+            &renamed,
+            r#"{"boot_id":"boot-a","pid":4294967294,"flush_ms":50,"flush_records":128}"#,
+        )
+        .unwrap();
+        let stale = stale_markers(&log, Some("boot-a"), true).unwrap();
+        assert_eq!(stale.len(), 2);
+        let other = stale.iter().find(|m| m.path == renamed).unwrap();
+        assert!(other.flush_failed);
+        assert_eq!(other.durable_seq, None);
+        assert_eq!(
+            other.head_temp,
+            crate::head::sibling(&log, ".head.4294967294-3.tmp")
+        );
+        assert!(renamed.exists() && ours.marker.exists());
     }
 }

@@ -22,7 +22,10 @@
 //!   hashes differently, means records were removed from the end.
 //! - **Markers**, `<log>.batched-<pid>-<n>`: one per batched writer while it runs (the boot id
 //!   and its window), so a restart of the machine that cut its last window short is recorded
-//!   (`audit_short_tail`) rather than silent; see [`Durability`].
+//!   (`audit_short_tail`) rather than silent; see [`Durability`]. A writer whose flush failed
+//!   says so in its marker (`"flush_failed": true` and the last seq it made durable, or, when
+//!   that cannot be written, the name `<marker>.flush-failed`), and the marker is recorded the
+//!   same way on any boot instead of being taken for a crashed process's.
 //! - **Torn side files**, `<log>.torn-<seq>`: the exact bytes of a torn last line, moved out of
 //!   the log; `<seq>` is the seq of the `audit_torn_tail` record that describes it (`-1`, `-2`…
 //!   is added rather than overwrite an older side file).
@@ -48,7 +51,9 @@
 //! - What a power cut can take: nothing in the sync mode; in the batched mode at most the
 //!   records of each writer's last window (`max_delay` or `max_records`), never a record the
 //!   head anchored. The next open records `audit_short_tail` and [`verify`] reports a short
-//!   tail, not a break.
+//!   tail, not a break. A failed flush can take the same window without a power cut (the
+//!   kernel may drop pages it could not write); it is recorded the same way, with
+//!   `flush_failed` (see [`Syncer`] for the seam the tests fail a flush through).
 //! - Nothing is dropped silently. A torn last line is moved byte for byte to a side file and
 //!   an `audit_torn_tail` record names its length, SHA-256 and side file. A head that does not
 //!   match the log's end (records removed, head deleted) is recorded as `audit_head_mismatch`,
@@ -91,7 +96,7 @@ mod scan;
 mod verify;
 mod writer;
 
-pub use durability::Durability;
+pub use durability::{Durability, Fdatasync, Syncer};
 pub use error::AuditError;
 pub use head::head_path;
 pub use log::{

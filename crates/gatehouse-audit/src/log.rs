@@ -14,7 +14,9 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::AuditError;
-use crate::durability::{Durability, HandleFiles, boot_id, write_marker};
+use crate::durability::{
+    Durability, Fdatasync, HandleFiles, Syncer, boot_id, mark_flush_failed, write_marker,
+};
 use crate::head::{head_path, install_head, prepare_head};
 use crate::record::{Anchor, Entry, check_server, format_time, is_event_name, json_kind};
 use crate::writer::{Writer, open_log_file, stamp};
@@ -88,7 +90,8 @@ pub struct Recovery {
     pub torn_tail: Option<TornTail>,
     pub head_mismatch: Option<HeadMismatch>,
     /// Batched writers of an earlier boot left their markers: the machine stopped (a power
-    /// cut, a crash of the OS) while their last records may not have reached the disk.
+    /// cut, a crash of the OS) while their last records may not have reached the disk. Or a
+    /// batched writer's flush failed (its marker says so), which may have lost them too.
     pub short_tail: Option<ShortTail>,
 }
 
@@ -98,10 +101,11 @@ impl Recovery {
     }
 }
 
-/// Found at open: `writers` batched handles had the log open when the machine stopped. Records
-/// they wrote in their last window (up to `flush_ms` and `flush_records`) after the head's
-/// anchor may be missing; nothing before `head_seq` is. Recorded as an `audit_short_tail`
-/// record with `seq`; `verify` reports it as a short tail, not as a break.
+/// Found at open: `writers` batched handles had the log open when the machine stopped, or
+/// (`flush_failed` of them) had a flush fail. Records they wrote in their last window (up to
+/// `flush_ms` and `flush_records`) after the head's anchor may be missing; nothing before
+/// `head_seq` is. Recorded as an `audit_short_tail` record with `seq`; `verify` reports it as a
+/// short tail, not as a break.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShortTail {
     pub seq: u64,
@@ -112,6 +116,45 @@ pub struct ShortTail {
     pub log_seq: u64,
     pub flush_ms: u64,
     pub flush_records: u32,
+    /// How many of the `writers` had a flush fail (an `fdatasync` or head write error) rather
+    /// than being stopped by a restart of the machine. 0 for a power cut alone.
+    pub flush_failed: u64,
+    /// For a failed flush: the last seq those writers had made durable themselves, when their
+    /// markers say (the lowest of them). Records after it that they wrote may be missing.
+    pub durable_seq: Option<u64>,
+}
+
+impl ShortTail {
+    /// What happened and what may be missing, as one sentence for a warning (no capital, no
+    /// full stop): the host and the CLI add where it was recorded.
+    pub fn describe(&self) -> String {
+        let seq = |s: Option<u64>| s.map_or("?".to_string(), |s| s.to_string());
+        let window = format!(
+            "{} ms (at most {} records)",
+            self.flush_ms, self.flush_records
+        );
+        let restarted = self.writers.saturating_sub(self.flush_failed);
+        if self.flush_failed == 0 {
+            format!(
+                "the machine stopped while {} Gatehouse process(es) had the audit log open in the batched durability mode; records of their last {window} after seq {} may be missing",
+                self.writers,
+                seq(self.head_seq)
+            )
+        } else {
+            let after = seq(self.durable_seq.or(self.head_seq));
+            let mut text = format!(
+                "writing the audit log to disk failed in {} Gatehouse process(es) in the batched durability mode (a failed fdatasync or head write); records they wrote in their last {window} after seq {after} may never have reached the disk",
+                self.flush_failed
+            );
+            if restarted > 0 {
+                text.push_str(&format!(
+                    ", and the machine stopped while {restarted} other(s) had the log open, whose records after seq {} may be missing too",
+                    seq(self.head_seq)
+                ));
+            }
+            text
+        }
+    }
 }
 
 /// A last line that a crash (or a full disk) cut short. Its bytes were moved, unchanged, to
@@ -191,11 +234,22 @@ impl AuditLog {
         now: OffsetDateTime,
         durability: Durability,
     ) -> Result<(AuditLog, OpenReport), AuditError> {
+        AuditLog::open_with_syncer(path, now, durability, Arc::new(Fdatasync))
+    }
+
+    /// [`AuditLog::open_with`], making the log file durable through `syncer` rather than
+    /// `fdatasync`: for tests that need a disk that fails.
+    pub fn open_with_syncer(
+        path: impl AsRef<Path>,
+        now: OffsetDateTime,
+        durability: Durability,
+        syncer: Arc<dyn Syncer>,
+    ) -> Result<(AuditLog, OpenReport), AuditError> {
         check_durability(durability)?;
         let path = path.as_ref().to_path_buf();
         let time = format_time(now)?;
         let (file, created) = open_log_file(&path)?;
-        let mut writer = Writer::new(path.clone(), file, boot_id());
+        let mut writer = Writer::new(path.clone(), file, boot_id(), syncer);
         let (recovery, last) = writer.locked(|w| w.write_locked(&time, None))?;
         let report = OpenReport {
             created,
@@ -315,6 +369,13 @@ impl AuditLog {
         if writer.durability == durability {
             return Ok(());
         }
+        // After a failed flush nothing changes: a new marker would hide that it failed.
+        if let Some(detail) = &writer.batch.failed {
+            return Err(AuditError::FlushFailed {
+                path: self.path.clone(),
+                detail: detail.clone(),
+            });
+        }
         match durability {
             Durability::Batched { .. } => {
                 let boot_id = writer.boot_id.clone();
@@ -328,6 +389,7 @@ impl AuditLog {
                             source,
                         },
                     )?;
+                    files.marked = Some(durability);
                 }
                 writer.durability = durability;
                 drop(writer);
@@ -403,7 +465,7 @@ impl Shared {
     /// write waits for the next flush. A failure is kept: every later append fails.
     fn flush(&self) -> Result<Flushed, AuditError> {
         let _order = self.flushing.lock().unwrap_or_else(PoisonError::into_inner);
-        let (file, path, temp, target) = {
+        let (file, sync, path, temp, target) = {
             let mut writer = self.writer()?;
             if let Some(detail) = &writer.batch.failed {
                 return Err(AuditError::FlushFailed {
@@ -415,7 +477,7 @@ impl Shared {
                 Ok(target) => target,
                 Err(e) => {
                     // Kept, so appends refuse and the flusher does not retry in a loop.
-                    writer.batch.failed = Some(e.to_string());
+                    failed(&mut writer, &e);
                     writer.batch.pending = 0;
                     writer.batch.since = None;
                     return Err(e);
@@ -430,15 +492,21 @@ impl Shared {
             writer.batch.pending = 0;
             writer.batch.since = None;
             let temp = writer.files.as_ref().map(|f| f.head_temp.clone());
-            (writer.file.clone(), writer.path.clone(), temp, target)
+            (
+                writer.file.clone(),
+                writer.sync.clone(),
+                writer.path.clone(),
+                temp,
+                target,
+            )
         };
         let anchor = Anchor {
             seq: target.seq,
             hash: target.hash.clone(),
         };
         let temp = temp.unwrap_or_else(|| crate::head::sibling(&path, ".head.tmp"));
-        let prepared = file
-            .sync_data()
+        let prepared = sync
+            .sync_data(&file)
             .map_err(|source| AuditError::Write {
                 path: path.clone(),
                 source,
@@ -458,20 +526,37 @@ impl Shared {
                 Ok(target)
             }
             Err(e) => {
-                writer.batch.failed = Some(e.to_string());
+                failed(&mut writer, &e);
                 Err(e)
             }
         }
     }
 
     fn remove_marker(&self) {
-        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if writer.batch.failed.is_none()
             && writer.batch.pending == 0
-            && let Some(files) = &writer.files
+            && let Some(files) = &mut writer.files
         {
             let _ = fs::remove_file(&files.marker);
+            files.marked = None;
         }
+    }
+}
+
+/// A flush failed: records this handle wrote since its last good flush may never reach the
+/// disk, even if the machine keeps running (the kernel may drop pages it could not write).
+/// Kept, so every later append refuses; and said in the handle's marker, so whoever opens the
+/// log next records it rather than take the marker for a crashed process's and remove it.
+fn failed(writer: &mut Writer, error: &AuditError) {
+    writer.batch.failed = Some(error.to_string());
+    let durable_seq = writer.batch.flushed.as_ref().map(|f| f.seq);
+    if let (Some(files), Some(boot)) = (&mut writer.files, &writer.boot_id)
+        && let Some(window) = files.marked
+    {
+        // When even this fails the marker is left as it was: it is never removed now.
+        let _ = mark_flush_failed(&files.marker, &writer.path, boot, window, durable_seq);
+        files.marked = None;
     }
 }
 

@@ -23,7 +23,8 @@ pub const EVENT_TORN_TAIL: &str = "audit_torn_tail";
 pub const EVENT_HEAD_MISMATCH: &str = "audit_head_mismatch";
 
 /// The event the log writes when batched writers of an earlier boot left their markers: the
-/// machine stopped while their last records may not have reached the disk.
+/// machine stopped while their last records may not have reached the disk. Also when a batched
+/// writer's flush failed (then its data holds `flush_failed`, a count, and `durable_seq`).
 pub const EVENT_SHORT_TAIL: &str = "audit_short_tail";
 
 /// A point in the chain: a record's `seq` and the SHA-256 (lower-case hex) of its line. This is

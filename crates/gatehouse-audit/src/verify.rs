@@ -100,6 +100,11 @@ pub struct ShortTailNote {
     /// The widest window of those writers: what they may have lost at most.
     pub flush_ms: u64,
     pub flush_records: u64,
+    /// How many of the writers had a flush fail rather than being stopped by a restart of the
+    /// machine (0 for a power cut alone).
+    pub flush_failed: u64,
+    /// For a failed flush: the last seq those writers had made durable, when known.
+    pub durable_seq: Option<u64>,
 }
 
 /// An `audit_torn_tail` record found while verifying.
@@ -138,14 +143,38 @@ impl fmt::Display for VerifyReport {
             }
         }
         for short in &self.short_tails {
-            write!(
-                f,
-                "\nnote: short tail: the machine stopped while {} writer(s) in the batched durability mode had the log open; records they wrote in their last {} ms (at most {} records)",
-                short.writers, short.flush_ms, short.flush_records
-            )?;
-            match short.head_seq {
-                Some(seq) => write!(f, " after seq {seq}")?,
-                None => write!(f, " before the restart")?,
+            let restarted = short.writers.saturating_sub(short.flush_failed);
+            if short.flush_failed == 0 {
+                write!(
+                    f,
+                    "\nnote: short tail: the machine stopped while {} writer(s) in the batched durability mode had the log open; records they wrote in their last {} ms (at most {} records)",
+                    short.writers, short.flush_ms, short.flush_records
+                )?;
+                match short.head_seq {
+                    Some(seq) => write!(f, " after seq {seq}")?,
+                    None => write!(f, " before the restart")?,
+                }
+            } else {
+                write!(
+                    f,
+                    "\nnote: short tail: a flush to disk failed in {} writer(s) in the batched durability mode",
+                    short.flush_failed
+                )?;
+                if restarted > 0 {
+                    write!(
+                        f,
+                        " and the machine stopped while {restarted} other(s) had the log open"
+                    )?;
+                }
+                write!(
+                    f,
+                    "; records they wrote in their last {} ms (at most {} records)",
+                    short.flush_ms, short.flush_records
+                )?;
+                match short.durable_seq.or(short.head_seq) {
+                    Some(seq) => write!(f, " after seq {seq}")?,
+                    None => write!(f, " before the failure")?,
+                }
             }
             write!(f, " may be missing, which is not tampering")?;
             match (short.line, short.seq) {
@@ -230,6 +259,13 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
                 .map(|m| u64::from(m.flush_records))
                 .max()
                 .unwrap_or(0),
+            flush_failed: stale.iter().filter(|m| m.flush_failed).count() as u64,
+            durable_seq: stale
+                .iter()
+                .filter(|m| m.flush_failed)
+                .map(|m| m.durable_seq)
+                .collect::<Option<Vec<u64>>>()
+                .and_then(|seqs| seqs.into_iter().min()),
         });
     }
     Ok(report)
@@ -371,6 +407,8 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
                 head_seq: number("head_seq"),
                 flush_ms: number("flush_ms").unwrap_or(0),
                 flush_records: number("flush_records").unwrap_or(0),
+                flush_failed: number("flush_failed").unwrap_or(0),
+                durable_seq: number("durable_seq"),
             });
         }
         if head_seq == Some(record.seq) {

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::AuditError;
-use crate::durability::{Durability, HandleFiles, stale_markers};
+use crate::durability::{Durability, HandleFiles, Syncer, stale_markers};
 use crate::head::{
     HeadState, head_path, private_file_options, read_head, sibling, sync_dir, write_head,
 };
@@ -28,6 +28,8 @@ pub(crate) struct Writer {
     pub path: PathBuf,
     /// Shared with the flusher, which syncs it without the OS lock (a sync needs none).
     pub file: Arc<File>,
+    /// How `file` is made durable (`fdatasync` outside tests).
+    pub sync: Arc<dyn Syncer>,
     pub durability: Durability,
     /// The end as this handle left it; `None` until the first look, and after a failure.
     pub known: Option<Known>,
@@ -116,11 +118,17 @@ pub(crate) struct Batch {
 }
 
 impl Writer {
-    pub(crate) fn new(path: PathBuf, file: File, boot_id: Option<String>) -> Writer {
+    pub(crate) fn new(
+        path: PathBuf,
+        file: File,
+        boot_id: Option<String>,
+        sync: Arc<dyn Syncer>,
+    ) -> Writer {
         Writer {
             path,
             ident: ident(&file),
             file: Arc::new(file),
+            sync,
             durability: Durability::Sync,
             known: None,
             batch: Batch::default(),
@@ -218,7 +226,7 @@ impl Writer {
             if let Err(e) = write_head(&self.path, &anchor) {
                 // The head must anchor every acknowledged record, so a record it cannot
                 // anchor is taken back and the append fails as a whole.
-                rollback(&self.file, start);
+                rollback(&*self.sync, &self.file, start);
                 return Err(e);
             }
             head_stamp = stamp(&head_file);
@@ -314,21 +322,36 @@ impl Writer {
                 };
                 let flush_ms = stale.iter().map(|m| m.flush_ms).max().unwrap_or(0);
                 let flush_records = stale.iter().map(|m| m.flush_records).max().unwrap_or(0);
-                let data = object(json!({
+                let failed: Vec<_> = stale.iter().filter(|m| m.flush_failed).collect();
+                // The lowest durable seq the failed writers state; unknown if one does not.
+                let durable_seq = failed
+                    .iter()
+                    .map(|m| m.durable_seq)
+                    .collect::<Option<Vec<u64>>>()
+                    .and_then(|seqs| seqs.into_iter().min());
+                let mut data = object(json!({
                     "writers": stale.len(),
                     "head_seq": head_seq,
                     "log_seq": last.seq,
                     "flush_ms": flush_ms,
                     "flush_records": flush_records,
                 }));
+                // Only for a failed flush, so a power cut's record reads as it always did.
+                if !failed.is_empty() {
+                    data.insert("flush_failed".into(), json!(failed.len()));
+                    data.insert("durable_seq".into(), json!(durable_seq));
+                }
                 let log_seq = last.seq;
                 last = self
                     .write_record(&own_entry(time, EVENT_SHORT_TAIL, &data), &last, true)?
                     .0;
                 // Recorded first, removed after: a crash in between records it twice, never
-                // not at all.
+                // not at all. A failed writer never uses its private head file again.
                 for marker in &stale {
                     let _ = fs::remove_file(&marker.path);
+                    if marker.flush_failed {
+                        let _ = fs::remove_file(&marker.head_temp);
+                    }
                 }
                 recovery.short_tail = Some(ShortTail {
                     seq: last.seq,
@@ -337,6 +360,8 @@ impl Writer {
                     log_seq,
                     flush_ms,
                     flush_records,
+                    flush_failed: failed.len() as u64,
+                    durable_seq,
                 });
                 head_stale = true;
             }
@@ -413,11 +438,15 @@ impl Writer {
                 path: self.path.clone(),
                 source,
             })?;
-        let written = handle
-            .write_all(&line)
-            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        let written = handle.write_all(&line).and_then(|()| {
+            if sync {
+                self.sync.sync_data(&self.file)
+            } else {
+                Ok(())
+            }
+        });
         if let Err(source) = written {
-            rollback(&self.file, start);
+            rollback(&*self.sync, &self.file, start);
             return Err(AuditError::Write {
                 path: self.path.clone(),
                 source,
@@ -519,7 +548,7 @@ impl Writer {
         };
         self.file
             .set_len(tail.complete_len)
-            .and_then(|()| self.file.sync_data())
+            .and_then(|()| self.sync.sync_data(&self.file))
             .map_err(|source| AuditError::Write {
                 path: self.path.clone(),
                 source,
@@ -642,8 +671,8 @@ fn lock(file: &File, path: &Path) -> Result<(), AuditError> {
 
 /// Best effort: if even this fails, the partial line stays and is handled as a torn tail by
 /// the next open or append.
-fn rollback(file: &File, len: u64) {
-    let _ = file.set_len(len).and_then(|()| file.sync_data());
+fn rollback(sync: &dyn Syncer, file: &File, len: u64) {
+    let _ = file.set_len(len).and_then(|()| sync.sync_data(file));
 }
 
 /// Copies `start..end` of `from` into `to`, returning the SHA-256 of the bytes copied.

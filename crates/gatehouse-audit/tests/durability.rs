@@ -12,7 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use fixture::{assert_intact, new_log, t};
-use gatehouse_audit::{AuditLog, BreakKind, Durability, EVENT_SHORT_TAIL, head_path, read, verify};
+use gatehouse_audit::{
+    AuditLog, BreakKind, Durability, EVENT_SHORT_TAIL, Syncer, head_path, read, verify,
+};
 use serde_json::json;
 
 /// A window no test waits out: only explicit flushes (and closing) make records durable.
@@ -456,4 +458,240 @@ fn a_refused_append_between_batched_ones_leaves_the_rest_to_be_flushed() {
     drop(log);
     assert_eq!(assert_intact(&path), 4);
     assert_eq!(head_seq(&path), 4);
+}
+
+// --- A disk that fails a flush: the writer's marker says so, and a later open records it. ----
+
+/// A disk whose `fdatasync` starts failing (EIO) when told to, as a failing disk's does.
+#[derive(Debug, Default)]
+struct FailingDisk {
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl FailingDisk {
+    fn fail_from_now(&self) {
+        self.failing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Syncer for FailingDisk {
+    fn sync_data(&self, file: &fs::File) -> std::io::Result<()> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(std::io::Error::from_raw_os_error(5))
+        } else {
+            file.sync_data()
+        }
+    }
+}
+
+fn marker_json(marker: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(marker).unwrap()).unwrap()
+}
+
+const DYING_LOG: &str = "GATEHOUSE_AUDIT_DYING_WRITER_LOG";
+const DYING_MODE: &str = "GATEHOUSE_AUDIT_DYING_WRITER_MODE";
+
+/// Runs only in a child spawned by the tests below: a batched writer on `FailingDisk` appends
+/// three records and flushes them, appends two more (acknowledged: the host acted on them),
+/// then dies. In `flush_fails` mode the disk fails the next flush first and the writer is
+/// dropped, which cannot close it cleanly; in `flushed` mode the two are flushed fine and the
+/// process exits without closing the log, as a killed one would.
+#[test]
+fn child_dying_writer() {
+    let (Some(path), Ok(mode)) = (std::env::var_os(DYING_LOG), std::env::var(DYING_MODE)) else {
+        return;
+    };
+    let disk = std::sync::Arc::new(FailingDisk::default());
+    let (mut log, _) = AuditLog::open_with_syncer(&path, t(0), wide(), disk.clone()).unwrap();
+    for i in 1..=3 {
+        log.append("tool_call", Some("dying"), json!({"i": i}), t(i))
+            .unwrap();
+    }
+    println!("flushed {}", log.flush().unwrap().seq);
+    for i in 4..=5 {
+        log.append("tool_call", Some("dying"), json!({"i": i}), t(i))
+            .unwrap();
+    }
+    if mode == "flush_fails" {
+        disk.fail_from_now();
+        println!("flush failed: {}", log.flush().unwrap_err().code());
+        let refused = log.append("tool_call", None, json!({}), t(6)).unwrap_err();
+        println!("append refused: {}", refused.code());
+        drop(log);
+    } else {
+        println!("flushed {}", log.flush().unwrap().seq);
+        std::process::exit(0);
+    }
+}
+
+/// Runs the dying writer to its end; returns its pid and what it printed.
+fn run_dying_writer(path: &Path, mode: &str) -> (u32, String) {
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_dying_writer",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(DYING_LOG, path)
+        .env(DYING_MODE, mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "the child writer failed");
+    (pid, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The attack on the record: a flush fails (fdatasync EIO), so records the host already acted
+/// on may never reach the disk; the writer then dies. The next open on the same boot sees a
+/// dead writer's marker, which for a crash of the process alone means nothing was lost; here
+/// it must not be tidied away in silence.
+#[test]
+fn a_dead_writer_whose_flush_failed_is_recorded_as_a_short_tail() {
+    if std::env::var_os(DYING_LOG).is_some() || !cfg!(target_os = "linux") {
+        return;
+    }
+    let (_dir, path) = new_log();
+    let (pid, printed) = run_dying_writer(&path, "flush_fails");
+    assert!(printed.contains("flushed 3"), "{printed}");
+    assert!(printed.contains("flush failed: write"), "{printed}");
+    assert!(
+        printed.contains("append refused: flush_failed"),
+        "{printed}"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the writer is dead"
+    );
+    assert_eq!((read(&path).unwrap().len(), head_seq(&path)), (5, 3));
+    // The writer's marker is still there, and says its flush failed after seq 3.
+    let marker = markers(&path).pop().expect("the failed writer's marker");
+    let content = marker_json(&marker);
+    assert_eq!(content["pid"], json!(pid), "{content}");
+    assert_eq!(content["flush_failed"], json!(true), "{content}");
+    assert_eq!(content["durable_seq"], json!(3), "{content}");
+
+    // verify, before anyone opened the log again: intact, with a short tail to report.
+    let report = verify(&path).unwrap();
+    assert!(report.ok, "{report}");
+    assert_eq!(report.short_tails.len(), 1, "{report}");
+    let note = &report.short_tails[0];
+    assert_eq!((note.line, note.flush_failed), (None, 1), "{report}");
+    assert!(report.to_string().contains("flush"), "{report}");
+
+    // The next open, on the same boot, records it and says so (the warning the host shows).
+    let (mut log, opened) = AuditLog::open(&path, t(100)).unwrap();
+    let short = opened
+        .recovery
+        .short_tail
+        .clone()
+        .expect("a failed flush of a dead writer is recorded, not tidied away");
+    assert_eq!(
+        (
+            short.writers,
+            short.flush_failed,
+            short.durable_seq,
+            short.head_seq,
+            short.log_seq
+        ),
+        (1, 1, Some(3), Some(3), 5)
+    );
+    let warning = short.describe();
+    assert!(warning.contains("failed"), "{warning}");
+    assert!(warning.contains("after seq 3"), "{warning}");
+    assert!(markers(&path).is_empty(), "recorded, then removed");
+    let records = read(&path).unwrap();
+    let recorded: Vec<_> = records
+        .iter()
+        .filter(|r| r.event == EVENT_SHORT_TAIL)
+        .collect();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].seq, short.seq);
+    assert_eq!(recorded[0].data["flush_failed"], json!(1));
+    assert_eq!(recorded[0].data["durable_seq"], json!(3));
+    log.append("tool_call", Some("after"), json!({}), t(101))
+        .unwrap();
+    let report = verify(&path).unwrap();
+    assert!(report.ok, "{report}");
+    assert_eq!(report.short_tails.len(), 1, "{report}");
+    assert_eq!(report.short_tails[0].seq, Some(short.seq));
+    assert_eq!(report.short_tails[0].flush_failed, 1);
+    drop(log);
+    let (_, again) = AuditLog::open(&path, t(102)).unwrap();
+    assert!(again.recovery.is_empty(), "recorded once: {again:?}");
+}
+
+/// The passing side: a writer of this boot that flushed everything and then died (killed, not
+/// closed) lost nothing; its marker is removed without a record.
+#[test]
+fn a_dead_writer_that_flushed_fine_is_tidied_away_in_silence() {
+    if std::env::var_os(DYING_LOG).is_some() || !cfg!(target_os = "linux") {
+        return;
+    }
+    let (_dir, path) = new_log();
+    let (pid, printed) = run_dying_writer(&path, "flushed");
+    assert!(printed.contains("flushed 5"), "{printed}");
+    let marker = markers(&path)
+        .pop()
+        .expect("a killed writer leaves its marker");
+    let content = marker_json(&marker);
+    assert_eq!(content["pid"], json!(pid), "{content}");
+    assert!(content.get("flush_failed").is_none(), "{content}");
+    assert!(verify(&path).unwrap().short_tails.is_empty());
+
+    let (_log, opened) = AuditLog::open(&path, t(100)).unwrap();
+    assert!(opened.recovery.is_empty(), "{opened:?}");
+    assert!(markers(&path).is_empty());
+    assert!(
+        read(&path)
+            .unwrap()
+            .iter()
+            .all(|r| r.event != EVENT_SHORT_TAIL)
+    );
+}
+
+/// A disk that refuses the marker's rewrite too: the marker is renamed instead (no data block
+/// needed), and the next open records that; when even the rename fails, the marker is kept as
+/// it was, never removed.
+#[test]
+fn a_marker_that_cannot_be_rewritten_is_renamed_or_else_kept() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    for rename_works in [true, false] {
+        let (_dir, path) = new_log();
+        let disk = std::sync::Arc::new(FailingDisk::default());
+        let (mut log, _) = AuditLog::open_with_syncer(&path, t(0), wide(), disk.clone()).unwrap();
+        log.append("tool_call", None, json!({"i": 1}), t(1))
+            .unwrap();
+        let marker = markers(&path).pop().unwrap();
+        let before = fs::read(&marker).unwrap();
+        // The rewrite goes through `<marker>.tmp`: a directory there makes it fail.
+        let mut temp = marker.clone().into_os_string();
+        temp.push(".tmp");
+        fs::create_dir(&temp).unwrap();
+        let mut renamed = marker.clone().into_os_string();
+        renamed.push(".flush-failed");
+        let renamed = PathBuf::from(renamed);
+        if !rename_works {
+            fs::create_dir(&renamed).unwrap();
+            fs::write(renamed.join("x"), "occupied").unwrap();
+        }
+        disk.fail_from_now();
+        assert_eq!(log.flush().unwrap_err().code(), "write");
+        drop(log);
+        if rename_works {
+            assert!(!marker.exists() && renamed.is_file(), "{rename_works}");
+            let (_log, opened) = AuditLog::open(&path, t(10)).unwrap();
+            let short = opened.recovery.short_tail.expect("recorded");
+            assert_eq!((short.flush_failed, short.durable_seq), (1, None));
+            assert!(!renamed.exists());
+        } else {
+            assert_eq!(fs::read(&marker).unwrap(), before, "kept as it was");
+        }
+    }
 }

@@ -168,11 +168,8 @@ fn warn_audit_recovery(json: bool, report: &OpenReport) {
         }
         if let Some(short) = &report.recovery.short_tail {
             eprintln!(
-                "gatehouse: warning: the machine stopped while {} Gatehouse process(es) had the audit log open in the batched durability mode; records of their last {} ms (at most {} records) after seq {} may be missing. This was recorded as record {}; it is not tampering",
-                short.writers,
-                short.flush_ms,
-                short.flush_records,
-                short.head_seq.map_or("?".to_string(), |s| s.to_string()),
+                "gatehouse: warning: {}. This was recorded as record {}; it is not tampering",
+                short.describe(),
                 short.seq
             );
         }
