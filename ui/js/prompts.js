@@ -42,13 +42,39 @@ let lastListKey = '';
 const seenAsking = new Set();
 let onNewAsking = () => {};
 
-// The AI client whose call through the gateway caused the prompt: the id it was set up
-// with (not verified: any local program can claim one) and the name it gave itself.
-function callerLine(caller) {
-  return el('p', { class: 'caller' }, 'During a call from the AI client ',
-    el('strong', { 'data-testid': 'caller' }, caller.client ?? ''),
-    ` over ${caller.transport ?? ''}`,
-    caller.claimed ? el('span', { class: 'muted' }, ` (it says it is ${caller.claimed})`) : '');
+// An AI client as the host knows it: the id it was set up with (not verified: any local
+// program can claim one), its transport and the name it gave itself. Text nodes only.
+function clientWords(caller, testid) {
+  return [el('strong', { 'data-testid': testid }, caller?.client ?? ''),
+    ` over ${caller?.transport ?? ''}`,
+    caller?.claimed ? el('span', { class: 'muted' }, ` (it says it is ${caller.claimed})`) : ''];
+}
+
+// `a`, `a and b`, `a, b and c`.
+function listed(items) {
+  return items.flatMap((item, i) => [i === 0 ? '' : i === items.length - 1 ? ' and ' : ', ', item]);
+}
+
+// Which AI client's call through the gateway caused the prompt (`prompt.attribution`). The
+// host names a client only when the elicitation is tied to that client's call alone; when
+// several were running it cannot tell, and the card says so rather than name one of them.
+function attributionLine(attribution) {
+  if (attribution?.kind === 'client') {
+    return el('p', { class: 'caller', 'data-attribution': 'client' }, 'During a call from the AI client ',
+      clientWords(attribution.caller, 'caller'));
+  }
+  if (attribution?.kind === 'unknown') {
+    const who = (attribution.clients ?? []).map((caller) =>
+      el('span', { 'data-testid': 'caller-candidate' }, clientWords(caller, 'caller-candidate-client')));
+    if (attribution.more_clients > 0) who.push(`${attribution.more_clients} more AI clients`);
+    if (attribution.gatehouse) {
+      who.push(el('span', { 'data-testid': 'caller-gatehouse' }, 'Gatehouse itself (not for an AI client)'));
+    }
+    return el('p', { class: 'caller', 'data-attribution': 'unknown' }, 'Asked while requests from ',
+      listed(who), ' were running; ',
+      el('strong', {}, 'Gatehouse cannot tell which one caused it.'));
+  }
+  return null;
 }
 
 /** Sets up the view and the dialog; `whenAsking` is called when a new card needs an answer. */
@@ -322,7 +348,7 @@ function renderCard(card, where) {
     el('p', { class: 'said-label' }, 'The server says, in its own words:'),
     el('p', { class: 'message', 'data-testid': 'message' }, prompt.message ?? '')),
   el('p', { class: 'origin muted' }, 'Caused by: ', el('code', { 'data-testid': 'origin' }, prompt.origin ?? '')),
-  prompt.caller ? callerLine(prompt.caller) : null,
+  attributionLine(prompt.attribution),
   mode === 'url' ? urlBlock(prompt) : null,
   reasonsBlock(prompt.assessment),
   held && card.state === 'asking'

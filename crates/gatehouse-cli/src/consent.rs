@@ -98,6 +98,11 @@ impl TerminalConsent {
         if let Some(origin) = &prompt.origin {
             eprintln!("caused by: {}", safe_line(origin));
         }
+        // A client is named only when the elicitation is tied to its call alone; otherwise
+        // the line says Gatehouse cannot tell which one caused it.
+        if let Some(sentence) = prompt.attribution.sentence() {
+            eprintln!("AI client: {}", safe_line(&sentence));
+        }
         eprintln!(
             "the server says (its own words): {}",
             safe_line(&prompt.message)

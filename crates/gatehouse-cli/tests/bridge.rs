@@ -164,8 +164,9 @@ async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards
             assert_eq!(card.prompt.server, "demo");
             let caller = card
                 .prompt
-                .caller
-                .clone()
+                .attribution
+                .client()
+                .cloned()
                 .expect("the caller is on the card");
             assert_eq!(caller.client, "claude_desktop");
             assert_eq!(caller.claimed.as_deref(), Some("ts-sdk-test-client 1.0.0"));
@@ -309,7 +310,7 @@ async fn url_elicitations_of_a_bridged_call_open_only_on_consent_and_the_call_re
     let (ok, out, notes) = std::thread::scope(|scope| {
         let running = scope.spawn(|| machine.ts_client(&steps, &["--client", "cursor"]));
         let legacy = card_in(&desk, "demo-2025", CardState::Asking);
-        assert_eq!(legacy.prompt.caller.as_ref().unwrap().client, "cursor");
+        assert_eq!(legacy.prompt.attribution.client().unwrap().client, "cursor");
         assert!(
             std::fs::read_to_string(&opened)
                 .unwrap_or_default()
@@ -325,7 +326,7 @@ async fn url_elicitations_of_a_bridged_call_open_only_on_consent_and_the_call_re
             .answer(legacy.prompt.id, open.clone())
             .expect("opened");
         let modern = card_in(&desk, "demo", CardState::Asking);
-        assert_eq!(modern.prompt.caller.as_ref().unwrap().client, "cursor");
+        assert_eq!(modern.prompt.attribution.client().unwrap().client, "cursor");
         desk.prompts()
             .answer(modern.prompt.id, open)
             .expect("opened");
@@ -375,6 +376,127 @@ async fn url_elicitations_of_a_bridged_call_open_only_on_consent_and_the_call_re
         assert_eq!(receipt["data"]["action"], "accept", "{receipt}");
         assert_eq!(receipt["data"]["caller"]["client"], "cursor", "{receipt}");
     }
+    desk.shutdown().await;
+}
+
+/// Two AI clients bridged to one app, both calling the demo's 2025-11-25 stdio server: Claude
+/// Code's long call is still running when Cursor's call asks. Over stdio the elicitation could
+/// belong to either call, so the card (and the receipt) must blame neither, and say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_two_clients_calls_in_flight_on_stdio_the_card_names_neither_as_the_cause() {
+    let machine = Machine::new();
+    let desk = machine.open_app();
+    let listener = BridgeListener::bind(&socket_path_in(&machine.runtime())).expect("bridge");
+    tokio::spawn(listener.serve(desk.host().clone()));
+    desk.connect_all().await;
+    let session = desk
+        .live_connection("demo-2025")
+        .await
+        .expect("the legacy demo")
+        .session()
+        .expect("a broker session")
+        .clone();
+
+    // Claude Code: a call that runs far longer than this test.
+    let mut command = ts_client_command(&json!([
+        {"op": "call", "name": "demo-2025__slow", "arguments": {"steps": 100, "delay_ms": 10000}},
+    ]));
+    command
+        .arg(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["serve", "--client", "claude_code"]);
+    machine.environment(&mut command);
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut long = command.spawn().expect("the first client");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !session
+        .inflight()
+        .snapshot()
+        .iter()
+        .any(|r| r.tool.as_deref() == Some("slow"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "Claude Code's call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Cursor: a call that asks while Claude Code's runs.
+    let steps = json!([{"op": "call", "name": "demo-2025__book_table", "arguments": {}}]);
+    let (ok, out, notes) = std::thread::scope(|scope| {
+        let running = scope.spawn(|| machine.ts_client(&steps, &["--client", "cursor"]));
+        let card = card_in(&desk, "demo-2025", CardState::Asking);
+        let attribution = &card.prompt.attribution;
+        assert_eq!(attribution.code(), "unknown", "{attribution:?}");
+        assert!(attribution.client().is_none(), "{attribution:?}");
+        let gatehouse_host::Attribution::Unknown {
+            clients, gatehouse, ..
+        } = attribution
+        else {
+            unreachable!()
+        };
+        let named: Vec<&str> = clients.iter().map(|c| c.client.as_str()).collect();
+        assert_eq!(named, ["claude_code", "cursor"]);
+        assert!(!gatehouse);
+        let sentence = attribution.sentence().unwrap();
+        assert!(
+            sentence.contains("Gatehouse cannot tell which one caused it"),
+            "{sentence}"
+        );
+        desk.prompts()
+            .answer(
+                card.prompt.id,
+                WindowAnswer {
+                    reply: WindowReply::Decline,
+                    content: None,
+                    override_hold: false,
+                },
+            )
+            .expect("declined");
+        running.join().unwrap()
+    });
+    // Process ids this test started, by their handle.
+    let _ = long.kill();
+    let _ = long.wait();
+    assert!(ok, "{notes}");
+    let booked: Value = serde_json::from_str(&text(&out[0])).unwrap();
+    assert_eq!(booked["action"], "decline", "{booked}");
+
+    let receipt = machine
+        .app_audit()
+        .into_iter()
+        .find(|r| r["event"] == "elicitation_receipt")
+        .expect("a receipt");
+    assert_eq!(receipt["data"]["caller"], "unknown", "{receipt}");
+    assert_eq!(receipt["data"]["attribution"], "unknown", "{receipt}");
+    assert_eq!(receipt["data"]["correlation"]["basis"], "in_flight");
+    let candidates: Vec<&str> = receipt["data"]["caller_candidates"]["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["client"].as_str().unwrap())
+        .collect();
+    assert_eq!(candidates, ["claude_code", "cursor"], "{receipt}");
+    // The gate's records still name each call's own client.
+    let calls: Vec<(String, String)> = machine
+        .app_audit()
+        .into_iter()
+        .filter(|r| r["event"] == "tool_call")
+        .map(|r| {
+            (
+                r["data"]["tool"].as_str().unwrap_or_default().to_string(),
+                r["data"]["caller"]["client"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        calls.contains(&("slow".into(), "claude_code".into()))
+            && calls.contains(&("book_table".into(), "cursor".into())),
+        "{calls:?}"
+    );
     desk.shutdown().await;
 }
 

@@ -167,10 +167,11 @@ pub struct Prompt {
     pub message: String,
     /// The request that caused it, e.g. `tools/call "book_table"`.
     pub origin: Option<String>,
-    /// The downstream client whose call caused it (through the gateway), as the host knows
-    /// it: the client id it was set up with and the name it claimed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub caller: Option<crate::caller::Caller>,
+    /// Which downstream client (through the gateway) caused it, as far as the host can tell:
+    /// a client is named only when the elicitation is tied to that client's request alone;
+    /// with several clients' requests in flight on a transport that cannot say which one it
+    /// belongs to, it is `unknown` and lists them.
+    pub attribution: crate::caller::Attribution,
     pub assessment: Assessment,
     pub body: PromptBody,
     /// From the elicitation's arrival to this prompt being ready: the host's own latency,

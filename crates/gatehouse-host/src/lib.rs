@@ -43,7 +43,7 @@ pub mod tap;
 
 pub use admission::{Trust, TrustSettings, Verdict};
 pub use broker::{BrokerOptions, ElicitationBroker, ElicitationRecord, Session};
-pub use caller::{Caller, DownstreamTransport};
+pub use caller::{Attribution, Caller, DownstreamTransport};
 pub use client::{ElicitationMode, HostEvent};
 pub use config::{ServerSpec, ServersFile};
 pub use connection::{CallOptions, CallProgress, ConnectOptions, Connection, ToolOutcome};

@@ -1690,11 +1690,13 @@ async fn a_card_names_the_ai_client_whose_call_caused_it_and_the_users_own_calls
         });
         let asked = asking_card(&desk).await;
         assert_eq!(
-            asked.prompt.caller.as_ref().map(|c| c.client.as_str()),
+            asked.prompt.attribution.client().map(|c| c.client.as_str()),
             expected,
             "{:?}",
             asked.prompt
         );
+        let kind = if expected.is_some() { "client" } else { "none" };
+        assert_eq!(asked.prompt.attribution.code(), kind);
         desk.answer(
             asked.prompt.id,
             WindowAnswer {
@@ -1718,8 +1720,173 @@ async fn a_card_names_the_ai_client_whose_call_caused_it_and_the_users_own_calls
             "{:?}",
             receipt.data
         );
+        assert_eq!(receipt.data["attribution"], kind);
+        assert!(receipt.data["caller_candidates"].is_null());
         call.abort();
         let _ = call.await;
+    }
+    Arc::into_inner(server).unwrap().close().await;
+}
+
+/// On stdio in 2025-11-25 an `elicitation/create` can belong to any request in flight. With a
+/// call of one AI client still running, another's call asks: the card must not blame the first
+/// call's client (nor the second's), and must say it cannot tell; the receipt says the same.
+#[tokio::test]
+async fn with_calls_of_several_clients_in_flight_a_card_names_none_of_them_as_the_cause() {
+    use gatehouse_host::{Attribution, Caller, DownstreamTransport};
+    let mut host = Host::demo();
+    // The long call must still be in flight when the other call asks, however slow the machine.
+    host.request_timeout = Duration::from_secs(600);
+    let desk = desk();
+    let opener = Arc::new(TestOpener::default());
+    let broker = host.broker_for(Policy::default_policy(), desk.clone(), &opener, None);
+    let server = Arc::new(
+        host.demo_connection("legacy", &broker, Era::V2025_11_25)
+            .await,
+    );
+    let session = server.session().unwrap().clone();
+    let claude = Caller::new(
+        "claude_code",
+        DownstreamTransport::Stdio,
+        Some("claude-code 2.1"),
+    );
+    // A hostile local client may claim any name, markup included: it stays text.
+    let cursor = Caller::new(
+        "cursor",
+        DownstreamTransport::Stdio,
+        Some("<b>Cursor</b> 1.0"),
+    );
+    let unknown = |clients: Vec<Caller>, gatehouse| Attribution::Unknown {
+        clients,
+        more_clients: 0,
+        gatehouse,
+    };
+    // (the client of the call left running, the client of the call that asks, the card)
+    let cases = [
+        (
+            Some(claude.clone()),
+            Some(cursor.clone()),
+            unknown(vec![claude.clone(), cursor.clone()], false),
+        ),
+        (
+            Some(cursor.clone()),
+            Some(claude.clone()),
+            unknown(vec![cursor.clone(), claude.clone()], false),
+        ),
+        // The person's own call from the app, and a client's.
+        (
+            None,
+            Some(claude.clone()),
+            unknown(vec![claude.clone()], true),
+        ),
+        (
+            Some(claude.clone()),
+            None,
+            unknown(vec![claude.clone()], true),
+        ),
+        // Two calls of one client: that client, whichever of them asked.
+        (
+            Some(claude.clone()),
+            Some(claude.clone()),
+            Attribution::Client {
+                caller: claude.clone(),
+            },
+        ),
+    ];
+    for (running_for, asking_for, expected) in cases {
+        let running = tokio::spawn({
+            let server = server.clone();
+            let options = CallOptions {
+                caller: running_for.clone(),
+                ..CallOptions::default()
+            };
+            let args = json!({"steps": 100, "delay_ms": 10000})
+                .as_object()
+                .cloned();
+            async move { server.call_tool("slow", args, &options).await }
+        });
+        eventually("the slow call on the wire", Duration::from_secs(20), || {
+            session
+                .inflight()
+                .snapshot()
+                .iter()
+                .any(|r| r.tool.as_deref() == Some("slow"))
+                .then_some(())
+        })
+        .await;
+        let asking = tokio::spawn({
+            let server = server.clone();
+            let options = CallOptions {
+                caller: asking_for.clone(),
+                ..CallOptions::default()
+            };
+            async move { server.call_tool("book_table", no_args(), &options).await }
+        });
+        let asked = asking_card(&desk).await;
+        let attribution = &asked.prompt.attribution;
+        assert_eq!(
+            attribution, &expected,
+            "running for {running_for:?}, asking for {asking_for:?}"
+        );
+        let sentence = attribution.sentence().unwrap();
+        if attribution.client().is_none() {
+            assert!(
+                sentence.contains("Gatehouse cannot tell which one caused it")
+                    && !sentence.contains("during a call from"),
+                "{sentence}"
+            );
+        }
+        // What the window receives: the attribution, and no field naming one caller.
+        let window = serde_json::to_value(&asked.prompt).unwrap();
+        assert!(window.get("caller").is_none(), "{window}");
+        assert_eq!(window["attribution"]["kind"], expected.code());
+
+        desk.answer(
+            asked.prompt.id,
+            WindowAnswer {
+                reply: WindowReply::Decline,
+                content: None,
+                override_hold: false,
+            },
+        )
+        .unwrap();
+        let outcome = asking.await.unwrap().unwrap();
+        assert_eq!(received(&outcome)["action"], "decline");
+        assert_eq!(outcome.elicitations.len(), 1);
+        assert_eq!(outcome.elicitations[0].attribution, expected);
+        assert_eq!(outcome.elicitations[0].correlation.basis, "in_flight");
+        assert_eq!(outcome.elicitations[0].correlation.requests.len(), 2);
+
+        let receipt = host.receipt(&asked.prompt.receipt_id);
+        assert_eq!(receipt.data["attribution"], expected.code());
+        match &expected {
+            Attribution::Client { caller } => {
+                assert_eq!(receipt.data["caller"]["client"], caller.client.as_str());
+                assert!(receipt.data["caller_candidates"].is_null());
+            }
+            Attribution::Unknown {
+                clients, gatehouse, ..
+            } => {
+                assert_eq!(receipt.data["caller"], "unknown", "{:?}", receipt.data);
+                let listed: Vec<&str> = receipt.data["caller_candidates"]["clients"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["client"].as_str().unwrap())
+                    .collect();
+                let wanted: Vec<&str> = clients.iter().map(|c| c.client.as_str()).collect();
+                assert_eq!(listed, wanted);
+                assert_eq!(receipt.data["caller_candidates"]["gatehouse"], *gatehouse);
+            }
+            Attribution::None => unreachable!(),
+        }
+
+        running.abort();
+        let _ = running.await;
+        eventually("nothing in flight", Duration::from_secs(20), || {
+            session.inflight().snapshot().is_empty().then_some(())
+        })
+        .await;
     }
     Arc::into_inner(server).unwrap().close().await;
 }

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::receipt::random_id;
 use super::{ElicitationBroker, ElicitationRecord, Session};
+use crate::caller::{Attribution, Caller};
 use crate::consent::{Prompt, PromptBody, PromptUpdate};
 use crate::tap::OutRequest;
 
@@ -111,12 +112,22 @@ impl ElicitationBroker {
         (Correlation { basis, requests }, calls)
     }
 
+    /// Which downstream client the elicitation can be put down to (see [`attribute`]).
+    fn attribution(
+        &self,
+        session: &Session,
+        arrival: &Arrival,
+        correlation: &Correlation,
+    ) -> Attribution {
+        attribute(arrival, correlation, |call| session.caller_of(call))
+    }
+
     fn new_prompt(
         &self,
         session: &Session,
         message: String,
         origin: Option<String>,
-        caller: Option<crate::caller::Caller>,
+        attribution: Attribution,
         assessment: Assessment,
         body: PromptBody,
     ) -> Prompt {
@@ -131,7 +142,7 @@ impl ElicitationBroker {
             era: session.era(),
             message,
             origin,
-            caller,
+            attribution,
             assessment,
             body,
             ready_in: Duration::ZERO,
@@ -267,8 +278,8 @@ impl ElicitationBroker {
         // The broker's own holds (mode, elicitationId) and the abuse tracker added reasons after
         // the policy decided: whether the user may override is decided again over all of them.
         assessment.override_allowed = gatehouse_policy::override_allowed(&self.policy, &assessment);
-        let caller = calls.iter().find_map(|call| session.caller_of(*call));
-        let mut prompt = self.new_prompt(session, message, origin, caller, assessment, body);
+        let attribution = self.attribution(session, &arrival, &correlation);
+        let mut prompt = self.new_prompt(session, message, origin, attribution, assessment, body);
         prompt.ready_in = arrived.elapsed();
         let mut handling = Handling {
             prompt,
@@ -358,13 +369,14 @@ impl ElicitationBroker {
         if let Some(reason) = self.count_elicitation(session) {
             assessment.push(reason);
         }
-        let (correlation, calls) = self.correlate(session, &Arrival::Request(Association::Unknown));
-        let caller = calls.iter().find_map(|call| session.caller_of(*call));
+        let arrival = Arrival::Request(Association::Unknown);
+        let (correlation, calls) = self.correlate(session, &arrival);
+        let attribution = self.attribution(session, &arrival, &correlation);
         let prompt = self.new_prompt(
             session,
             message,
             None,
-            caller,
+            attribution,
             assessment,
             PromptBody::Unsupported {
                 detail: detail.to_string(),
@@ -400,6 +412,33 @@ impl ElicitationBroker {
     }
 }
 
+/// Which downstream client an elicitation can be put down to, from what it is tied to:
+/// `caller_of` gives the client a host call was made for (`None`: the person's own call).
+///
+/// A `-32042` error or a 2026-07-28 input request answers one host call, and an
+/// `elicitation/create` on a POST's SSE stream belongs to that one request: their client is
+/// the one named. An `elicitation/create` on stdio can belong to any request in flight: a
+/// client is named only when every one of them was made for that same client; a request made
+/// for no client (the person's own call, a listing) counts as another party. Never "the first
+/// call's client".
+pub(super) fn attribute(
+    arrival: &Arrival,
+    correlation: &Correlation,
+    caller_of: impl Fn(u64) -> Option<Caller>,
+) -> Attribution {
+    match arrival {
+        Arrival::Required { call } | Arrival::Input { call, .. } => {
+            Attribution::of([caller_of(*call)])
+        }
+        Arrival::Request(_) => Attribution::of(
+            correlation
+                .requests
+                .iter()
+                .map(|request| request.call.and_then(&caller_of)),
+        ),
+    }
+}
+
 /// At most this many bytes of a server's message are kept on a prompt and shown.
 pub const MAX_SHOWN_MESSAGE_BYTES: usize = 4096;
 
@@ -425,6 +464,135 @@ pub fn truncate_for_display(mut text: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::caller::DownstreamTransport;
+    use serde_json::json;
+
+    fn request(id: u64, tool: &str, call: Option<u64>) -> OutRequest {
+        OutRequest {
+            id: json!(id),
+            method: "tools/call".into(),
+            tool: Some(tool.into()),
+            call,
+            progress_token: None,
+        }
+    }
+
+    fn in_flight(requests: Vec<OutRequest>) -> Correlation {
+        Correlation {
+            basis: "in_flight",
+            requests,
+        }
+    }
+
+    /// Host calls 1 and 2 were made for Claude Code, 3 for Cursor, 4 by the person.
+    fn caller_of(call: u64) -> Option<Caller> {
+        match call {
+            1 | 2 => Some(Caller::new("claude_code", DownstreamTransport::Stdio, None)),
+            3 => Some(Caller::new("cursor", DownstreamTransport::Stdio, None)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn on_stdio_a_client_is_named_only_when_every_call_in_flight_is_its_own() {
+        let stdio = Arrival::Request(Association::Unknown);
+        let named = |requests| {
+            attribute(&stdio, &in_flight(requests), caller_of)
+                .client()
+                .map(|c| c.client.clone())
+        };
+        assert_eq!(
+            named(vec![request(10, "a", Some(1))]).as_deref(),
+            Some("claude_code")
+        );
+        assert_eq!(
+            named(vec![request(10, "a", Some(1)), request(11, "b", Some(2))]).as_deref(),
+            Some("claude_code")
+        );
+        // Claude Code's call went out first: it is not blamed for Cursor's, nor the reverse.
+        for requests in [
+            vec![request(10, "a", Some(1)), request(11, "b", Some(3))],
+            vec![request(11, "b", Some(3)), request(10, "a", Some(1))],
+        ] {
+            let attribution = attribute(&stdio, &in_flight(requests), caller_of);
+            let Attribution::Unknown {
+                clients, gatehouse, ..
+            } = &attribution
+            else {
+                panic!("{attribution:?}");
+            };
+            assert_eq!(clients.len(), 2);
+            assert!(!gatehouse);
+        }
+        // A client's call with the person's own call, or with a request of no call at all
+        // (a listing): unknown.
+        for other in [request(12, "c", Some(4)), request(13, "d", None)] {
+            let attribution = attribute(
+                &stdio,
+                &in_flight(vec![request(10, "a", Some(1)), other]),
+                caller_of,
+            );
+            assert_eq!(attribution.code(), "unknown", "{attribution:?}");
+        }
+        // Only the person's own calls, or nothing in flight: no client.
+        assert_eq!(
+            attribute(
+                &stdio,
+                &in_flight(vec![request(12, "c", Some(4))]),
+                caller_of
+            ),
+            Attribution::None
+        );
+        assert_eq!(
+            attribute(
+                &stdio,
+                &Correlation {
+                    basis: "none",
+                    requests: Vec::new()
+                },
+                caller_of
+            ),
+            Attribution::None
+        );
+    }
+
+    #[test]
+    fn a_request_the_transport_or_the_result_ties_it_to_decides_alone() {
+        // The SSE stream of Cursor's POST: Cursor, whatever else is in flight.
+        let stream = Arrival::Request(Association::Stream(json!(11)));
+        let tied = Correlation {
+            basis: "sse_stream",
+            requests: vec![request(11, "b", Some(3))],
+        };
+        assert_eq!(
+            attribute(&stream, &tied, caller_of)
+                .client()
+                .map(|c| c.client.as_str()),
+            Some("cursor")
+        );
+        // A -32042 error or an input request answers one host call.
+        for arrival in [
+            Arrival::Required { call: 3 },
+            Arrival::Input {
+                call: 3,
+                key: "k".into(),
+                round: 1,
+            },
+        ] {
+            let correlation = Correlation {
+                basis: "error_response",
+                requests: vec![request(11, "b", Some(3))],
+            };
+            assert_eq!(
+                attribute(&arrival, &correlation, caller_of)
+                    .client()
+                    .map(|c| c.client.as_str()),
+                Some("cursor")
+            );
+            let own = Arrival::Required { call: 4 };
+            assert_eq!(attribute(&own, &correlation, caller_of), Attribution::None);
+        }
+    }
 
     #[test]
     fn long_messages_are_cut_at_a_character_boundary_with_a_visible_note() {

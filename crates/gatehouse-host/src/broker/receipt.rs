@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::elicit::{Correlation, Handling};
 use super::{ElicitationBroker, Session};
+use crate::caller::Attribution;
 use crate::consent::PromptBody;
 use crate::error::HostError;
 use crate::gatekeeper::events;
@@ -34,6 +35,9 @@ pub struct ElicitationRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round: Option<usize>,
     pub correlation: Correlation,
+    /// Which downstream client caused it, as far as the host can tell (`kind`: `none`,
+    /// `client` or `unknown`).
+    pub attribution: Attribution,
     /// Something the user should know (why it was cancelled, what was not overridden).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -81,7 +85,11 @@ impl ElicitationBroker {
             "admission": verdict.status.as_str(),
             "origin": verdict.origin,
             "command": verdict.command,
-            "caller": h.prompt.caller,
+            // The client when the elicitation is tied to one, null when none is involved,
+            // "unknown" when several were running (then `caller_candidates` lists them).
+            "caller": h.prompt.attribution.receipt_caller(),
+            "attribution": h.prompt.attribution.code(),
+            "caller_candidates": h.prompt.attribution.receipt_candidates(),
             "user": self.options.user,
             "session_id": Value::Null,
             "era": h.prompt.era.as_str(),
@@ -145,6 +153,7 @@ impl ElicitationBroker {
             input_key: h.input_key.clone(),
             round: h.round,
             correlation: h.correlation.clone(),
+            attribution: h.prompt.attribution.clone(),
             note: h.note.clone(),
         };
         session.record_for_calls(&h.calls, &record);

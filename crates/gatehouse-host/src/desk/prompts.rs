@@ -485,7 +485,7 @@ mod tests {
             era: crate::Era::V2025_11_25,
             message: "refused".into(),
             origin: None,
-            caller: None,
+            attribution: crate::caller::Attribution::None,
             assessment: Assessment::allow(),
             body: PromptBody::Unsupported {
                 detail: "outside the subset".into(),
