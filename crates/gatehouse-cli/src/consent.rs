@@ -1,8 +1,12 @@
-//! Consent on the terminal: prompts on stderr, answers from stdin. Server text is printed
+//! Consent on the terminal: prompts on stderr, answers from the controlling terminal
+//! (`/dev/tty`), never from standard input. Whatever runs the command can write to its stdin
+//! (an agent with a shell tool piping `y` into `gatehouse call`), so stdin is not the person;
+//! without a controlling terminal every question is declined (a sign-in cancelled), and
+//! `--answers FILE` is the one explicit way to answer without one. Server text is printed
 //! through `output::safe_line` (control characters and escapes neutralized), never
 //! interpreted; the identity banner comes from the host.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::sync::Mutex;
 
 use gatehouse_host::consent::{
@@ -17,13 +21,53 @@ use tokio::sync::mpsc;
 use crate::output::safe_line;
 use gatehouse_host::auth::{SignInAnswer, SignInCode, SignInReason, SignInRequest, SignInUi};
 
-/// Lines from stdin, read by one thread for the whole process so that an abandoned wait
-/// never leaves a stray reader behind.
+/// The controlling terminal's device: what the person at it types, whatever stdin is.
+#[cfg(unix)]
+const TERMINAL: &str = "/dev/tty";
+#[cfg(windows)]
+const TERMINAL: &str = "CONIN$";
+
+/// Where answers come from. The terminal is opened at the first question, not before, so a
+/// command that never asks never reads it.
+enum Answers {
+    Unopened,
+    /// Lines from the terminal, read by one thread for the whole process so that an abandoned
+    /// wait never leaves a stray reader behind.
+    Terminal(mpsc::UnboundedReceiver<String>),
+    /// There is no controlling terminal (or it cannot be read): why, for the refusal.
+    Missing(String),
+}
+
+/// Asks the person at the controlling terminal.
 pub struct TerminalConsent {
-    lines: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    answers: tokio::sync::Mutex<Answers>,
     color: bool,
     /// Refused prompts already printed (a refusal is reported once).
     printed: Mutex<Vec<u64>>,
+}
+
+/// Opens the controlling terminal and starts its reader. Fails when the process has none (a
+/// pipe, a daemon, an agent's shell tool: `setsid`, no tty) or cannot read it.
+fn open_terminal() -> std::io::Result<mpsc::UnboundedReceiver<String>> {
+    let terminal = std::fs::File::open(TERMINAL)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("consent-terminal".into())
+        .spawn(move || {
+            for line in BufReader::new(terminal).lines() {
+                match line {
+                    Ok(line) => {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => return,
+                }
+            }
+            // End of input (Ctrl-D, the terminal hung up): the channel closes, and every later
+            // question reads as cancel.
+        })?;
+    Ok(rx)
 }
 
 impl Default for TerminalConsent {
@@ -34,7 +78,7 @@ impl Default for TerminalConsent {
 
 impl TerminalConsent {
     /// The one terminal of this process: every question (consent and sign-in) reads the same
-    /// stdin through the same reader.
+    /// controlling terminal through the same reader.
     pub fn shared() -> std::sync::Arc<TerminalConsent> {
         static SHARED: std::sync::OnceLock<std::sync::Arc<TerminalConsent>> =
             std::sync::OnceLock::new();
@@ -44,37 +88,41 @@ impl TerminalConsent {
     }
 
     fn new() -> TerminalConsent {
-        let (tx, rx) = mpsc::unbounded_channel();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            for line in stdin.lock().lines() {
-                match line {
-                    Ok(line) => {
-                        if tx.send(line).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => return,
-                }
-            }
-            // EOF: the channel closes, and every later question reads as cancel.
-        });
         TerminalConsent {
-            lines: tokio::sync::Mutex::new(rx),
+            answers: tokio::sync::Mutex::new(Answers::Unopened),
             color: std::io::stderr().is_terminal(),
             printed: Mutex::new(Vec::new()),
         }
     }
 
+    /// Whether there is a person to ask: the controlling terminal, opened on first use. `Err`
+    /// says why not (the process has no controlling terminal).
+    async fn terminal(&self) -> Result<(), String> {
+        let mut answers = self.answers.lock().await;
+        if matches!(*answers, Answers::Unopened) {
+            *answers = match open_terminal() {
+                Ok(lines) => Answers::Terminal(lines),
+                Err(e) => Answers::Missing(format!("{TERMINAL}: {e}")),
+            };
+        }
+        match &*answers {
+            Answers::Missing(why) => Err(why.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Asks `question` and reads one line typed at the terminal; `None` at the end of input or
+    /// without a terminal.
     async fn read(&self, question: &str) -> Option<String> {
+        if self.terminal().await.is_err() {
+            return None;
+        }
         eprint!("{question} ");
         let _ = std::io::stderr().flush();
-        self.lines
-            .lock()
-            .await
-            .recv()
-            .await
-            .map(|l| l.trim().to_string())
+        match &mut *self.answers.lock().await {
+            Answers::Terminal(lines) => lines.recv().await.map(|l| l.trim().to_string()),
+            _ => None,
+        }
     }
 
     fn bold(&self, text: &str) -> String {
@@ -281,6 +329,16 @@ impl ConsentUi for TerminalConsent {
             if !prompt.assessment.is_allowed() {
                 self.reasons(prompt);
             }
+            self.show_url(prompt);
+            if let PromptBody::Form { .. } | PromptBody::Url { .. } = &prompt.body
+                && let Err(why) = self.terminal().await
+            {
+                eprintln!(
+                    "DECLINED: there is no terminal to ask on ({}). Answers are read only from the controlling terminal, never from standard input. Run the command in a terminal, or answer from a file with --answers FILE.",
+                    safe_line(&why)
+                );
+                return ConsentAnswer::plain(ConsentReply::Decline);
+            }
             for problem in problems {
                 eprintln!(
                     "  invalid answer for {}: {}",
@@ -293,7 +351,6 @@ impl ConsentUi for TerminalConsent {
                     schema, defaults, ..
                 } => self.ask_form(prompt, &schema.fields, defaults).await,
                 PromptBody::Url { .. } => {
-                    self.show_url(prompt);
                     let Some(choice) = self
                         .read("Open it in your browser? [o]pen, [d]ecline or [c]ancel:")
                         .await
@@ -444,6 +501,14 @@ impl SignInUi for TerminalConsent {
                 "host: {}",
                 self.bold(&safe_line(&request.authorization_host))
             );
+            if let Err(why) = self.terminal().await {
+                eprintln!(
+                    "CANCELLED: there is no terminal to ask on ({}). A sign-in is answered only at the controlling terminal, never from standard input: run `gatehouse auth login {}` in a terminal.",
+                    safe_line(&why),
+                    safe_line(&request.server)
+                );
+                return SignInAnswer::Cancel;
+            }
             match self.read("Open it in your browser to sign in? [y/N]").await {
                 Some(line)
                     if line.eq_ignore_ascii_case("y") || line.eq_ignore_ascii_case("yes") =>

@@ -556,12 +556,12 @@ fn a_remote_server_without_authorization_is_held_under_sep_2343() {
     assert_eq!(received(&out)["action"], "decline");
 }
 
-/// Without `--answers`, prompts are asked on the terminal (stdin/stderr): the banner, the full
-/// URL and host, the form field by field, and the user's typed choice.
+/// Without `--answers`, prompts are asked at the terminal: shown on stderr (the banner, the
+/// full URL and host, the form field by field) and answered by what is typed at the
+/// controlling terminal. The command's stdin is /dev/null here, so every answer below came
+/// from the terminal.
 #[test]
 fn without_an_answers_file_the_terminal_asks() {
-    use std::io::Write;
-    use std::process::Stdio;
     let world = World::new();
     let ask = |tool: &str, args: Value, typed: &str, visit: &str| {
         let mut cmd = world.demo_command(visit);
@@ -575,21 +575,11 @@ fn without_an_answers_file_the_terminal_asks() {
             tool,
         ])
         .arg("--args")
-        .arg(args.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(typed.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        .arg(args.to_string());
+        let (_, stdout, stderr) = common::in_a_terminal(&cmd, typed, None);
         (
-            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+            serde_json::from_str::<Value>(&stdout).unwrap_or(Value::Null),
+            stderr,
         )
     };
 
@@ -640,4 +630,109 @@ fn without_an_answers_file_the_terminal_asks() {
     assert_eq!(received(&out), json!({"action": "decline"}));
     assert!(stderr.contains("REFUSED"), "{stderr}");
     assert!(stderr.contains("sensitive_field"), "{stderr}");
+}
+
+/// The attack (issue 23, item 9): whatever runs `gatehouse` can write to its stdin, so an AI
+/// agent with a shell tool can pipe `o` or a whole form into `gatehouse call` and answer for
+/// the person. Answers come only from the controlling terminal: without one every question
+/// is declined and says why; with one, stdin is never read. `--answers FILE` stays the one
+/// explicit way to answer without a terminal.
+#[test]
+fn a_piped_answer_never_answers_for_the_person() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut world = World::new();
+    let call = |world: &World, tool: &str, visit: &str| {
+        let mut cmd = world.demo_command(visit);
+        cmd.args([
+            "--json",
+            "--demo",
+            "--era",
+            "2025-11-25",
+            "call",
+            "demo",
+            tool,
+        ]);
+        cmd
+    };
+    // Piped into a `gatehouse` with no controlling terminal, as an agent's shell tool runs it.
+    let piped = |cmd: &Command, typed: &str| {
+        let mut cmd = common::without_terminal(cmd);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        // The command may be done before it would have read it: that is fine too.
+        let _ = child.stdin.take().unwrap().write_all(typed.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        (
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let receipt_action = |world: &World, out: &Value| {
+        let id = out["elicitations"][0]["receipt_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no receipt id in {out}"))
+            .to_string();
+        let receipts = world.audit("elicitation_receipt");
+        receipts
+            .iter()
+            .find(|r| r["data"]["receipt_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no receipt {id} in {receipts:?}"))["data"]["action"]
+            .clone()
+    };
+
+    // "o" piped in, no terminal: the URL is declined, never opened, and the decline audited.
+    let (out, stderr) = piped(&call(&world, "connect_account", "submit"), "o\n");
+    assert_eq!(text(&out), "not connected: decline", "{out} {stderr}");
+    assert_eq!(out["elicitations"][0]["action"], "decline", "{out}");
+    assert_eq!(receipt_action(&world, &out), "decline");
+    assert!(
+        stderr.contains("DECLINED: there is no terminal to ask on")
+            && stderr.contains("never from standard input")
+            && stderr.contains("--answers FILE"),
+        "{stderr}"
+    );
+    assert!(world.opened().is_empty() && world.hits().is_empty());
+
+    // A whole valid form piped in (name, email, date, Enter for the ten other fields' defaults,
+    // then "s" to submit): declined, nothing sent.
+    let form = format!("Ada\nada@example.com\n2026-12-24\n{}s\n", "\n".repeat(10));
+    let (out, stderr) = piped(&call(&world, "book_table", "none"), &form);
+    assert_eq!(received(&out), json!({"action": "decline"}), "{stderr}");
+    assert_eq!(receipt_action(&world, &out), "decline");
+
+    // With a terminal, stdin is still not the person: "o" on stdin, "d" typed at the terminal.
+    let attacker = world.path("piped-answers.txt");
+    std::fs::write(&attacker, "o\no\no\n").unwrap();
+    let (_, stdout, stderr) = common::in_a_terminal(
+        &call(&world, "connect_account", "submit"),
+        "d\n",
+        Some(&attacker),
+    );
+    let out: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    assert_eq!(text(&out), "not connected: decline", "{out} {stderr}");
+    assert!(world.opened().is_empty() && world.hits().is_empty());
+
+    // The passing side: "o" typed at the terminal opens it (stdin says "d").
+    std::fs::write(&attacker, "d\n").unwrap();
+    let (_, stdout, stderr) = common::in_a_terminal(
+        &call(&world, "connect_account", "submit"),
+        "o\n",
+        Some(&attacker),
+    );
+    let out: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    assert!(text(&out).starts_with("connected"), "{out} {stderr}");
+    assert_eq!(out["elicitations"][0]["action"], "accept", "{out}");
+    assert_eq!(world.opened_eventually(1).len(), 1);
+
+    // And an answers file, given explicitly, answers without a terminal.
+    let answers = world.answers_file(&json!([{"mode": "form", "action": "accept",
+        "content": {"name": "Ada", "date": "2026-12-24"}}]));
+    let mut cmd = call(&world, "book_table", "none");
+    cmd.arg("--answers").arg(&answers);
+    let (out, stderr) = piped(&cmd, "d\n");
+    assert_eq!(received(&out)["action"], "accept", "{out} {stderr}");
+    assert_eq!(receipt_action(&world, &out), "accept");
 }

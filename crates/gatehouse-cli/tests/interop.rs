@@ -8,7 +8,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, Running, Transport, World, node, repo, start_listening};
+use common::{
+    Env, Running, Transport, World, json_of, node, output_of, repo, start_listening,
+    without_terminal,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -130,9 +133,15 @@ fn exercise(env: &Env, target: &[&str]) {
     assert_eq!(progress.len(), 3, "{long}");
     assert_eq!(progress[2]["progress"], 3.0);
 
-    // No answers file and stdin closed: the prompt is dismissed, so the server gets cancel
-    // (the elicitation tests below answer it).
-    let (code, elicit) = run(&["call", "trigger-elicitation-request"]);
+    // No answers file and no terminal to ask on (as in CI, or under an agent's shell tool):
+    // nobody can be asked, so the server gets decline (the elicitation tests below answer it).
+    let (code, elicit) = json_of(
+        |all| output_of(without_terminal(&env.cmd(all))),
+        &with(&["call", "trigger-elicitation-request"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
     assert_eq!(code, 0, "{elicit}");
     let event = elicit["events"]
         .as_array()
@@ -142,13 +151,13 @@ fn exercise(env: &Env, target: &[&str]) {
         .expect("no elicitation event");
     assert_eq!(
         (event["mode"].as_str(), event["action"].as_str()),
-        (Some("form"), Some("cancel"))
+        (Some("form"), Some("decline"))
     );
     assert!(
         elicit["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
-            .contains("cancelled"),
+            .contains("declined"),
         "{elicit}"
     );
 

@@ -4,7 +4,8 @@
 //! on the provider's pages. The steps are in tests/fixtures/oauth_session.sh.
 //!
 //! Needs what the test command installs: dbus-run-session, gnome-keyring-daemon, secret-tool,
-//! python3 and `npm ci` (Node 22 and oidc-provider). Missing tools fail the test.
+//! python3, util-linux's script and setsid, and `npm ci` (Node 22 and oidc-provider). Missing
+//! tools fail the test.
 
 mod common;
 
@@ -18,6 +19,10 @@ fn a_real_sign_in_step_up_refresh_and_logout() {
         "gnome-keyring-daemon",
         "secret-tool",
         "python3",
+        // Answers are typed at a terminal of the test's own (script), and a piped one is
+        // tried with none (setsid).
+        "script",
+        "setsid",
     ]);
     assert!(
         root.join("node_modules/oidc-provider").is_dir()

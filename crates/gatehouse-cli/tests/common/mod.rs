@@ -248,6 +248,104 @@ impl Env {
     }
 }
 
+/// `cmd` (its program, arguments and environment) as another `Command` to run through `runner`
+/// with `runner_args` first.
+fn rewrapped(cmd: &Command, runner: &str, runner_args: &[&str]) -> Command {
+    let mut wrapped = Command::new(runner);
+    wrapped.args(runner_args);
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+fn shell_quote(s: &std::ffi::OsStr) -> String {
+    format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"))
+}
+
+/// `cmd` with no controlling terminal, as an AI agent's shell tool, a pipeline in a daemon or
+/// CI runs it: `setsid` starts it in a session of its own, so `/dev/tty` cannot be opened.
+/// Stdin is /dev/null unless the caller sets it on the returned command.
+pub fn without_terminal(cmd: &Command) -> Command {
+    require_tools(&["setsid"]);
+    let mut wrapped = rewrapped(cmd, "setsid", &["--wait"]);
+    wrapped
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .stdin(Stdio::null());
+    wrapped
+}
+
+/// Runs `cmd` on a pseudo-terminal of its own (`script` makes it the command's controlling
+/// terminal), where `typed` is what the person types at it, followed by an end of input
+/// (Ctrl-D). The command's stdin is the file `stdin` (or /dev/null): not the terminal, so what
+/// answers a question can only have come from the terminal. Returns the exit code, stdout and
+/// stderr.
+pub fn in_a_terminal(
+    cmd: &Command,
+    typed: &str,
+    stdin: Option<&std::path::Path>,
+) -> (i32, String, String) {
+    use std::io::Write;
+    require_tools(&["script"]);
+    assert!(
+        typed.is_empty() || typed.ends_with('\n'),
+        "typed lines end with a newline"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let stdin = stdin.map_or_else(|| PathBuf::from("/dev/null"), std::path::Path::to_path_buf);
+    // A person's terminal stays open after the command ends; this one closes with it, and its
+    // hang-up must not kill what the command left running (the browser it opened): SIGHUP is
+    // ignored, which the command and its children inherit.
+    let line = format!(
+        "trap '' HUP; exec {} <{} >{} 2>{}",
+        std::iter::once(cmd.get_program())
+            .chain(cmd.get_args())
+            .map(shell_quote)
+            .collect::<Vec<_>>()
+            .join(" "),
+        shell_quote(stdin.as_os_str()),
+        shell_quote(out.as_os_str()),
+        shell_quote(err.as_os_str()),
+    );
+    let mut script = rewrapped(cmd, "script", &["--quiet", "--return", "--command"]);
+    script
+        .arg(&line)
+        .arg("/dev/null")
+        .env("SHELL", "/bin/sh")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = script.spawn().unwrap();
+    // Kept open until the command ends: script forwards it to the terminal, and the Ctrl-D
+    // (at the start of a line) is the terminal's end of input.
+    let mut keyboard = child.stdin.take().unwrap();
+    keyboard.write_all(typed.as_bytes()).unwrap();
+    keyboard.write_all(b"\x04").unwrap();
+    keyboard.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(keyboard);
+    let mut script_err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut script_err)
+        .unwrap();
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{e}: script said {script_err}"))
+    };
+    (status.code().unwrap_or(-1), read(&out), read(&err))
+}
+
 /// A server process killed when the test ends.
 pub struct Running(pub Child);
 impl Drop for Running {
