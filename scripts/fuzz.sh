@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 shift $(( $# > 0 ? 1 : 0 ))
-all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame)
+all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame gateway_requests)
 targets=("${@:-${all[@]}}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: no target '$t' (targets: ${all[*]})" >&2; exit 2; }
@@ -65,6 +65,16 @@ frames = [
 ]
 for i, f in enumerate(frames):
     put("stdio_frame", "frame-%d" % i, bytes([200, 7]) + f)
+# The gateway: what the demo's two eras list, a collision, prefixes, and a client's requests
+# (the attacks of the resource prefix rule among them).
+gateway = [
+    "R demo demo://docs/welcome.txt\nR demo-2025 demo://docs/welcome.txt\nW demo-2025 demo\nT demo demo://notes/{name}\nT demo-2025 demo://notes/{name}\nU demo://docs/welcome.txt\nU demo://notes/ideas\n",
+    "R a file:///srv/docs/index\nR b file:///srv/docs/index\nT a file:///srv/docs/{+path}\nU file:///srv/docs/index\nU file:///srv/docs/x?/../../secret.txt\nG file:///srv/docs/\nV path ../../etc/passwd\n",
+    "G file:///srv/docs/\nU file:///srv/docs/a/b%20c.txt\nU file:///srv/docs/%252e%252e/secret\nU file:///srv/docs/%2e%2e/x\nU file:///srv/docs/..%5cx\nU file:///srv/docs/caf%C3%A9.txt\n",
+    "N github create_issue\nN github__x y\nN a-very-long-server-name-that-needs-a-hash tool.with.dots\nP github__create_issue\nP create_issue\n",
+]
+for i, g in enumerate(gateway):
+    put("gateway_requests", "gateway-%d" % i, g)
 PY
 
 cd fuzz

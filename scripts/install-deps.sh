@@ -22,6 +22,9 @@ declare -A needs=(
   [WebKitWebDriver]=webkit2gtk-driver
   [xauth]=xauth
   [dpkg-deb]=dpkg
+  # The CLI's consent tests: a command without a controlling terminal, and one on a pty.
+  [setsid]=util-linux
+  [script]=bsdutils
 )
 # Libraries that have no command of their own: pkg-config module -> package.
 declare -A libs=(
