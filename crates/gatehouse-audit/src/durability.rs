@@ -9,7 +9,9 @@
 //! - [`Durability::Batched`]: a background flusher makes everything written so far durable
 //!   with one `sync_data` (group commit: every record written since the last flush shares it)
 //!   at most `max_delay` after the first unflushed record, or as soon as `max_records` are
-//!   waiting, then writes the head with the anchor of the last record it made durable. The head
+//!   waiting, then writes the head with the anchor of the last record it made durable, unless
+//!   the head already anchors a later one (another writer flushed further: the head never moves
+//!   backwards; the check and the rename are done under the log's exclusive lock). The head
 //!   never claims more than the disk holds, so after a power cut the log is at least as long as
 //!   the head says: nothing reads as removed.
 //!

@@ -88,20 +88,11 @@ pub(crate) fn read_head(log: &Path) -> Result<HeadState, AuditError> {
 /// new one, never a partial file. The directory is not flushed: a crash can then at worst
 /// bring back an older head, behind the log, which is accepted (the record at its seq still
 /// has its hash). That saves one of the three disk flushes every append would otherwise cost.
-/// The shared temp name is used under the log's exclusive lock only.
+/// The shared temp name is used under the log's exclusive lock only, and the head is replaced
+/// whatever it says: the caller has just read the log's end under that lock, and `anchor` is
+/// its last record (a sync-mode append, or a repair that recorded what it found).
 pub(crate) fn write_head(log: &Path, anchor: &Anchor) -> Result<(), AuditError> {
-    write_head_via(log, None, anchor)
-}
-
-/// [`write_head`] through `temp` (a batched handle's private temp file, so its flusher needs
-/// no lock: whichever of two heads lands last, both anchor records already durable, and a
-/// head behind the log is accepted), or the shared temp name when `None`.
-pub(crate) fn write_head_via(
-    log: &Path,
-    temp: Option<&Path>,
-    anchor: &Anchor,
-) -> Result<(), AuditError> {
-    let temp = temp.map_or_else(|| head_temp_path(log), Path::to_path_buf);
+    let temp = head_temp_path(log);
     prepare_head(log, &temp, anchor)?;
     install_head(log, &temp)
 }
@@ -134,6 +125,27 @@ pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub(crate) fn install_head(log: &Path, temp: &Path) -> Result<(), AuditError> {
     let path = head_path(log);
     fs::rename(temp, &path).map_err(|source| AuditError::Head { path, source })
+}
+
+/// [`install_head`] for a batched flush whose last durable record is `seq`, unless the head
+/// already anchors that record or a later one: a head never moves backwards. Another handle,
+/// in this process or another, may have flushed further meanwhile (its head too anchors only
+/// records it made durable), or the head may say more than the log holds, which the next
+/// look at the end records; either way that head stays, and `temp` is removed. A head that is
+/// missing, is not a head, or cannot be read is replaced. Returns whether it was.
+///
+/// The caller holds the log's exclusive lock: every writer of the head does, so no other head
+/// lands between the look and the rename.
+pub(crate) fn install_head_if_newer(log: &Path, temp: &Path, seq: u64) -> Result<bool, AuditError> {
+    if let Ok(HeadState::Present(current)) = read_head(log)
+        && current.seq >= seq
+    {
+        // Best effort: a leftover is this handle's own file, replaced by its next flush.
+        let _ = fs::remove_file(temp);
+        return Ok(false);
+    }
+    install_head(log, temp)?;
+    Ok(true)
 }
 
 /// Options that create files readable and writable by the owner only (on Unix).
@@ -183,6 +195,41 @@ mod tests {
         assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor));
         assert!(dir.path().join("audit.jsonl.head").is_file());
         assert!(!dir.path().join("audit.jsonl.head.tmp").exists());
+    }
+
+    #[test]
+    fn a_flushed_head_never_replaces_a_later_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let temp = dir.path().join("audit.jsonl.head.1-0.tmp");
+        let anchor = |seq: u64| Anchor {
+            seq,
+            hash: format!("{seq:064x}"),
+        };
+        let install = |seq: u64| {
+            prepare_head(&log, &temp, &anchor(seq)).unwrap();
+            install_head_if_newer(&log, &temp, seq).unwrap()
+        };
+        // No head yet: installed.
+        assert!(install(5));
+        assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor(5)));
+        assert!(!temp.exists());
+        // An older record, or the same one: the head stays, and the temp file goes.
+        for seq in [4, 0, 5] {
+            assert!(!install(seq), "{seq}");
+            assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor(5)));
+            assert!(!temp.exists(), "{seq}");
+        }
+        // A later record: installed.
+        assert!(install(9));
+        assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor(9)));
+        // A head that is not one, or none at all: replaced, even by an older record.
+        fs::write(head_path(&log), r#"{"seq":100}"#).unwrap();
+        assert!(install(3));
+        assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor(3)));
+        fs::remove_file(head_path(&log)).unwrap();
+        assert!(install(2));
+        assert_eq!(read_head(&log).unwrap(), HeadState::Present(anchor(2)));
     }
 
     #[test]

@@ -16,10 +16,14 @@
 //! - **The head**, `<log>.head`: `{"seq":N,"hash":"…"}`, the anchor of the last record known
 //!   to be on stable storage, replaced atomically (a temp file, fsync, rename): after every
 //!   append in the sync mode, after every flush in the batched mode; `seq` 0 and 64 zeros for
-//!   an empty log. The head may lag the log (a crash between a record's flush and the rename,
-//!   or records of the batched mode not yet flushed); a head behind the log is accepted when
-//!   the record at its seq has its hash. A head ahead of the log, or naming a record that
-//!   hashes differently, means records were removed from the end.
+//!   an empty log. Every head is renamed into place under the log's exclusive lock, and a
+//!   batched flush leaves a head that anchors the same or a later record as it is (another
+//!   writer flushed further), so the head never moves backwards (but to the log's real end
+//!   after an `audit_head_mismatch` record says records were removed). The head may lag the
+//!   log (a crash between a record's flush and the rename, or records of the batched mode not
+//!   yet flushed); a head behind the log is accepted when the record at its seq has its hash.
+//!   A head ahead of the log, or naming a record that hashes differently, means records were
+//!   removed from the end.
 //! - **Markers**, `<log>.batched-<pid>-<n>`: one per batched writer while it runs (the boot id
 //!   and its window), so a restart of the machine that cut its last window short is recorded
 //!   (`audit_short_tail`) rather than silent; see [`Durability`]. A writer whose flush failed

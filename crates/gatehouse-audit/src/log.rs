@@ -17,9 +17,9 @@ use crate::AuditError;
 use crate::durability::{
     Durability, Fdatasync, HandleFiles, Syncer, boot_id, mark_flush_failed, write_marker,
 };
-use crate::head::{head_path, install_head, prepare_head};
+use crate::head::prepare_head;
 use crate::record::{Anchor, Entry, check_server, format_time, is_event_name, json_kind};
-use crate::writer::{Writer, open_log_file, stamp};
+use crate::writer::{Writer, open_log_file};
 
 /// An open audit log. Each handle holds its own file descriptor and lock, so handles in several
 /// threads or processes can append to one file and the chain stays whole. A batched handle
@@ -461,8 +461,10 @@ impl Shared {
 
     /// One flush: note this handle's end, `sync_data` the file (no lock needed: the sync
     /// covers every byte written before it, by any process), then write the head anchoring
-    /// that end through this handle's private temp file. Appends go on meanwhile; what they
-    /// write waits for the next flush. A failure is kept: every later append fails.
+    /// that end through this handle's private temp file, and rename it over the head under
+    /// the log's lock unless the head already anchors a later record. Appends go on
+    /// meanwhile; what they write waits for the next flush. A failure is kept: every later
+    /// append fails.
     fn flush(&self) -> Result<Flushed, AuditError> {
         let _order = self.flushing.lock().unwrap_or_else(PoisonError::into_inner);
         let (file, sync, path, temp, target) = {
@@ -512,16 +514,13 @@ impl Shared {
                 source,
             })
             .and_then(|()| prepare_head(&path, &temp, &anchor));
-        // The rename and the new head's stamp are taken under the handle's mutex, so this
-        // handle's next append knows the head it finds is its own and does not read the end
-        // again.
+        // Installed under the handle's mutex (the OS lock is this handle's descriptor's, which
+        // its appends share) and the log's exclusive lock, and only over a head that anchors
+        // an earlier record: another handle may have flushed further meanwhile, and the head
+        // never moves backwards. Either way `target` is durable.
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        match prepared.and_then(|()| install_head(&path, &temp)) {
-            Ok(()) => {
-                let head = stamp(&head_path(&path));
-                if let Some(known) = &mut writer.known {
-                    known.head = head;
-                }
+        match prepared.and_then(|()| writer.install_flushed_head(&temp, anchor.seq)) {
+            Ok(_) => {
                 writer.batch.flushed = Some(target.clone());
                 Ok(target)
             }

@@ -12,7 +12,8 @@ use sha2::{Digest, Sha256};
 use crate::AuditError;
 use crate::durability::{Durability, HandleFiles, Syncer, stale_markers};
 use crate::head::{
-    HeadState, head_path, private_file_options, read_head, sibling, sync_dir, write_head,
+    HeadState, head_path, install_head_if_newer, private_file_options, read_head, sibling,
+    sync_dir, write_head,
 };
 use crate::log::{HeadMismatch, HeadProblem, Recovery, ShortTail, TornTail};
 use crate::record::{
@@ -163,6 +164,28 @@ impl Writer {
         // Unlocking can only fail if the descriptor is bad; closing it would release the lock.
         let _ = self.file.unlock();
         result
+    }
+
+    /// Installs a batched flush's head, prepared in `temp` for the record at `seq` (already
+    /// durable), under the exclusive lock, unless the head anchors that record or a later one
+    /// (see [`install_head_if_newer`]): without the lock, an older flush's rename could land
+    /// after a newer one's and move the head back. Only the lock, not [`Writer::locked`]: the
+    /// flush anchors what this handle's file holds, without reading the end or opening the
+    /// path again. When installed, the new head's stamp is noted (under the lock, so it is this
+    /// head's), so this handle's next append knows the head is its own and does not read the
+    /// end again; when not, the head is another's and the next append looks.
+    pub(crate) fn install_flushed_head(
+        &mut self,
+        temp: &Path,
+        seq: u64,
+    ) -> Result<bool, AuditError> {
+        lock(&self.file, &self.path)?;
+        let installed = install_head_if_newer(&self.path, temp, seq);
+        if let (Ok(true), Some(known)) = (&installed, &mut self.known) {
+            known.head = stamp(&head_path(&self.path));
+        }
+        let _ = self.file.unlock();
+        installed
     }
 
     /// The file's length, when the path still names the file this handle has open (one

@@ -174,6 +174,72 @@ fn batched_handles_in_several_threads_keep_one_chain() {
     assert_eq!(head_seq(&path), 400);
 }
 
+/// A disk on which, the first time a flush makes the log durable, another handle appends a
+/// record in the sync mode, so the head anchors it: what another thread or process may do
+/// between a batched flush's look at its end and the rename of its head.
+#[derive(Debug)]
+struct OtherWriterMidFlush {
+    log: std::sync::Mutex<Option<PathBuf>>,
+}
+
+impl Syncer for OtherWriterMidFlush {
+    fn sync_data(&self, file: &fs::File) -> std::io::Result<()> {
+        let other = self.log.lock().unwrap().take();
+        if let Some(path) = other {
+            let (mut log, _) = AuditLog::open(&path, t(50)).unwrap();
+            log.append("tool_call", Some("other"), json!({}), t(51))
+                .unwrap();
+        }
+        file.sync_data()
+    }
+}
+
+#[test]
+fn a_flush_never_moves_the_head_back_over_a_later_one() {
+    let (_dir, path) = new_log();
+    let disk = std::sync::Arc::new(OtherWriterMidFlush {
+        log: std::sync::Mutex::new(Some(path.clone())),
+    });
+    let (mut batched, _) = AuditLog::open_with_syncer(&path, t(0), wide(), disk.clone()).unwrap();
+    let first = batched
+        .append("tool_call", Some("batched"), json!({}), t(1))
+        .unwrap();
+    assert_eq!(first.seq, 1);
+    // The flush makes seq 1 durable; while it does, the other handle appends seq 2 and
+    // anchors the head to it. The flush's head for seq 1 must not replace that one.
+    assert_eq!(batched.flush().unwrap().seq, 1);
+    assert!(disk.log.lock().unwrap().is_none(), "the other handle ran");
+    let head: serde_json::Value =
+        serde_json::from_slice(&fs::read(head_path(&path)).unwrap()).unwrap();
+    let tip = verify(&path).unwrap().tip.unwrap();
+    assert_eq!(
+        (head["seq"].as_u64(), head["hash"].as_str()),
+        (Some(2), Some(&*tip.hash))
+    );
+    assert_eq!(tip.seq, 2);
+    // The head it did not install is not left behind.
+    let leftovers: Vec<_> = fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // The batched handle appends after the other's record, and its next flush moves the
+    // head forward again.
+    let third = batched
+        .append("tool_call", Some("batched"), json!({}), t(2))
+        .unwrap();
+    assert_eq!(third.seq, 3);
+    assert!(third.recovery.is_empty(), "{third:?}");
+    assert_eq!(batched.flush().unwrap().seq, 3);
+    assert_eq!(head_seq(&path), 3);
+    drop(batched);
+    assert_eq!(assert_intact(&path), 3);
+    assert_eq!(head_seq(&path), 3);
+    let (_, report) = AuditLog::open(&path, t(60)).unwrap();
+    assert!(report.recovery.is_empty(), "{report:?}");
+}
+
 #[test]
 fn a_flush_that_fails_refuses_every_later_append() {
     let (_dir, path) = new_log();
