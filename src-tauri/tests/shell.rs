@@ -17,6 +17,7 @@ use gatehouse_desktop::commands::names::ALL;
 use gatehouse_desktop::{Launch, MAIN_WINDOW, events};
 use gatehouse_host::desk::{Desk, DeskPaths};
 use gatehouse_host::{MemoryStore, UrlOpener};
+use gatehouse_testkit as kit;
 use serde_json::{Value, json};
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder};
@@ -46,24 +47,6 @@ impl Recorder {
     fn opened(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
     }
-}
-
-/// `target/debug/gatehouse-demo-server`, found from this test's own path
-/// (`target/debug/deps/shell-…`).
-fn demo_server() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("the test runs from target/<profile>/deps");
-    let server = dir.join("gatehouse-demo-server");
-    assert!(
-        server.is_file(),
-        "the demo server {} is missing: build it first with `cargo build -p gatehouse-demo-server` \
-         (or `cargo build --workspace`)",
-        server.display()
-    );
-    server
 }
 
 fn context() -> tauri::Context<MockRuntime> {
@@ -123,7 +106,7 @@ impl Shell {
 
     /// As `start`, with the launch changed by `adjust` first.
     fn start_with(adjust: impl FnOnce(&mut Launch)) -> Shell {
-        let demo_server = demo_server();
+        let demo_server = kit::demo::server();
         let dir = tempfile::tempdir().unwrap();
         // Empty, so the machine's /etc/gatehouse is never read.
         let system_trust_roots = dir.path().join("system-trust-roots");
@@ -560,7 +543,7 @@ fn looking_at_a_refused_server_never_readmits_it_only_connect_does() {
     let shell = Shell::start();
     // A copy of the demo server at a path no bundle binds: unattested under deny-by-default.
     let copy = shell.dir.path().join("unbound-server");
-    std::fs::copy(demo_server(), &copy).unwrap();
+    std::fs::copy(kit::demo::server(), &copy).unwrap();
     let row = shell.ok(
         "server_add",
         json!({"entry": {"name": "unbound", "kind": "stdio", "command": copy.display().to_string()}}),

@@ -109,7 +109,8 @@ pub use log::{
 };
 pub use read::{ExportFormat, Filter, export, read};
 pub use record::{
-    Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, Record, ZERO_HASH,
+    Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, RESERVED_EVENT_PREFIX, Record,
+    ZERO_HASH, check_event_name,
 };
 pub use verify::{BreakKind, Broken, Repair, ShortTailNote, VerifyReport, verify};
 

@@ -18,7 +18,7 @@ use crate::durability::{
     Durability, Fdatasync, HandleFiles, Syncer, boot_id, mark_flush_failed, write_marker,
 };
 use crate::head::prepare_head;
-use crate::record::{Anchor, Entry, check_server, format_time, is_event_name, json_kind};
+use crate::record::{Anchor, Entry, check_event_name, check_server, format_time, json_kind};
 use crate::writer::{Writer, open_log_file};
 
 /// An open audit log. Each handle holds its own file descriptor and lock, so handles in several
@@ -287,16 +287,7 @@ impl AuditLog {
         data: Value,
         now: OffsetDateTime,
     ) -> Result<Appended, AuditError> {
-        if !is_event_name(event) {
-            return Err(AuditError::BadEvent {
-                event: event.to_string(),
-            });
-        }
-        if event.starts_with("audit_") {
-            return Err(AuditError::ReservedEvent {
-                event: event.to_string(),
-            });
-        }
+        check_event_name(event)?;
         if let Some(server) = server {
             check_server(server).map_err(|reason| AuditError::BadServer {
                 server: server.to_string(),

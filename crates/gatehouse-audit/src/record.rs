@@ -203,6 +203,28 @@ fn parse_line_unescaped(line: &[u8]) -> Result<Record, String> {
     })
 }
 
+/// The prefix of the log's own events ([`EVENT_TORN_TAIL`], [`EVENT_HEAD_MISMATCH`],
+/// [`EVENT_SHORT_TAIL`]): [`crate::AuditLog::append`] refuses a caller's event that starts with
+/// it, so no caller can forge one of these records.
+pub const RESERVED_EVENT_PREFIX: &str = "audit_";
+
+/// The check [`crate::AuditLog::append`] makes of a caller's event name: snake_case
+/// (`[a-z][a-z0-9_]*`, at most [`MAX_EVENT_BYTES`]) and not starting with
+/// [`RESERVED_EVENT_PREFIX`]. A caller with a closed set of names can test them all with it.
+pub fn check_event_name(event: &str) -> Result<(), AuditError> {
+    if !is_event_name(event) {
+        return Err(AuditError::BadEvent {
+            event: event.to_string(),
+        });
+    }
+    if event.starts_with(RESERVED_EVENT_PREFIX) {
+        return Err(AuditError::ReservedEvent {
+            event: event.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// `[a-z][a-z0-9_]*`, at most [`MAX_EVENT_BYTES`].
 pub(crate) fn is_event_name(event: &str) -> bool {
     let mut bytes = event.bytes();
@@ -438,6 +460,23 @@ mod tests {
         ] {
             assert!(!is_event_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_logs_own_events_are_reserved() {
+        for own in [EVENT_TORN_TAIL, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL] {
+            assert!(is_event_name(own), "{own}");
+            assert!(own.starts_with(RESERVED_EVENT_PREFIX), "{own}");
+            assert!(
+                matches!(check_event_name(own), Err(AuditError::ReservedEvent { .. })),
+                "{own}"
+            );
+        }
+        assert!(check_event_name("tool_call").is_ok());
+        assert!(matches!(
+            check_event_name("Tool"),
+            Err(AuditError::BadEvent { .. })
+        ));
     }
 
     #[test]

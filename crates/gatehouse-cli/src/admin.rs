@@ -14,7 +14,7 @@ use gatehouse_host::config::write_atomically;
 use gatehouse_host::fetch::{
     AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
 };
-use gatehouse_host::gatekeeper::events;
+use gatehouse_host::gatekeeper::AuditEvent;
 use gatehouse_host::tap::system_clock;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -113,7 +113,7 @@ fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Fa
         Ok(decided) => decided,
         Err(failure) => {
             audit.record(
-                events::BUNDLE_REFUSED,
+                AuditEvent::BundleRefused,
                 None,
                 json!({
                     "bundle_id": seen.bundle_id,
@@ -128,7 +128,7 @@ fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Fa
     };
     let (installed, target) = (seen.installed, seen.target.expect("set before verifying"));
     audit.record(
-        events::BUNDLE_ACCEPTED,
+        AuditEvent::BundleAccepted,
         None,
         json!({"bundle": verified.label(), "signers": verified.signers(), "sha256": verified.signed_sha256_hex(), "replaces": installed, "into": target}),
     )?;

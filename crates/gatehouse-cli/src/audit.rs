@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use gatehouse_audit::{AuditError, ExportFormat, Filter, Record};
 use serde_json::{Value, json};
 
-use crate::cli::AuditCommand;
+use crate::cli::{AuditCommand, ExportFormatArg};
 use crate::commands::{Context, Failure};
 use crate::output;
 
@@ -67,14 +67,9 @@ pub fn run(context: &Context, command: AuditCommand) -> Result<u8, Failure> {
             format,
             out,
         } => {
-            let format = match format.as_str() {
-                "jsonl" => ExportFormat::Jsonl,
-                "json" => ExportFormat::JsonArray,
-                other => {
-                    return Err(Failure::usage(format!(
-                        "--format {other:?}: use jsonl or json"
-                    )));
-                }
+            let format = match format {
+                ExportFormatArg::Jsonl => ExportFormat::Jsonl,
+                ExportFormatArg::Json => ExportFormat::JsonArray,
             };
             let path = log(file);
             let filter = filter(server, event);

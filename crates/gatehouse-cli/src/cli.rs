@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::EraPreference;
 use gatehouse_host::clients::ClientId;
@@ -529,9 +529,9 @@ pub enum AuditCommand {
         server: Option<String>,
         #[arg(long = "type", value_name = "EVENT")]
         event: Option<String>,
-        /// jsonl or json.
-        #[arg(long, default_value = "jsonl")]
-        format: String,
+        /// jsonl (one record per line) or json (an array).
+        #[arg(long, value_enum, default_value_t = ExportFormatArg::Jsonl)]
+        format: ExportFormatArg,
         /// Write here instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -664,4 +664,13 @@ pub enum AttestCommand {
         #[arg(long)]
         now: Option<String>,
     },
+}
+
+/// `audit export --format`: a closed set, parsed (and refused by name) by clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormatArg {
+    /// One record per line, byte for byte as in the log.
+    Jsonl,
+    /// A JSON array of the log's lines.
+    Json,
 }

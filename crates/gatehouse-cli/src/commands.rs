@@ -909,7 +909,7 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
                 let verdict = gatekeeper.admit(name, &spec).await?;
                 rows.push(json!({
                     "name": name,
-                    "transport": spec.transport_name(),
+                    "transport": spec.kind(),
                     "target": spec.describe(),
                     "secrets": entry.secret_references(),
                     "admission": verdict,

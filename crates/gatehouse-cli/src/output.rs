@@ -291,6 +291,7 @@ pub fn print_event(event: &HostEvent) {
                 .as_deref()
                 .map(|u| format!(" url={}", safe_line(u)))
                 .unwrap_or_default();
+            let mode = mode.map_or("unknown", gatehouse_policy::Mode::as_str);
             eprintln!(
                 "{server}: {mode} elicitation {:?}{url}: answered {action} ({reason})",
                 safe_line(message)

@@ -10,28 +10,14 @@ use gatehouse_gateway::HeadlessConsent;
 use gatehouse_gateway::bridge::{
     self, BridgeCode, BridgeListener, HELLO_LIMIT, own_uid, socket_path_in,
 };
-use gatehouse_host::host::{Host, HostOptions, HostPaths};
-use gatehouse_host::secrets::MemoryStore;
-use gatehouse_host::tap::system_clock;
+use gatehouse_host::host::Host;
+use gatehouse_testkit as kit;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 /// A host with no servers, in its own directory.
 fn host(dir: &Path) -> Arc<Host> {
-    let paths = HostPaths {
-        config: dir.join("config/servers.json"),
-        data: dir.join("data"),
-        logs: dir.join("logs"),
-        user_trust_roots: None,
-        system_trust_roots: dir.join("system-trust-roots"),
-    };
-    Host::open(
-        HostOptions::new(paths, system_clock()),
-        Arc::new(MemoryStore::default()),
-        Arc::new(HeadlessConsent),
-        Arc::new(|_| {}),
-    )
-    .expect("host opens")
+    kit::host::open(kit::host::options(dir), Arc::new(HeadlessConsent))
 }
 
 struct World {

@@ -3,16 +3,15 @@
 //! serves bridged clients. What a client can make the host hold (subscriptions), do
 //! (admissions, listings) or record (who asked).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_gateway::{Gateway, GatewayHandler, HeadlessConsent};
 use gatehouse_host::DownstreamTransport;
 use gatehouse_host::connection::MAX_SUBSCRIPTIONS_PER_CLIENT;
-use gatehouse_host::host::{Host, HostOptions, HostPaths};
-use gatehouse_host::secrets::MemoryStore;
-use gatehouse_host::tap::system_clock;
+use gatehouse_host::host::Host;
+use gatehouse_testkit as kit;
 use rmcp::model::{
     ArgumentInfo, ClientCapabilities, ClientConfig, CompleteRequestParams, Implementation,
     ProtocolVersion, ReadResourceRequestParams, Reference, SubscribeRequestParams,
@@ -22,56 +21,13 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
-fn demo_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join(gatehouse_host::demo::DEMO_SERVER_BINARY);
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo build -p gatehouse-demo-server`",
-        path.display()
-    );
-    path
-}
-
-fn paths(dir: &Path) -> HostPaths {
-    HostPaths {
-        config: dir.join("config/servers.json"),
-        data: dir.join("data"),
-        logs: dir.join("logs"),
-        user_trust_roots: None,
-        system_trust_roots: dir.join("system-trust-roots"),
-    }
-}
-
 /// A host in demo mode (`demo` in 2026-07-28, `demo-2025` in 2025-11-25), plus the servers
 /// of `servers` (a servers.json body), started as `gatehouse serve` starts it.
 fn host(dir: &Path, servers: Option<Value>) -> Arc<Host> {
     if let Some(servers) = servers {
-        std::fs::create_dir_all(dir.join("config")).unwrap();
-        std::fs::write(
-            dir.join("config/servers.json"),
-            serde_json::to_vec(&servers).unwrap(),
-        )
-        .unwrap();
+        kit::host::write_servers(dir, &servers);
     }
-    let mut options = HostOptions::new(paths(dir), system_clock());
-    options.demo = true;
-    options.demo_server = Some(demo_server());
-    options.connect_timeout = Duration::from_secs(20);
-    Host::open(
-        options,
-        Arc::new(MemoryStore::default()),
-        Arc::new(HeadlessConsent),
-        Arc::new(|_| {}),
-    )
-    .expect("host opens")
+    kit::host::open(kit::host::demo_options(dir), Arc::new(HeadlessConsent))
 }
 
 type Client = RunningService<RoleClient, ClientConfig>;
@@ -99,20 +55,6 @@ async fn client(host: &Arc<Host>, name: &str, only: Option<&str>) -> (Client, Ar
     let (read, write) = tokio::io::split(ours);
     let running = info.serve((read, write)).await.expect("initialize");
     (running, gateway)
-}
-
-fn audit(dir: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("data/audit.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn records(dir: &Path, event: &str) -> Vec<Value> {
-    audit(dir)
-        .into_iter()
-        .filter(|r| r["event"] == event)
-        .collect()
 }
 
 /// The stable code Gatehouse put in a JSON-RPC error's data.
@@ -245,7 +187,7 @@ async fn a_legacy_server_hears_unsubscribe_for_the_last_holder_and_every_request
     subscribe(&a, "demo://counter").await.unwrap();
     subscribe(&b, "demo://counter").await.unwrap();
     assert_eq!(sent(&host, "demo-2025", "resources/subscribe"), 1);
-    let subscribes: Vec<Value> = records(dir.path(), "resource_read")
+    let subscribes: Vec<Value> = kit::host::records_of(dir.path(), "resource_read")
         .into_iter()
         .filter(|r| r["data"]["action"] == "subscribe")
         .collect();
@@ -261,7 +203,9 @@ async fn a_legacy_server_hears_unsubscribe_for_the_last_holder_and_every_request
     // A refused subscription names its client too.
     let refused = subscribe(&b, "demo://secret").await.unwrap_err();
     assert_eq!(code(&refused), "resource_not_admitted", "{refused}");
-    let last = records(dir.path(), "resource_read").pop().unwrap();
+    let last = kit::host::records_of(dir.path(), "resource_read")
+        .pop()
+        .unwrap();
     assert_eq!(last["data"]["decision"], "denied");
     assert_eq!(last["data"]["caller"]["client"], "client_b");
 
@@ -278,7 +222,9 @@ async fn a_legacy_server_hears_unsubscribe_for_the_last_holder_and_every_request
         completion.to_string().contains("prompt_not_admitted"),
         "{completion}"
     );
-    let denied = records(dir.path(), "prompt_get").pop().unwrap();
+    let denied = kit::host::records_of(dir.path(), "prompt_get")
+        .pop()
+        .unwrap();
     assert_eq!(denied["data"]["decision"], "denied", "{denied}");
     assert_eq!(denied["data"]["caller"]["client"], "client_b", "{denied}");
     let template = b
@@ -293,7 +239,9 @@ async fn a_legacy_server_hears_unsubscribe_for_the_last_holder_and_every_request
         template.to_string().contains("resource_not_admitted"),
         "{template}"
     );
-    let denied = records(dir.path(), "resource_read").pop().unwrap();
+    let denied = kit::host::records_of(dir.path(), "resource_read")
+        .pop()
+        .unwrap();
     assert_eq!(denied["data"]["action"], "complete", "{denied}");
     assert_eq!(denied["data"]["template"], "demo://secrets/{name}");
     assert_eq!(denied["data"]["caller"]["client"], "client_b", "{denied}");
@@ -322,7 +270,7 @@ async fn client_requests_never_readmit_a_refused_server() {
     // A server no bundle binds (the demo server's bytes at another path): refused under
     // deny-by-default.
     let copy = dir.path().join("unbound-server");
-    std::fs::copy(demo_server(), &copy).unwrap();
+    std::fs::copy(kit::demo::server(), &copy).unwrap();
     let host = host(
         dir.path(),
         Some(json!({"mcpServers": {"unbound": {"command": copy.display().to_string()}}})),
@@ -339,7 +287,7 @@ async fn client_requests_never_readmit_a_refused_server() {
         first.to_string().contains("server_not_connected"),
         "{first}"
     );
-    let admissions = records(dir.path(), "admission").len();
+    let admissions = kit::host::records_of(dir.path(), "admission").len();
     assert!(admissions >= 1, "unbound was admitted (and refused) once");
     for i in 0..20 {
         let read = client
@@ -366,7 +314,7 @@ async fn client_requests_never_readmit_a_refused_server() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
-        records(dir.path(), "admission").len(),
+        kit::host::records_of(dir.path(), "admission").len(),
         admissions,
         "a client's requests re-ran admission"
     );
@@ -374,7 +322,10 @@ async fn client_requests_never_readmit_a_refused_server() {
     gateway.end();
     // The person's connect still admits it again (and refuses it again).
     let _ = host.connect("unbound").await;
-    assert_eq!(records(dir.path(), "admission").len(), admissions + 1);
+    assert_eq!(
+        kit::host::records_of(dir.path(), "admission").len(),
+        admissions + 1
+    );
     host.shutdown().await;
 }
 
@@ -464,7 +415,7 @@ async fn one_server_serve_waits_for_its_first_connection_and_the_demo_offers_its
         .read_resource(ReadResourceRequestParams::new("demo://notes/ideas"))
         .await
         .unwrap();
-    let reads = records(dir.path(), "resource_read");
+    let reads = kit::host::records_of(dir.path(), "resource_read");
     assert_eq!(reads.last().unwrap()["data"]["name"], "demo", "{reads:?}");
     client.cancel().await.unwrap();
     gateway.end();
@@ -476,9 +427,7 @@ async fn one_server_serve_waits_for_its_first_connection_and_the_demo_offers_its
     let dir = tempfile::tempdir().unwrap();
     let host = self::host(
         dir.path(),
-        Some(
-            json!({"mcpServers": {"demo-2025": {"command": demo_server().display().to_string()}}}),
-        ),
+        Some(json!({"mcpServers": {"demo-2025": {"command": kit::demo::command()}}})),
     );
     assert_eq!(host.demo_twin("demo-2025"), None);
     host.shutdown().await;

@@ -232,7 +232,7 @@ impl Bench {
         assert_eq!(outcome.elicitations.len(), 1, "{tool}");
         let record = &outcome.elicitations[0];
         assert_eq!(record.decision, decision, "{tool}: {record:?}");
-        assert_eq!(record.action, action, "{tool}: {record:?}");
+        assert_eq!(record.action.as_str(), action, "{tool}: {record:?}");
     }
 
     /// The summed `ready_in` of `iters` calls.

@@ -22,6 +22,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
 
 use crate::broker::{Arrival, Association, Session};
+use crate::connection::{Delivery, ProgressDispatcher};
 use crate::tap::ProgressCount;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -54,11 +55,12 @@ pub enum HostEvent {
     /// An elicitation and how it was answered.
     Elicitation {
         server: String,
-        mode: &'static str,
+        /// `None` for an elicitation of a mode the host does not know (answered `decline`).
+        mode: Option<gatehouse_policy::Mode>,
         message: String,
         /// The URL of a URL-mode elicitation, as sent.
         url: Option<String>,
-        action: &'static str,
+        action: crate::broker::ElicitationAnswer,
         reason: String,
     },
     /// An `elicitation/create` the host could not parse (schema outside the form subset,
@@ -86,6 +88,8 @@ pub struct HostClient {
     events: broadcast::Sender<HostEvent>,
     tools_stale: Arc<AtomicBool>,
     progress: Arc<ProgressCount>,
+    /// Hands each progress notification to the call it belongs to.
+    dispatcher: Arc<ProgressDispatcher>,
     /// The broker session, set once the handshake is done (the watch lets a request that
     /// arrives in between wait for it).
     session: Option<tokio::sync::watch::Receiver<Option<Arc<Session>>>>,
@@ -122,6 +126,7 @@ impl HostClient {
         events: broadcast::Sender<HostEvent>,
         tools_stale: Arc<AtomicBool>,
         progress: Arc<ProgressCount>,
+        dispatcher: Arc<ProgressDispatcher>,
     ) -> Self {
         HostClient {
             server: server.to_string(),
@@ -130,6 +135,7 @@ impl HostClient {
             events,
             tools_stale,
             progress,
+            dispatcher,
             session: None,
             subscribed: None,
             context_stale: None,
@@ -195,35 +201,44 @@ pub fn answer_elicitation(
             requested_schema,
             ..
         } => (
-            "form",
+            Some(gatehouse_policy::Mode::Form),
             message.clone(),
             None,
             Some(serde_json::to_value(requested_schema).unwrap_or(Value::Null)),
         ),
-        ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-            ("url", message.clone(), Some(url.clone()), None)
-        }
-        _ => ("unknown", String::new(), None, None),
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => (
+            Some(gatehouse_policy::Mode::Url),
+            message.clone(),
+            Some(url.clone()),
+            None,
+        ),
+        _ => (None, String::new(), None, None),
     };
     let (result, action, reason) = match (mode, schema) {
         (ElicitationMode::AcceptDefaults, Some(schema)) => (
             ElicitResult::new(ElicitationAction::Accept)
                 .with_content(Value::Object(schema_defaults(&schema))),
-            "accept",
+            crate::broker::ElicitationAnswer::Accept,
             "conformance mode: accepted with the schema defaults".to_string(),
         ),
         (ElicitationMode::AcceptDefaults, None) => (
             ElicitResult::new(ElicitationAction::Decline),
-            "decline",
+            crate::broker::ElicitationAnswer::Decline,
             "conformance mode answers only form elicitations and never opens a browser".to_string(),
         ),
         (ElicitationMode::DeclineAndLog, _) => (
             ElicitResult::new(ElicitationAction::Decline),
-            "decline",
+            crate::broker::ElicitationAnswer::Decline,
             "no elicitation broker on this connection; every elicitation is declined".to_string(),
         ),
     };
-    tracing::info!(server, mode = kind, action, %reason, "elicitation answered");
+    tracing::info!(
+        server,
+        mode = kind.map_or("unknown", gatehouse_policy::Mode::as_str),
+        action = action.as_str(),
+        %reason,
+        "elicitation answered"
+    );
     let _ = events.send(HostEvent::Elicitation {
         server: server.to_string(),
         mode: kind,
@@ -249,7 +264,7 @@ pub fn brokered_event(
     };
     HostEvent::Elicitation {
         server: server.to_string(),
-        mode: record.mode,
+        mode: Some(record.mode),
         message: shown(message),
         url: record.url.as_ref().map(|u| shown(u.full.clone())),
         action: record.action,
@@ -352,6 +367,15 @@ impl ClientHandler for HostClient {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        // To the one call whose current request carries the token, without waiting: a call
+        // whose queue is full misses this step (best effort, as its channel always was).
+        match self.dispatcher.deliver(&params) {
+            Delivery::Full => {
+                tracing::debug!(server = %self.server, "a call's progress queue is full; one progress notification dropped")
+            }
+            Delivery::Delivered | Delivery::Unrouted | Delivery::Closed => {}
+        }
+        // Also for whoever watches the host (a front end printing progress).
         self.emit(HostEvent::Progress {
             server: self.server.clone(),
             token: serde_json::to_value(&params.progress_token).unwrap_or(Value::Null),
@@ -359,6 +383,7 @@ impl ClientHandler for HostClient {
             total: params.total,
             message: params.message,
         });
+        // Counted last: a call that settles has its progress queued by then.
         self.progress.handled();
     }
 
@@ -488,7 +513,13 @@ mod tests {
         let HostEvent::Elicitation { action, mode, .. } = rx.try_recv().unwrap() else {
             panic!()
         };
-        assert_eq!((action, mode), ("decline", "form"));
+        assert_eq!(
+            (action, mode),
+            (
+                crate::broker::ElicitationAnswer::Decline,
+                Some(gatehouse_policy::Mode::Form)
+            )
+        );
     }
 
     #[test]

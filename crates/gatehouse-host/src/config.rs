@@ -159,11 +159,37 @@ impl ServerSpec {
         }
     }
 
-    pub fn transport_name(&self) -> &'static str {
+    pub fn kind(&self) -> ServerKind {
         match self {
-            ServerSpec::Stdio(_) => "stdio",
-            ServerSpec::Http(_) => "http",
+            ServerSpec::Stdio(_) => ServerKind::Stdio,
+            ServerSpec::Http(_) => ServerKind::Http,
         }
+    }
+}
+
+/// How a server is reached (its stable snake_case code is what the CLI's JSON, the window and
+/// the audit log carry as `transport` or `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerKind {
+    /// A program Gatehouse starts, spoken to over its stdin and stdout.
+    Stdio,
+    /// A Streamable HTTP endpoint.
+    Http,
+}
+
+impl ServerKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerKind::Stdio => "stdio",
+            ServerKind::Http => "http",
+        }
+    }
+}
+
+impl std::fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

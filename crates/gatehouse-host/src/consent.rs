@@ -28,8 +28,8 @@ pub type UiFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct IdentityBanner {
     /// The name the user configured for the server.
     pub server: String,
-    /// `admitted`, `unattested` or `refused`.
-    pub status: &'static str,
+    /// What admission found (`admitted`, `unattested` or `refused`).
+    pub status: Status,
     /// The verified server id from the attestation (admitted servers only).
     pub verified_id: Option<String>,
     pub clearance: Option<String>,
@@ -60,7 +60,7 @@ impl IdentityBanner {
             .filter(|_| verdict.status == Status::Admitted);
         IdentityBanner {
             server: verdict.server.clone(),
-            status: verdict.status.as_str(),
+            status: verdict.status,
             verified_id: identity.map(|i| i.id.clone()),
             clearance: identity.map(|i| i.clearance.clone()),
             signer: identity.map(|i| i.signer_key_id.clone()),
@@ -86,7 +86,7 @@ impl IdentityBanner {
             )),
             None => lines.push(format!(
                 "UNVERIFIED server ({}): nobody vouches for who this is",
-                self.status
+                self.status.as_str()
             )),
         }
         if let (Some(clearance), Some(signer), Some(bundle)) =
@@ -146,10 +146,12 @@ pub enum PromptBody {
 }
 
 impl PromptBody {
-    pub fn mode(&self) -> &'static str {
+    pub fn mode(&self) -> gatehouse_policy::Mode {
         match self {
-            PromptBody::Form { .. } | PromptBody::Unsupported { .. } => "form",
-            PromptBody::Url { .. } => "url",
+            PromptBody::Form { .. } | PromptBody::Unsupported { .. } => {
+                gatehouse_policy::Mode::Form
+            }
+            PromptBody::Url { .. } => gatehouse_policy::Mode::Url,
         }
     }
 }

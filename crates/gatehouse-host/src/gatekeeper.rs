@@ -15,57 +15,45 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
+pub use crate::audit_event::AuditEvent;
+
 use crate::HostError;
 use crate::admission::{LockGuard, Trust, TrustSettings, Verdict};
 use crate::config::{ServerSpec, write_atomically};
 use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
 
-/// Audit event names (snake_case, shared with the CLI's `audit show --type` and the UI).
+/// Audit event names as `&str`, for readers (filters, tests): each is [`AuditEvent::as_str`] of
+/// its event. Writers pass an [`AuditEvent`]; see [`crate::audit_event`].
 pub mod events {
-    pub const ADMISSION: &str = "admission";
-    pub const TOOL_CALL: &str = "tool_call";
-    /// A sign-in (or step-up) to a server completed; tokens stored in the keychain.
-    pub const OAUTH_SIGNED_IN: &str = "oauth_signed_in";
-    /// A sign-in was refused (issuer pin, insecure URL) or failed; nothing was stored.
-    pub const OAUTH_SIGN_IN_FAILED: &str = "oauth_sign_in_failed";
-    /// Tokens were refreshed silently.
-    pub const OAUTH_REFRESHED: &str = "oauth_refreshed";
-    /// The user removed a sign-in.
-    pub const OAUTH_LOGGED_OUT: &str = "oauth_logged_out";
-    pub const TOOL_PIN_MISMATCH: &str = "tool_pin_mismatch";
-    pub const TOOL_APPROVED: &str = "tool_approved";
-    /// The gate's decision on a `prompts/get`, before anything is sent.
-    pub const PROMPT_GET: &str = "prompt_get";
-    /// The gate's decision on a `resources/read`, a subscription or an argument completion
-    /// for a resource template, before anything is sent.
-    pub const RESOURCE_READ: &str = "resource_read";
-    pub const PROMPT_PIN_MISMATCH: &str = "prompt_pin_mismatch";
-    pub const PROMPT_APPROVED: &str = "prompt_approved";
-    pub const RESOURCE_APPROVED: &str = "resource_approved";
-    pub const BUNDLE_ACCEPTED: &str = "bundle_accepted";
-    pub const BUNDLE_REFUSED: &str = "bundle_refused";
-    /// One per elicitation: the receipt of elicitation.md §4.
-    pub const ELICITATION_RECEIPT: &str = "elicitation_receipt";
-    /// A `notifications/elicitation/complete` that matched a pending URL elicitation.
-    pub const ELICITATION_COMPLETED: &str = "elicitation_completed";
-    /// A completion that matched nothing (unknown, duplicate, another server's): ignored.
-    pub const ELICITATION_COMPLETION_IGNORED: &str = "elicitation_completion_ignored";
-    /// A retried request after URL elicitations (-32042, or an MRTR round).
-    pub const ELICITATION_RETRY: &str = "elicitation_retry";
-    /// The kill switch fired: the connection was closed.
-    pub const SESSION_KILLED: &str = "session_killed";
-    pub const SERVER_SUSPENDED: &str = "server_suspended";
-    pub const SERVER_RESUMED: &str = "server_resumed";
-    /// A connection refused because the server is suspended.
-    pub const SUSPENDED_REFUSED: &str = "suspended_refused";
-    /// The installed bundles decide differently than when last loaded (a rotation, an expiry).
-    pub const TRUST_RELOADED: &str = "trust_reloaded";
-    /// The audit log changed durability mode (a bundle requiring another was installed or removed).
-    pub const DURABILITY_CHANGED: &str = "durability_changed";
-    /// An admission refused because a locked admin bundle forbids what the front end was
-    /// started with (other trust roots, demo mode, a user policy): a lock installed since.
-    pub const LOCK_REFUSED: &str = "lock_refused";
+    use super::AuditEvent;
+    pub const ADMISSION: &str = AuditEvent::Admission.as_str();
+    pub const TOOL_CALL: &str = AuditEvent::ToolCall.as_str();
+    pub const OAUTH_SIGNED_IN: &str = AuditEvent::OauthSignedIn.as_str();
+    pub const OAUTH_SIGN_IN_FAILED: &str = AuditEvent::OauthSignInFailed.as_str();
+    pub const OAUTH_REFRESHED: &str = AuditEvent::OauthRefreshed.as_str();
+    pub const OAUTH_LOGGED_OUT: &str = AuditEvent::OauthLoggedOut.as_str();
+    pub const TOOL_PIN_MISMATCH: &str = AuditEvent::ToolPinMismatch.as_str();
+    pub const TOOL_APPROVED: &str = AuditEvent::ToolApproved.as_str();
+    pub const PROMPT_GET: &str = AuditEvent::PromptGet.as_str();
+    pub const RESOURCE_READ: &str = AuditEvent::ResourceRead.as_str();
+    pub const PROMPT_PIN_MISMATCH: &str = AuditEvent::PromptPinMismatch.as_str();
+    pub const PROMPT_APPROVED: &str = AuditEvent::PromptApproved.as_str();
+    pub const RESOURCE_APPROVED: &str = AuditEvent::ResourceApproved.as_str();
+    pub const BUNDLE_ACCEPTED: &str = AuditEvent::BundleAccepted.as_str();
+    pub const BUNDLE_REFUSED: &str = AuditEvent::BundleRefused.as_str();
+    pub const ELICITATION_RECEIPT: &str = AuditEvent::ElicitationReceipt.as_str();
+    pub const ELICITATION_COMPLETED: &str = AuditEvent::ElicitationCompleted.as_str();
+    pub const ELICITATION_COMPLETION_IGNORED: &str =
+        AuditEvent::ElicitationCompletionIgnored.as_str();
+    pub const ELICITATION_RETRY: &str = AuditEvent::ElicitationRetry.as_str();
+    pub const SESSION_KILLED: &str = AuditEvent::SessionKilled.as_str();
+    pub const SERVER_SUSPENDED: &str = AuditEvent::ServerSuspended.as_str();
+    pub const SERVER_RESUMED: &str = AuditEvent::ServerResumed.as_str();
+    pub const SUSPENDED_REFUSED: &str = AuditEvent::SuspendedRefused.as_str();
+    pub const TRUST_RELOADED: &str = AuditEvent::TrustReloaded.as_str();
+    pub const DURABILITY_CHANGED: &str = AuditEvent::DurabilityChanged.as_str();
+    pub const LOCK_REFUSED: &str = AuditEvent::LockRefused.as_str();
 }
 
 /// What a trust decides with, for telling whether a reload changed anything: the bundles
@@ -244,14 +232,24 @@ impl Auditor {
 
     /// Appends a record and returns once it is in the log file (and, in the sync mode, on
     /// stable storage); an error means the decision it records must not take effect.
-    pub fn record(&self, event: &str, server: Option<&str>, data: Value) -> Result<u64, HostError> {
+    pub fn record(
+        &self,
+        event: AuditEvent,
+        server: Option<&str>,
+        data: Value,
+    ) -> Result<u64, HostError> {
         let mut log = self.log()?;
         let server = server.map(|s| bounded_text(s, MAX_RECORD_TEXT_BYTES));
-        log.append(event, server.as_deref(), bounded_data(data), (self.clock)())
-            .map(|appended| appended.seq)
-            .map_err(|e| HostError::AuditUnavailable {
-                detail: e.to_string(),
-            })
+        log.append(
+            event.as_str(),
+            server.as_deref(),
+            bounded_data(data),
+            (self.clock)(),
+        )
+        .map(|appended| appended.seq)
+        .map_err(|e| HostError::AuditUnavailable {
+            detail: e.to_string(),
+        })
     }
 }
 
@@ -571,7 +569,7 @@ impl Gatekeeper {
             && let Err(error) = guard.check(now)
         {
             self.audit.record(
-                events::LOCK_REFUSED,
+                AuditEvent::LockRefused,
                 None,
                 json!({"code": error.code(), "detail": error.to_string()}),
             )?;
@@ -585,7 +583,7 @@ impl Gatekeeper {
         let (before, after) = (trust_state(&current), trust_state(&fresh));
         if before != after {
             self.audit.record(
-                events::TRUST_RELOADED,
+                AuditEvent::TrustReloaded,
                 None,
                 json!({"before": before, "after": after}),
             )?;
@@ -596,7 +594,7 @@ impl Gatekeeper {
             if wanted.durability != now_in {
                 self.audit.set_durability(wanted.durability)?;
                 self.audit.record(
-                    events::DURABILITY_CHANGED,
+                    AuditEvent::DurabilityChanged,
                     None,
                     json!({"before": now_in, "after": wanted.durability, "set_by": wanted.set_by}),
                 )?;
@@ -618,14 +616,19 @@ impl Gatekeeper {
     /// Records an event that belongs to no admission verdict (a sign-in, a logout).
     pub fn record_event(
         &self,
-        event: &str,
+        event: AuditEvent,
         server: Option<&str>,
         data: Value,
     ) -> Result<u64, HostError> {
         self.audit.record(event, server, data)
     }
 
-    pub fn audit(&self, event: &str, verdict: &Verdict, data: Value) -> Result<u64, HostError> {
+    pub fn audit(
+        &self,
+        event: AuditEvent,
+        verdict: &Verdict,
+        data: Value,
+    ) -> Result<u64, HostError> {
         self.audit
             .record(event, Some(&verdict.audit_server()), data)
     }
@@ -641,7 +644,7 @@ impl Gatekeeper {
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         self.audit(
-            events::SERVER_SUSPENDED,
+            AuditEvent::ServerSuspended,
             verdict,
             json!({"name": verdict.server, "reason": reason, "detail": detail, "key": verdict.approval_key}),
         )?;
@@ -664,7 +667,7 @@ impl Gatekeeper {
             return Ok(false);
         }
         self.audit(
-            events::SERVER_RESUMED,
+            AuditEvent::ServerResumed,
             verdict,
             json!({"name": verdict.server, "key": verdict.approval_key}),
         )?;
@@ -683,7 +686,7 @@ impl Gatekeeper {
         let trust = self.reload_trust(now)?;
         let verdict = trust.admit(server, spec, now, DEFAULT_FETCH_TIMEOUT).await;
         self.audit.record(
-            events::ADMISSION,
+            AuditEvent::Admission,
             Some(&verdict.audit_server()),
             verdict.audit_data(),
         )?;
@@ -770,7 +773,7 @@ impl Gatekeeper {
         )?;
         for (prompt, pin) in pins {
             self.audit.record(
-                events::PROMPT_APPROVED,
+                AuditEvent::PromptApproved,
                 Some(&verdict.audit_server()),
                 json!({"prompt": prompt, "pin": pin, "approval_key": verdict.approval_key, "scope": "user"}),
             )?;
@@ -810,7 +813,7 @@ impl Gatekeeper {
             .chain(prefixes.iter().map(|p| (p, "prefix")))
         {
             self.audit.record(
-                events::RESOURCE_APPROVED,
+                AuditEvent::ResourceApproved,
                 Some(&verdict.audit_server()),
                 json!({kind: uri, "approval_key": verdict.approval_key, "scope": "user"}),
             )?;
@@ -866,7 +869,7 @@ impl Gatekeeper {
                 "detail": denial.detail,
             }),
         };
-        self.record_decision(events::PROMPT_GET, verdict, data, caller)?;
+        self.record_decision(AuditEvent::PromptGet, verdict, data, caller)?;
         decided.map_err(|denial| tool_denied(&verdict.server, denial))
     }
 
@@ -897,7 +900,7 @@ impl Gatekeeper {
                 "detail": denial.detail,
             }),
         };
-        self.record_decision(events::RESOURCE_READ, verdict, data, caller)?;
+        self.record_decision(AuditEvent::ResourceRead, verdict, data, caller)?;
         decided.map_err(|denial| tool_denied(&verdict.server, denial))
     }
 
@@ -918,13 +921,13 @@ impl Gatekeeper {
             "reason": "resource_not_admitted",
             "detail": detail,
         });
-        self.record_decision(events::RESOURCE_READ, verdict, data, caller)
+        self.record_decision(AuditEvent::ResourceRead, verdict, data, caller)
             .map(|_| ())
     }
 
     fn record_decision(
         &self,
-        event: &str,
+        event: AuditEvent,
         verdict: &Verdict,
         mut data: Value,
         caller: Option<&crate::caller::Caller>,
@@ -953,7 +956,7 @@ impl Gatekeeper {
         )?;
         for (tool, pin) in pins {
             self.audit.record(
-                events::TOOL_APPROVED,
+                AuditEvent::ToolApproved,
                 Some(&verdict.audit_server()),
                 json!({"tool": tool, "pin": pin, "approval_key": verdict.approval_key, "scope": "user"}),
             )?;
@@ -985,7 +988,7 @@ impl Gatekeeper {
                 "detail": denial.detail,
             }),
         };
-        self.record_decision(events::TOOL_CALL, verdict, data, caller)?;
+        self.record_decision(AuditEvent::ToolCall, verdict, data, caller)?;
         decided.map_err(|denial| tool_denied(&verdict.server, denial))
     }
 
@@ -1005,8 +1008,8 @@ impl Gatekeeper {
         mismatches: &[PinMismatch],
     ) -> Result<(), HostError> {
         let (event, key) = match kind {
-            Kind::Tool => (events::TOOL_PIN_MISMATCH, "tool"),
-            Kind::Prompt => (events::PROMPT_PIN_MISMATCH, "prompt"),
+            Kind::Tool => (AuditEvent::ToolPinMismatch, "tool"),
+            Kind::Prompt => (AuditEvent::PromptPinMismatch, "prompt"),
         };
         for m in mismatches {
             self.audit.record(

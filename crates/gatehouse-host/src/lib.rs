@@ -17,6 +17,7 @@
 //! never renders server text: that is the caller's job.
 
 pub mod admission;
+pub mod audit_event;
 pub mod auth;
 pub mod broker;
 pub mod caller;
@@ -42,6 +43,7 @@ pub mod stdio;
 pub mod tap;
 
 pub use admission::{Trust, TrustSettings, Verdict};
+pub use audit_event::AuditEvent;
 pub use broker::{BrokerOptions, ElicitationBroker, ElicitationRecord, Session};
 pub use caller::{Attribution, Caller, DownstreamTransport};
 pub use client::{ElicitationMode, HostEvent};

@@ -28,6 +28,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::Era;
+use crate::connection::ProgressDispatcher;
 
 /// Where the tap reads the time from. Passed in so tests can fix it.
 pub type Clock = Arc<dyn Fn() -> OffsetDateTime + Send + Sync>;
@@ -351,7 +352,8 @@ impl EraCell {
 /// Progress (and elicitation completion) notifications received vs handled, per connection. rmcp runs each notification
 /// handler in a task of its own, so a progress notification that arrived before a result may
 /// be handled after it; a caller that waits for `handled` to reach `received` sees every
-/// progress event of its call before the result.
+/// progress event of its call (handed to it by the connection's [`ProgressDispatcher`], and on
+/// the host's events) before the result.
 #[derive(Debug, Default)]
 pub struct ProgressCount {
     received: std::sync::atomic::AtomicU64,
@@ -471,7 +473,9 @@ impl InFlight {
             .retain(|r| r.call != Some(call));
     }
 
-    fn sent(&self, message: &Value) {
+    /// Records a request (or a cancellation) going out. Returns the host call the request
+    /// belongs to and its `_meta.progressToken`, when it is attributed to one.
+    fn sent(&self, message: &Value) -> Option<(u64, Option<Value>)> {
         // The host gave up on a request (timeout, user cancel, dropped future): it is no longer
         // in flight, whatever the server does with it.
         if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
@@ -481,13 +485,13 @@ impl InFlight {
                 .lock()
                 .expect("in-flight poisoned")
                 .retain(|r| &r.id != id);
-            return;
+            return None;
         }
         let (Some(id), Some(method)) = (
             message.get("id"),
             message.get("method").and_then(Value::as_str),
         ) else {
-            return;
+            return None;
         };
         let subject = match method {
             "tools/call" | "prompts/get" => "/params/name",
@@ -528,7 +532,11 @@ impl InFlight {
         if requests.len() >= MAX_IN_FLIGHT {
             requests.remove(0);
         }
+        let attributed = request
+            .call
+            .map(|call| (call, request.progress_token.clone()));
         requests.push(request);
+        attributed
     }
 
     /// The last request sent for host call `call`.
@@ -569,13 +577,16 @@ impl InFlight {
 }
 
 /// What a connection's transport wrapper shares with the rest of the connection: the tap, the
-/// era as it settles, the progress count and the requests in flight.
+/// era as it settles, the progress count, the requests in flight and where each call's
+/// progress goes.
 #[derive(Debug, Clone)]
 pub struct Wire {
     pub tap: Arc<TrafficTap>,
     pub era: Arc<EraCell>,
     pub progress: Arc<ProgressCount>,
     pub inflight: Arc<InFlight>,
+    /// Told the token of each host call's request as it goes out.
+    pub dispatcher: Arc<ProgressDispatcher>,
 }
 
 /// A transport wrapped so the tap records every message crossing it.
@@ -617,8 +628,10 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
         );
         if (cancels || matches!(item, ClientJsonRpcMessage::Request(_)))
             && let Ok(value) = serde_json::from_str::<Value>(&text)
+            && let Some((call, token)) = self.wire.inflight.sent(&value)
         {
-            self.wire.inflight.sent(&value);
+            // Sent before the server can answer, so no progress of it arrives unrouted.
+            self.wire.dispatcher.sent(call, token.as_ref());
         }
         self.wire
             .tap
@@ -797,6 +810,7 @@ mod tests {
             era: Default::default(),
             progress: Default::default(),
             inflight: Default::default(),
+            dispatcher: Default::default(),
         }
     }
 
@@ -847,6 +861,57 @@ mod tests {
         let record = serde_json::to_string(&tap.entries(None)).unwrap();
         assert!(!record.contains("at-Zq8xW3vR7tKp2LmN"), "{record}");
         assert_eq!(record.matches("[secret:oauth:s:access_token]").count(), 4);
+    }
+
+    /// A call's progress is routed by the token its current request went out with, as the tap
+    /// sees it; a call retried in another round moves to the new request's token.
+    #[tokio::test]
+    async fn a_calls_progress_follows_the_token_of_its_current_request() {
+        let tap = Arc::new(TrafficTap::new(10, fixed_clock()));
+        let wire = wire(&tap);
+        let mut tapped = Tapped::new(
+            Scripted {
+                incoming: VecDeque::new(),
+                sent: Default::default(),
+            },
+            "s",
+            wire.clone(),
+        );
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let _registration = wire.dispatcher.register(7, tx);
+        let call = |id: u64, token: u64| -> ClientJsonRpcMessage {
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "t", "_meta": {"progressToken": token}}}))
+            .unwrap()
+        };
+        let note = |token: u64, progress: f64| {
+            rmcp::model::ProgressNotificationParam::new(
+                serde_json::from_value(json!(token)).unwrap(),
+                progress,
+            )
+        };
+        // Another call's request (not announced for call 7) routes nothing to it.
+        tapped.send(call(1, 100)).await.unwrap();
+        wire.inflight.expect_call("t", 7);
+        tapped.send(call(2, 200)).await.unwrap();
+        use crate::connection::Delivery;
+        assert_eq!(wire.dispatcher.deliver(&note(100, 1.0)), Delivery::Unrouted);
+        assert_eq!(
+            wire.dispatcher.deliver(&note(200, 1.0)),
+            Delivery::Delivered
+        );
+        // The next round.
+        wire.inflight.expect_call("t", 7);
+        tapped.send(call(3, 300)).await.unwrap();
+        assert_eq!(wire.dispatcher.deliver(&note(200, 2.0)), Delivery::Unrouted);
+        assert_eq!(
+            wire.dispatcher.deliver(&note(300, 1.0)),
+            Delivery::Delivered
+        );
+        let got: Vec<f64> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|p| p.progress)
+            .collect();
+        assert_eq!(got, vec![1.0, 1.0]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! a server that declares neither primitive is never asked for them.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,33 +28,10 @@ use gatehouse_host::{
 };
 use gatehouse_policy::Policy;
 use gatehouse_policy::policy::DEFAULT_POLICY_TOML;
+use gatehouse_testkit as kit;
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use tokio::sync::broadcast;
-
-/// The demo server: `$GATEHOUSE_DEMO_SERVER`, else next to this test's target directory.
-fn demo_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join(gatehouse_host::demo::DEMO_SERVER_BINARY);
-    assert!(path.is_file(), "{} is missing", path.display());
-    path
-}
-
-fn demo_spec() -> ServerSpec {
-    ServerSpec::Stdio(StdioSpec {
-        command: demo_server().display().to_string(),
-        args: Vec::new(),
-        env: Vec::new(),
-        cwd: None,
-    })
-}
 
 struct Host {
     tap: Arc<TrafficTap>,
@@ -95,7 +72,8 @@ impl Host {
 
     fn demo() -> Host {
         let bundle =
-            gatehouse_host::demo::demo_bundle(&demo_server(), OffsetDateTime::now_utc()).unwrap();
+            gatehouse_host::demo::demo_bundle(&kit::demo::server(), OffsetDateTime::now_utc())
+                .unwrap();
         Host::new(None, Some(bundle))
     }
 
@@ -144,11 +122,7 @@ impl Host {
     }
 
     fn records_of(&self, event: &str) -> Vec<Record> {
-        gatehouse_audit::read(self.state.path().join("audit.jsonl"))
-            .unwrap()
-            .into_iter()
-            .filter(|r| r.event == event)
-            .collect()
+        kit::audit::typed_of(&self.state.path().join("audit.jsonl"), event)
     }
 }
 
@@ -188,7 +162,7 @@ const ERAS: [EraPreference; 2] = [
 async fn what_the_bundle_does_not_allow_is_refused_before_a_byte_is_sent() {
     let host = Host::demo();
     let demo = host
-        .connect(&demo_spec(), EraPreference::Auto, Vec::new())
+        .connect(&kit::demo::spec(), EraPreference::Auto, Vec::new())
         .await;
     // The listing shows what the bundle allows.
     let prompts = demo.gated_prompts().await.unwrap();
@@ -363,7 +337,7 @@ async fn a_prompt_and_a_read_ask_their_elicitations_in_both_eras() {
         let host = Host::demo();
         let demo = host
             .connect(
-                &demo_spec(),
+                &kit::demo::spec(),
                 era,
                 vec![
                     form(json!({"traveller": "Ada", "nights": 3})),
@@ -422,7 +396,7 @@ async fn a_prompt_and_a_read_ask_their_elicitations_in_both_eras() {
 async fn images_are_checked_and_a_subscription_hears_updates() {
     for era in ERAS {
         let host = Host::demo();
-        let demo = host.connect(&demo_spec(), era, Vec::new()).await;
+        let demo = host.connect(&kit::demo::spec(), era, Vec::new()).await;
         let logo = demo
             .read_resource("demo://images/logo.png", &CallOptions::default())
             .await

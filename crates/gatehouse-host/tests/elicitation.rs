@@ -11,13 +11,14 @@
 //! - the request timeout pauses while a person is asked; the human timeout cancels;
 //! - receipts carry what elicitation.md §4 lists, and the audit chain verifies.
 //!
-//! The demo server is found like the CLI's demo mode finds it: `$GATEHOUSE_DEMO_SERVER`, else
-//! `gatehouse-demo-server` in the target directory this test was built into (build it with
-//! `cargo build -p gatehouse-demo-server`).
+//! The demo server is found like the CLI's demo mode finds it (`gatehouse_testkit::demo`):
+//! `$GATEHOUSE_DEMO_SERVER`, else `gatehouse-demo-server` in the target directory this test was
+//! built into (build it with `cargo build -p gatehouse-demo-server`).
 
+use gatehouse_host::broker::{CorrelationBasis, ElicitationAnswer};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,6 +41,7 @@ use gatehouse_host::{
 };
 use gatehouse_policy::policy::DEFAULT_POLICY_TOML;
 use gatehouse_policy::{FieldError, Policy};
+use gatehouse_testkit as kit;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
@@ -259,36 +261,6 @@ fn post(url: &str) -> u16 {
 // ---------------------------------------------------------------------------------------------
 // The host: trust, audit log, connections.
 
-/// The demo server: `$GATEHOUSE_DEMO_SERVER`, else in the target directory of this test
-/// (target/<profile>/deps/elicitation-… → target/<profile>/gatehouse-demo-server).
-fn demo_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join(gatehouse_host::demo::DEMO_SERVER_BINARY);
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo build -p gatehouse-demo-server` or set GATEHOUSE_DEMO_SERVER",
-        path.display()
-    );
-    path
-}
-
-/// Exactly the command line the demo bundle binds: the executable, no arguments.
-fn demo_spec() -> ServerSpec {
-    ServerSpec::Stdio(StdioSpec {
-        command: demo_server().display().to_string(),
-        args: Vec::new(),
-        env: Vec::new(),
-        cwd: None,
-    })
-}
-
 fn fixture(mode: &str) -> ServerSpec {
     let script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/misbehaving_stdio.py");
@@ -359,7 +331,8 @@ impl Host {
     /// Demo mode: the demo bundle admits the demo server (deny-by-default otherwise).
     fn demo() -> Host {
         let bundle =
-            gatehouse_host::demo::demo_bundle(&demo_server(), OffsetDateTime::now_utc()).unwrap();
+            gatehouse_host::demo::demo_bundle(&kit::demo::server(), OffsetDateTime::now_utc())
+                .unwrap();
         let host = Host::new(None, Some(bundle));
         assert_eq!(host.gatekeeper.posture(), Posture::DenyByDefault);
         host
@@ -440,7 +413,7 @@ impl Host {
         era: Era,
     ) -> Connection {
         let connection = self
-            .connect(name, &demo_spec(), broker, EraPreference::Only(era))
+            .connect(name, &kit::demo::spec(), broker, EraPreference::Only(era))
             .await
             .unwrap();
         assert!(
@@ -457,14 +430,11 @@ impl Host {
     }
 
     fn records(&self) -> Vec<Record> {
-        gatehouse_audit::read(self.audit_path()).unwrap()
+        kit::audit::typed(&self.audit_path())
     }
 
     fn records_of(&self, event: &str) -> Vec<Record> {
-        self.records()
-            .into_iter()
-            .filter(|r| r.event == event)
-            .collect()
+        kit::audit::typed_of(&self.audit_path(), event)
     }
 
     fn receipt(&self, receipt_id: &str) -> Record {
@@ -582,7 +552,7 @@ async fn too_many_elicitations_kill_the_session_and_suspend_the_server_until_res
             reason_codes(third).contains(&"elicitation_rate_exceeded"),
             "{third:?}"
         );
-        assert_ne!(third.action, "accept");
+        assert_ne!(third.action, ElicitationAnswer::Accept);
         assert_eq!(ui.asked().len(), 2, "{era}: the third prompt was shown");
         let session = server.session().unwrap();
         assert!(
@@ -641,7 +611,7 @@ async fn too_many_elicitations_kill_the_session_and_suspend_the_server_until_res
         // logged or sent (the killed connection's own tail may still reach the tap).
         for again in [name, "rate-alias"] {
             let error = host
-                .connect(again, &demo_spec(), &broker, EraPreference::Only(era))
+                .connect(again, &kit::demo::spec(), &broker, EraPreference::Only(era))
                 .await
                 .unwrap_err();
             match &error {
@@ -777,7 +747,7 @@ async fn repeated_denials_kill_the_session() {
             other => panic!("{era}: expected SessionKilled, got {other:?}"),
         }
         assert_eq!(records.len(), 1, "{records:?}");
-        assert_eq!(records[0].action, "decline");
+        assert_eq!(records[0].action, ElicitationAnswer::Decline);
         let killed = host.records_of(events::SESSION_KILLED);
         assert_eq!(killed.len(), 1, "{killed:?}");
         assert_eq!(str_of(&killed[0], "reason"), "repeated_denials");
@@ -1240,7 +1210,7 @@ async fn a_person_who_never_answers_is_timed_out_and_the_server_gets_cancel() {
         assert!(started.elapsed() < Duration::from_secs(10));
         assert_eq!(received(&outcome), json!({"action": "cancel"}), "{era}");
         let record = &outcome.elicitations[0];
-        assert_eq!(record.action, "cancel");
+        assert_eq!(record.action, ElicitationAnswer::Cancel);
         let note = record.note.as_deref().unwrap_or_default();
         assert!(
             note.contains("no answer within 0.5 s") && note.contains("cancelled"),
@@ -1854,7 +1824,10 @@ async fn with_calls_of_several_clients_in_flight_a_card_names_none_of_them_as_th
         assert_eq!(received(&outcome)["action"], "decline");
         assert_eq!(outcome.elicitations.len(), 1);
         assert_eq!(outcome.elicitations[0].attribution, expected);
-        assert_eq!(outcome.elicitations[0].correlation.basis, "in_flight");
+        assert_eq!(
+            outcome.elicitations[0].correlation.basis,
+            CorrelationBasis::InFlight
+        );
         assert_eq!(outcome.elicitations[0].correlation.requests.len(), 2);
 
         let receipt = host.receipt(&asked.prompt.receipt_id);

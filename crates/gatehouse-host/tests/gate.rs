@@ -23,6 +23,7 @@ use gatehouse_host::{
     Approvals, Auditor, CallOptions, ConnectOptions, Connection, Gatekeeper, HostError, HostEvent,
     MemoryStore, ServerSpec, TrafficTap, Trust, TrustSettings,
 };
+use gatehouse_testkit as kit;
 use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::broadcast;
@@ -140,14 +141,11 @@ impl Host {
     }
 
     fn records(&self) -> Vec<Record> {
-        gatehouse_audit::read(self.audit_path()).unwrap()
+        kit::audit::typed(&self.audit_path())
     }
 
     fn records_of(&self, event: &str) -> Vec<Record> {
-        self.records()
-            .into_iter()
-            .filter(|r| r.event == event)
-            .collect()
+        kit::audit::typed_of(&self.audit_path(), event)
     }
 
     fn stderr_log(&self, name: &str) -> PathBuf {

@@ -4,15 +4,13 @@
 //! served at an origin of the attacker's choosing. Each case goes through `Trust::admit`
 //! against a real local HTTP server serving the document.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::bundles;
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::admission::{Status, Trust, TrustSettings, Verdict};
 use gatehouse_host::config::ServerSpec;
+use gatehouse_testkit::bundles;
 use serde_json::{Value, json};
 use time::macros::datetime;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,16 +1,15 @@
 //! Trust as a long-lived host sees it: a locked admin bundle that front ends cannot widen, and
 //! (below) bundles judged again at each admission.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::bundles;
 use gatehouse_host::admission::{Trust, TrustSettings};
 use gatehouse_host::desk::{Desk, DeskOptions, DeskPaths};
 use gatehouse_host::host::RowStatus;
 use gatehouse_host::{Clock, MemoryStore};
+use gatehouse_testkit as kit;
+use gatehouse_testkit::bundles;
 use serde_json::json;
 use time::OffsetDateTime;
 use time::macros::datetime;
@@ -135,21 +134,6 @@ fn a_locked_admin_bundle_never_loads_the_demo_root_even_when_asked_to() {
 
 const ID: &str = "urn:test:weather";
 
-/// The demo server's executable, built next to the test binaries.
-fn demo_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join(gatehouse_host::demo::DEMO_SERVER_BINARY);
-    assert!(path.is_file(), "{} is missing", path.display());
-    path
-}
-
 /// A desk whose clock the test moves, with one configured stdio server, "weather": a copy of
 /// the demo server that the admin bundle binds.
 struct Running {
@@ -173,7 +157,7 @@ impl Running {
         let dir = tempfile::tempdir().unwrap();
         let admin = dir.path().join("admin");
         let program = dir.path().join("weather-mcp");
-        std::fs::copy(demo_server(), &program).unwrap();
+        std::fs::copy(kit::demo::server(), &program).unwrap();
         let mut signed = signed.clone();
         signed["servers"] = Self::servers(&program, &signed["servers"]);
         bundles::install(&admin, &signed);
@@ -247,12 +231,7 @@ impl Running {
     }
 
     fn records(&self, event: &str) -> Vec<serde_json::Value> {
-        let log = std::fs::read_to_string(self.dir.path().join("data").join("audit.jsonl"))
-            .unwrap_or_default();
-        log.lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|r| r["event"] == event)
-            .collect()
+        kit::audit::records_of(&self.dir.path().join("data").join("audit.jsonl"), event)
     }
 }
 

@@ -25,8 +25,9 @@ pub enum TransportKind {
     Http { loopback: bool, authorized: bool },
 }
 
-/// The elicitation mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The elicitation mode (`form`, `url`: the code receipts, records and events carry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     Form,
     Url,
@@ -38,6 +39,12 @@ impl Mode {
             Mode::Form => "form",
             Mode::Url => "url",
         }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -51,16 +51,9 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The demo server binary, built next to `gatehouse` by `cargo build --workspace`.
+/// The demo server binary, built next to `gatehouse` (`$GATEHOUSE_DEMO_SERVER` when set).
 pub fn demo_bin() -> String {
-    let path =
-        PathBuf::from(env!("CARGO_BIN_EXE_gatehouse")).with_file_name("gatehouse-demo-server");
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace first (cargo build --workspace)",
-        path.display()
-    );
-    path.display().to_string()
+    gatehouse_testkit::demo::command()
 }
 
 /// Runs `cmd` to its end: the exit code (-1 when killed), stdout and stderr.
@@ -166,11 +159,7 @@ pub fn result_text(call: &Value) -> String {
 
 /// Every record of the audit log at `path`, oldest first (none when there is no log).
 pub fn audit_records(path: &std::path::Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    gatehouse_testkit::audit::records(path)
 }
 
 pub fn fixture(name: &str) -> String {

@@ -72,7 +72,7 @@ impl Trust {
         now: OffsetDateTime,
         fetch_timeout: Duration,
     ) -> Verdict {
-        let mut verdict = Verdict::new(server, "http");
+        let mut verdict = Verdict::new(server, crate::config::ServerKind::Http);
         // Credentials in the query are not part of what identifies the server, and the key is
         // written to the audit log (suspensions).
         verdict.approval_key = match url::Url::parse(endpoint) {
@@ -149,7 +149,7 @@ impl Trust {
         workdir: Option<&Path>,
         now: OffsetDateTime,
     ) -> Verdict {
-        let mut verdict = Verdict::new(server, "stdio");
+        let mut verdict = Verdict::new(server, crate::config::ServerKind::Stdio);
         verdict.command = Some(spec.describe());
         // Until admitted, approvals and suspensions are keyed by what actually runs: the
         // resolved program (when it resolves), the arguments and the working directory it runs

@@ -103,7 +103,7 @@ pub struct Verdict {
     pub detail: String,
     pub identity: Option<Identity>,
     pub claimed: Claimed,
-    pub transport: &'static str,
+    pub transport: crate::config::ServerKind,
     pub origin: Option<String>,
     /// HTTP only: which signed list named the origin (the document's `netAllowedHosts`, the
     /// bundle entry's `origins`, or both).
@@ -124,7 +124,7 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    pub(super) fn new(server: &str, transport: &'static str) -> Verdict {
+    pub(super) fn new(server: &str, transport: crate::config::ServerKind) -> Verdict {
         Verdict {
             server: server.to_string(),
             status: Status::Refused,

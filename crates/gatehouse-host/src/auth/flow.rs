@@ -17,7 +17,7 @@ use super::loopback::{Listener, Redirect};
 use super::store::{self, KeychainCredentials, Record, Registration, fingerprint};
 use super::{OAuthOptions, SignInAnswer, SignInReason, SignInRequest, SignInUi};
 use crate::consent::UrlOpener;
-use crate::gatekeeper::{Gatekeeper, events};
+use crate::gatekeeper::{AuditEvent, Gatekeeper};
 use crate::secrets::SecretStore;
 use crate::tap::TrafficTap;
 use crate::{HostError, config::lookup_secret};
@@ -118,7 +118,7 @@ impl SignInContext {
         self.fail(code, detail)
     }
 
-    fn audit(&self, event: &str, data: serde_json::Value) -> Result<(), HostError> {
+    fn audit(&self, event: AuditEvent, data: serde_json::Value) -> Result<(), HostError> {
         self.gatekeeper
             .record_event(event, Some(&self.audit_server), data)
             .map(|_| ())
@@ -135,7 +135,7 @@ impl SignInContext {
             "code": code,
             "detail": error.to_string(),
         });
-        match self.audit(events::OAUTH_SIGN_IN_FAILED, data) {
+        match self.audit(AuditEvent::OauthSignInFailed, data) {
             Ok(()) => error,
             Err(audit) => audit,
         }
@@ -156,7 +156,7 @@ impl SignInContext {
                     .and_then(|c| c.token_response.as_ref())
                     .map(|t| fingerprint(rmcp_token(t)));
                 ctx.audit(
-                    events::OAUTH_REFRESHED,
+                    AuditEvent::OauthRefreshed,
                     json!({"name": ctx.server, "issuer": record.issuer, "scopes": record.scopes, "token": token}),
                 )
                 .map_err(|e| e.to_string())
@@ -502,7 +502,7 @@ impl SignInContext {
                 .map_err(|e| self.fail(SignInCode::KeychainFailed, e.to_string()))??;
         }
         self.audit(
-            events::OAUTH_SIGNED_IN,
+            AuditEvent::OauthSignedIn,
             json!({
                 "name": self.server,
                 "resource": record.resource,
@@ -693,7 +693,7 @@ pub fn logout(
         return Ok(false);
     };
     gatekeeper.record_event(
-        events::OAUTH_LOGGED_OUT,
+        AuditEvent::OauthLoggedOut,
         Some(server),
         json!({"name": server, "issuer": record.issuer, "client_id": record.client_id}),
     )?;

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::{ElicitationBroker, Session};
 use crate::consent::PromptUpdate;
-use crate::gatekeeper::events;
+use crate::gatekeeper::AuditEvent;
 
 impl ElicitationBroker {
     /// Counts an elicitation, well-formed or not, against the session's limits: the reason
@@ -42,7 +42,7 @@ impl ElicitationBroker {
             *killed = Some(format!("{}: {}", reason.code, reason.detail));
         }
         let _ = self.gatekeeper.audit(
-            events::SESSION_KILLED,
+            AuditEvent::SessionKilled,
             &session.verdict,
             json!({"name": session.server, "decision": Decision::KillSessionOnElicitationAbuse.as_str(), "reason": reason.code, "detail": reason.detail}),
         );

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::receipt::random_id;
-use super::{ElicitationBroker, ElicitationRecord, Session};
+use super::{ElicitationAnswer, ElicitationBroker, ElicitationRecord, Session};
 use crate::caller::{Attribution, Caller};
 use crate::consent::{Prompt, PromptBody, PromptUpdate};
 use crate::tap::OutRequest;
@@ -42,13 +42,27 @@ pub enum Association {
     Unknown,
 }
 
+/// How the host knows which request an elicitation belongs to (its stable snake_case code is
+/// what receipts carry as `correlation.basis`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorrelationBasis {
+    /// The transport said so: it came on the request's SSE stream.
+    SseStream,
+    /// Inferred: these were our requests in flight (stdio).
+    InFlight,
+    /// Listed in a -32042 error to this request.
+    ErrorResponse,
+    /// An input request in this request's result (2026-07-28).
+    MrtrResult,
+    /// Tied to nothing.
+    None,
+}
+
 /// Which request an elicitation belongs to, and how the host knows.
 #[derive(Debug, Clone, Serialize)]
 pub struct Correlation {
-    /// `sse_stream`: the transport said so. `in_flight`: inferred, these were our requests in
-    /// flight. `error_response`: listed in a -32042 error to this request. `mrtr_result`: an
-    /// input request in this request's result. `none`: tied to nothing.
-    pub basis: &'static str,
+    pub basis: CorrelationBasis,
     pub requests: Vec<OutRequest>,
 }
 
@@ -56,7 +70,22 @@ impl Correlation {
     /// Sent as a request while our requests were in flight (`elicitation/create`), rather
     /// than listed in a result or error: the call that asked is still running.
     pub fn during_request(&self) -> bool {
-        matches!(self.basis, "sse_stream" | "in_flight")
+        match self.basis {
+            CorrelationBasis::SseStream | CorrelationBasis::InFlight => true,
+            CorrelationBasis::ErrorResponse
+            | CorrelationBasis::MrtrResult
+            | CorrelationBasis::None => false,
+        }
+    }
+
+    /// Listed in the result or error of the request it belongs to (retried after it).
+    pub fn in_answer(&self) -> bool {
+        match self.basis {
+            CorrelationBasis::ErrorResponse | CorrelationBasis::MrtrResult => true,
+            CorrelationBasis::SseStream | CorrelationBasis::InFlight | CorrelationBasis::None => {
+                false
+            }
+        }
     }
 }
 
@@ -80,27 +109,27 @@ impl ElicitationBroker {
     fn correlate(&self, session: &Session, arrival: &Arrival) -> (Correlation, Vec<u64>) {
         let (basis, requests) = match arrival {
             Arrival::Request(Association::Stream(id)) => match session.inflight.get(id) {
-                Some(request) => ("sse_stream", vec![request]),
-                None => ("none", Vec::new()),
+                Some(request) => (CorrelationBasis::SseStream, vec![request]),
+                None => (CorrelationBasis::None, Vec::new()),
             },
-            Arrival::Request(Association::Unassociated) => ("none", Vec::new()),
+            Arrival::Request(Association::Unassociated) => (CorrelationBasis::None, Vec::new()),
             Arrival::Request(Association::Unknown) => {
                 let requests = session.inflight.snapshot();
                 (
                     if requests.is_empty() {
-                        "none"
+                        CorrelationBasis::None
                     } else {
-                        "in_flight"
+                        CorrelationBasis::InFlight
                     },
                     requests,
                 )
             }
             Arrival::Required { call } => (
-                "error_response",
+                CorrelationBasis::ErrorResponse,
                 session.inflight.last_of_call(*call).into_iter().collect(),
             ),
             Arrival::Input { call, .. } => (
-                "mrtr_result",
+                CorrelationBasis::MrtrResult,
                 session.inflight.last_of_call(*call).into_iter().collect(),
             ),
         };
@@ -340,12 +369,12 @@ impl ElicitationBroker {
             }
         }
         let result = match (record.action, content) {
-            ("accept", Some(content)) => {
+            (ElicitationAnswer::Accept, Some(content)) => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
             }
-            ("accept", None) => ElicitResult::new(ElicitationAction::Accept),
-            ("decline", _) => ElicitResult::new(ElicitationAction::Decline),
-            _ => ElicitResult::new(ElicitationAction::Cancel),
+            (ElicitationAnswer::Accept, None) => ElicitResult::new(ElicitationAction::Accept),
+            (ElicitationAnswer::Decline, _) => ElicitResult::new(ElicitationAction::Decline),
+            (ElicitationAnswer::Cancel, _) => ElicitResult::new(ElicitationAction::Cancel),
         };
         (result, record)
     }
@@ -479,7 +508,7 @@ mod tests {
 
     fn in_flight(requests: Vec<OutRequest>) -> Correlation {
         Correlation {
-            basis: "in_flight",
+            basis: CorrelationBasis::InFlight,
             requests,
         }
     }
@@ -547,7 +576,7 @@ mod tests {
             attribute(
                 &stdio,
                 &Correlation {
-                    basis: "none",
+                    basis: CorrelationBasis::None,
                     requests: Vec::new()
                 },
                 caller_of
@@ -561,7 +590,7 @@ mod tests {
         // The SSE stream of Cursor's POST: Cursor, whatever else is in flight.
         let stream = Arrival::Request(Association::Stream(json!(11)));
         let tied = Correlation {
-            basis: "sse_stream",
+            basis: CorrelationBasis::SseStream,
             requests: vec![request(11, "b", Some(3))],
         };
         assert_eq!(
@@ -580,7 +609,7 @@ mod tests {
             },
         ] {
             let correlation = Correlation {
-                basis: "error_response",
+                basis: CorrelationBasis::ErrorResponse,
                 requests: vec![request(11, "b", Some(3))],
             };
             assert_eq!(

@@ -31,9 +31,10 @@ use crate::consent::{ConsentUi, UrlOpener};
 use crate::gatekeeper::Gatekeeper;
 
 pub use elicit::{
-    Arrival, Association, Correlation, MAX_SHOWN_MESSAGE_BYTES, truncate_for_display,
+    Arrival, Association, Correlation, CorrelationBasis, MAX_SHOWN_MESSAGE_BYTES,
+    truncate_for_display,
 };
-pub use receipt::ElicitationRecord;
+pub use receipt::{ElicitationAnswer, ElicitationRecord};
 pub use session::{Authorization, ForgetCall, Session};
 pub use url_flow::WaitOutcome;
 

@@ -1,7 +1,7 @@
 //! Receipts and records: what the audit log keeps of each elicitation, written before any
 //! answer is sent, and the record callers are shown.
 
-use gatehouse_policy::{Decision, Reason, UrlDisplay};
+use gatehouse_policy::{Decision, Mode, Reason, UrlDisplay};
 use rmcp::model::ElicitationAction;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -12,18 +12,18 @@ use super::{ElicitationBroker, Session};
 use crate::caller::Attribution;
 use crate::consent::PromptBody;
 use crate::error::HostError;
-use crate::gatekeeper::events;
+use crate::gatekeeper::AuditEvent;
 
 /// One elicitation as handled: what the CLI prints with `--json` and the UI lists.
 #[derive(Debug, Clone, Serialize)]
 pub struct ElicitationRecord {
     pub receipt_id: String,
     pub prompt_id: u64,
-    pub mode: &'static str,
+    pub mode: Mode,
     pub decision: Decision,
     pub reasons: Vec<Reason>,
-    /// What the server was answered: `accept`, `decline` or `cancel`.
-    pub action: &'static str,
+    /// What the server was answered.
+    pub action: ElicitationAnswer,
     /// The user explicitly overrode a hold.
     pub overridden: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,11 +47,37 @@ pub struct ElicitationRecord {
     pub completed: Option<bool>,
 }
 
-fn action_str(action: &ElicitationAction) -> &'static str {
-    match action {
-        ElicitationAction::Accept => "accept",
-        ElicitationAction::Decline => "decline",
-        _ => "cancel",
+/// What an elicitation was answered (its stable snake_case code is the receipt's `action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElicitationAnswer {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+impl ElicitationAnswer {
+    pub fn of(action: &ElicitationAction) -> ElicitationAnswer {
+        match action {
+            ElicitationAction::Accept => ElicitationAnswer::Accept,
+            ElicitationAction::Decline => ElicitationAnswer::Decline,
+            // rmcp's action is open to new variants; anything else ends the request.
+            _ => ElicitationAnswer::Cancel,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ElicitationAnswer::Accept => "accept",
+            ElicitationAnswer::Decline => "decline",
+            ElicitationAnswer::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for ElicitationAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -104,7 +130,7 @@ impl ElicitationBroker {
             "url": url,
             "host": host,
             "host_unicode": host_unicode,
-            "action": action_str(&h.action),
+            "action": ElicitationAnswer::of(&h.action),
             "content_sha256": content_sha256,
             "note": h.note,
             "policy_version": self.policy.version,
@@ -115,7 +141,7 @@ impl ElicitationBroker {
 
     pub(super) fn write_receipt(&self, session: &Session, h: &Handling) -> Result<u64, HostError> {
         self.gatekeeper.audit(
-            events::ELICITATION_RECEIPT,
+            AuditEvent::ElicitationReceipt,
             &session.verdict,
             self.receipt_data(session, h),
         )
@@ -128,7 +154,7 @@ impl ElicitationBroker {
         session: &Session,
         mut h: Handling,
     ) -> (ElicitationRecord, Option<Map<String, Value>>) {
-        let already = h.action == ElicitationAction::Accept && h.prompt.body.mode() == "url";
+        let already = h.action == ElicitationAction::Accept && h.prompt.body.mode() == Mode::Url;
         if !already && let Err(error) = self.write_receipt(session, &h) {
             h.action = ElicitationAction::Decline;
             h.content = None;
@@ -144,9 +170,9 @@ impl ElicitationBroker {
             mode: h.prompt.body.mode(),
             decision: h.prompt.assessment.decision,
             reasons: h.prompt.assessment.reasons.clone(),
-            action: action_str(&h.action),
+            action: ElicitationAnswer::of(&h.action),
             overridden: h.overridden,
-            completed: (h.prompt.body.mode() == "url" && h.action == ElicitationAction::Accept)
+            completed: (h.prompt.body.mode() == Mode::Url && h.action == ElicitationAction::Accept)
                 .then_some(false),
             url,
             elicitation_id: h.elicitation_id.clone(),

@@ -200,8 +200,8 @@ impl Session {
         loop {
             let recorded = self.recorded.notified();
             let open = self.call_records(call).into_iter().find(|r| {
-                r.mode == "url"
-                    && r.action == "accept"
+                r.mode == gatehouse_policy::Mode::Url
+                    && r.action == super::ElicitationAnswer::Accept
                     && r.completed == Some(false)
                     && r.correlation.during_request()
                     && !seen.contains(&r.prompt_id)

@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use gatehouse_policy::AbuseEvent;
+use gatehouse_policy::{AbuseEvent, Mode};
 use serde_json::json;
 
 use super::elicit::Handling;
 use super::session::Busy;
-use super::{ElicitationBroker, ElicitationRecord, Session};
+use super::{ElicitationAnswer, ElicitationBroker, ElicitationRecord, Session};
 use crate::consent::{Prompt, PromptUpdate, WaitChoice, WaitPhase};
 use crate::error::HostError;
-use crate::gatekeeper::events;
+use crate::gatekeeper::AuditEvent;
 
 /// How a wait for URL flows ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +79,7 @@ impl ElicitationBroker {
         match outcome {
             Ok((prompt, calls)) => {
                 let recorded = self.gatekeeper.audit(
-                    events::ELICITATION_COMPLETED,
+                    AuditEvent::ElicitationCompleted,
                     &session.verdict,
                     json!({
                         "receipt_id": prompt.receipt_id,
@@ -113,7 +113,7 @@ impl ElicitationBroker {
                     .expect("session poisoned")
                     .record(AbuseEvent::BogusCompletion, now);
                 let _ = self.gatekeeper.audit(
-                    events::ELICITATION_COMPLETION_IGNORED,
+                    AuditEvent::ElicitationCompletionIgnored,
                     &session.verdict,
                     json!({
                         "elicitation_id": elicitation_id,
@@ -186,7 +186,11 @@ impl ElicitationBroker {
     ) {
         let ids: Vec<&str> = records
             .iter()
-            .filter(|r| r.mode == "url" && r.action == "accept" && r.completed == Some(false))
+            .filter(|r| {
+                r.mode == Mode::Url
+                    && r.action == ElicitationAnswer::Accept
+                    && r.completed == Some(false)
+            })
             .filter_map(|r| r.elicitation_id.as_deref())
             .collect();
         if ids.is_empty() {
@@ -224,7 +228,7 @@ impl ElicitationBroker {
     ) -> Result<(), HostError> {
         self.gatekeeper
             .audit(
-                events::ELICITATION_RETRY,
+                AuditEvent::ElicitationRetry,
                 &session.verdict,
                 json!({"name": session.server, "call": call, "attempt": attempt, "why": why, "receipts": receipts}),
             )
@@ -245,11 +249,10 @@ impl ElicitationBroker {
         text: &str,
     ) {
         for record in records.iter_mut() {
-            let retried_after =
-                matches!(record.correlation.basis, "error_response" | "mrtr_result");
+            let retried_after = record.correlation.in_answer();
             if record.completed == Some(false) && retried_after && !is_error {
                 let recorded = self.gatekeeper.audit(
-                    events::ELICITATION_COMPLETED,
+                    AuditEvent::ElicitationCompleted,
                     &session.verdict,
                     json!({
                         "receipt_id": record.receipt_id,

@@ -11,14 +11,13 @@ use rmcp::model::{
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
 };
 use rmcp::service::ServiceError;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use gatehouse_attest::gate::Permit;
 
 use super::Connection;
 use crate::broker::{Arrival, ElicitationRecord, Session, WaitOutcome};
-use crate::client::{HostEvent, answer_elicitation, brokered_event};
+use crate::client::{answer_elicitation, brokered_event};
 use crate::consent::WaitPhase;
 use crate::{Era, HostError};
 
@@ -306,19 +305,20 @@ impl Connection {
         };
         let why = Mutex::new(None);
         let what = ask.what();
-        let mut progress_events = options.progress.as_ref().map(|_| self.events.subscribe());
+        // The server's progress for the call's current request goes straight to the caller's
+        // channel, by its token ([`super::ProgressDispatcher`]), until the result; dropped with
+        // this future if the call is. Progress reported before the result is queued there
+        // before `drive` returns (`round_raw` settles it).
+        let progress = options
+            .progress
+            .clone()
+            .map(|to| self.dispatcher.register(call, to));
         let outcome = tokio::select! {
             biased;
             outcome = self.drive(ask, &options, Some(call)) => outcome,
             never = self.watch_urls_in_call(&session, call, &what, &cancel, &why) => match never {},
-            never = self.pass_progress(&session, call, progress_events.as_mut(), options.progress.as_ref()) => match never {},
         };
-        // Progress reported before the result (drive waited for it) is still queued.
-        if let (Some(events), Some(to)) = (progress_events.as_mut(), options.progress.as_ref()) {
-            while let Ok(event) = events.try_recv() {
-                self.progress_of_call(&session, call, &event, to);
-            }
-        }
+        drop(progress);
         // Cancelled because a URL flow ended without completing: say which way it ended.
         let outcome = match (outcome, why.into_inner().expect("why poisoned")) {
             (Err(HostError::Cancelled { .. }), Some(error)) => Err(error),
@@ -447,55 +447,6 @@ impl Connection {
         ))
     }
 
-    /// Hands the server's progress for host call `call` to `to`: a notification counts when its
-    /// token is the one the call's current request was sent with. Never resolves.
-    async fn pass_progress(
-        &self,
-        session: &Arc<Session>,
-        call: u64,
-        events: Option<&mut broadcast::Receiver<HostEvent>>,
-        to: Option<&tokio::sync::mpsc::Sender<CallProgress>>,
-    ) -> std::convert::Infallible {
-        let (Some(events), Some(to)) = (events, to) else {
-            return std::future::pending().await;
-        };
-        loop {
-            match events.recv().await {
-                Ok(event) => self.progress_of_call(session, call, &event, to),
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => return std::future::pending().await,
-            }
-        }
-    }
-
-    fn progress_of_call(
-        &self,
-        session: &Session,
-        call: u64,
-        event: &HostEvent,
-        to: &tokio::sync::mpsc::Sender<CallProgress>,
-    ) {
-        let HostEvent::Progress {
-            server,
-            token,
-            progress,
-            total,
-            message,
-        } = event
-        else {
-            return;
-        };
-        let current = session.inflight().last_of_call(call);
-        if *server == self.server && current.and_then(|r| r.progress_token).as_ref() == Some(token)
-        {
-            let _ = to.try_send(CallProgress {
-                progress: *progress,
-                total: *total,
-                message: message.clone(),
-            });
-        }
-    }
-
     /// While a call runs, waits on each URL flow it opened through `elicitation/create`
     /// (2025-11-25): the card offers Cancel until the completion arrives, and Cancel cancels
     /// the call. Never resolves; the call's own end drops it.
@@ -617,7 +568,7 @@ impl Connection {
                     &CancellationToken::new(),
                 )
                 .await;
-            if record.action != "accept" {
+            if record.action != crate::broker::ElicitationAnswer::Accept {
                 return Err(HostError::ElicitationIncomplete {
                     server: self.server.clone(),
                     what: what.to_string(),
@@ -810,8 +761,8 @@ impl Connection {
             if session.killed().is_some() {
                 return Err(self.killed_error());
             }
-            if record.mode == "url"
-                && record.action == "accept"
+            if record.mode == gatehouse_policy::Mode::Url
+                && record.action == crate::broker::ElicitationAnswer::Accept
                 && let rmcp::model::ElicitRequestParams::UrlElicitationParams { url, .. } =
                     &elicit.params
             {

@@ -9,6 +9,7 @@ mod call;
 mod context;
 mod launch;
 mod listing;
+mod progress;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -29,8 +30,8 @@ use crate::broker::{ElicitationBroker, Session};
 use crate::client::{ElicitationMode, HostClient, HostEvent};
 use crate::config::ServerSpec;
 use crate::error::explain;
+use crate::gatekeeper::AuditEvent;
 use crate::gatekeeper::Gatekeeper;
-use crate::gatekeeper::events;
 use crate::http;
 use crate::secrets::SecretStore;
 use crate::stdio::{StdioTransport, TransportState};
@@ -49,6 +50,7 @@ pub use context::{
 };
 pub use launch::{BOUND_SERVER_CWD, log_file_name};
 pub use listing::{ContextStale, GatedTool, MAX_CURSOR_BYTES, MAX_LIST_ITEMS, MAX_LIST_PAGES};
+pub use progress::{Delivery, ProgressDispatcher, ProgressRegistration};
 
 use launch::{Launch, handshake, resolve, transport_kind};
 
@@ -110,7 +112,7 @@ impl Default for ConnectOptions {
 pub struct ServerSummary {
     pub era: Era,
     pub protocol_version: String,
-    pub transport: &'static str,
+    pub transport: crate::config::ServerKind,
     pub target: String,
     pub name: Option<String>,
     pub title: Option<String>,
@@ -130,6 +132,8 @@ pub struct Connection {
     tools_stale: Arc<AtomicBool>,
     tools_refresh: tokio::sync::Mutex<()>,
     progress: Arc<ProgressCount>,
+    /// Where each call's progress goes, by the token its current request was sent with.
+    dispatcher: Arc<ProgressDispatcher>,
     tools_cache: Mutex<Option<Vec<Tool>>>,
     /// Prompt, resource and template listings, each kept until the server says it changed.
     prompts_listing: listing::Listing<rmcp::model::Prompt>,
@@ -234,7 +238,7 @@ impl Connection {
         }
         if let Some(suspension) = gatekeeper.suspension(&verdict) {
             gatekeeper.audit(
-                events::SUSPENDED_REFUSED,
+                AuditEvent::SuspendedRefused,
                 &verdict,
                 serde_json::json!({"name": server, "reason": suspension.reason, "since": suspension.since}),
             )?;
@@ -266,6 +270,7 @@ impl Connection {
             era: Arc::new(EraCell::default()),
             progress: Arc::new(ProgressCount::default()),
             inflight: Default::default(),
+            dispatcher: Default::default(),
         };
         let (session_tx, session_rx) = tokio::sync::watch::channel(None);
         let make_handler = || {
@@ -275,6 +280,7 @@ impl Connection {
                 events.clone(),
                 tools_stale.clone(),
                 wire.progress.clone(),
+                wire.dispatcher.clone(),
             )
             .with_subscriptions(subscribed.clone())
             .with_context_stale(context_stale.clone());
@@ -439,6 +445,7 @@ impl Connection {
             tools_stale,
             tools_refresh: tokio::sync::Mutex::new(()),
             progress: wire.progress,
+            dispatcher: wire.dispatcher,
             tools_cache: Mutex::new(None),
             prompts_listing: Default::default(),
             resources_listing: Default::default(),
@@ -529,7 +536,7 @@ impl Connection {
                 .as_ref()
                 .map(|i| i.protocol_version.to_string())
                 .unwrap_or_default(),
-            transport: self.spec.transport_name(),
+            transport: self.spec.kind(),
             target: self.spec.describe(),
             name: implementation.as_ref().map(|i| i.name.clone()),
             title: implementation.as_ref().and_then(|i| i.title.clone()),

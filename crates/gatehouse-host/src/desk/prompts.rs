@@ -468,7 +468,7 @@ mod tests {
             server: "flood".into(),
             banner: IdentityBanner {
                 server: "flood".into(),
-                status: "unattested",
+                status: crate::admission::Status::Unattested,
                 verified_id: None,
                 clearance: None,
                 signer: None,

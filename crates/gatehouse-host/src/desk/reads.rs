@@ -290,7 +290,7 @@ mod tests {
         use crate::consent::{ClaimedNames, IdentityBanner};
         let banner = IdentityBanner {
             server: "s".into(),
-            status: "admitted",
+            status: crate::admission::Status::Admitted,
             verified_id: None,
             clearance: None,
             signer: None,

@@ -114,7 +114,7 @@ pub(crate) fn rows(sessions: &Sessions, records: &[Value]) -> Vec<ClientRow> {
         recent_calls: Vec::new(),
     };
     for (order, record) in records.iter().enumerate() {
-        if record["event"] != "tool_call" {
+        if record["event"] != crate::AuditEvent::ToolCall.as_str() {
             continue;
         }
         let Some(client) = record["data"]["caller"]["client"].as_str() else {

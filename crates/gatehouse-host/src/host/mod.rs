@@ -28,7 +28,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 use crate::admission::{BundleProblem, BundleSummary, TrustSettings};
 use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
 use crate::caller::Caller;
-use crate::config::{ServerEntry, ServersFile, import, validate_server_name};
+use crate::config::{ServerEntry, ServerKind, ServersFile, import, validate_server_name};
 use crate::consent::{ConsentUi, IdentityBanner, SystemBrowser, UrlOpener};
 use crate::era::{Era, EraPreference};
 use crate::gatekeeper::Gatekeeper;
@@ -224,7 +224,7 @@ pub use crate::demo::DEMO_LEGACY_NAME;
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerRow {
     pub name: String,
-    pub transport: &'static str,
+    pub transport: ServerKind,
     pub target: String,
     pub demo: bool,
     pub status: RowStatus,
@@ -303,7 +303,7 @@ pub struct CallOutcome {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewServer {
     pub name: String,
-    pub kind: String,
+    pub kind: crate::config::ServerKind,
     #[serde(default)]
     pub command: Option<String>,
     #[serde(default)]
@@ -623,7 +623,7 @@ impl Host {
         let connected = matches!(slot, Some(Slot::Connected(_)));
         let base = |status, reason: Option<RowReason>, headline: String| ServerRow {
             name: name.to_string(),
-            transport: spec.transport_name(),
+            transport: spec.kind(),
             target: spec.describe(),
             demo,
             status,
@@ -1052,8 +1052,8 @@ impl Host {
                 format!("a server named {:?} exists; choose another name", new.name),
             ));
         }
-        let spec = match (new.kind.as_str(), &new.command, &new.url) {
-            ("stdio", Some(command), None) if !command.trim().is_empty() => {
+        let spec = match (new.kind, &new.command, &new.url) {
+            (ServerKind::Stdio, Some(command), None) if !command.trim().is_empty() => {
                 ServerSpec::Stdio(crate::config::StdioSpec {
                     command: command.trim().to_string(),
                     args: new.args.clone(),
@@ -1061,7 +1061,7 @@ impl Host {
                     cwd: None,
                 })
             }
-            ("http", None, Some(url)) => ServerSpec::adhoc_http(url.trim())?,
+            (ServerKind::Http, None, Some(url)) => ServerSpec::adhoc_http(url.trim())?,
             _ => {
                 return Err(ApiError::new(
                     "server_invalid",
@@ -1069,7 +1069,7 @@ impl Host {
                 ));
             }
         };
-        if new.bearer_token.is_some() && new.kind != "http" {
+        if new.bearer_token.is_some() && new.kind != ServerKind::Http {
             return Err(ApiError::new(
                 "server_invalid",
                 "a bearer token only goes with an HTTP server",
@@ -1297,7 +1297,7 @@ fn failed_row(name: &str, spec: &ServerSpec, demo: bool, error: &HostError) -> S
     };
     ServerRow {
         name: name.to_string(),
-        transport: spec.transport_name(),
+        transport: spec.kind(),
         target: spec.describe(),
         demo,
         status,
@@ -1375,7 +1375,7 @@ mod tests {
         let (auditor, _) = Auditor::open(&audit, clock()).unwrap();
         for n in 0..3 {
             auditor
-                .record("tool_call", Some("demo"), json!({ "n": n }))
+                .record(crate::AuditEvent::ToolCall, Some("demo"), json!({ "n": n }))
                 .unwrap();
         }
         audit
@@ -1532,7 +1532,7 @@ mod tests {
         .expect("the host opens");
         host.add_server(NewServer {
             name: "remote".into(),
-            kind: "http".into(),
+            kind: ServerKind::Http,
             command: None,
             args: Vec::new(),
             url: Some("https://mcp.example/mcp".into()),

@@ -1,7 +1,6 @@
 //! Signed trust-root bundles and attestations for tests, with fixed test keys: the root key
-//! (seed 11) signs bundles, the signer key (seed 22) signs attestations.
-
-#![allow(dead_code)]
+//! (seed 11) signs bundles, the signer key (seed 22) signs attestations. [`signed`] is the
+//! signed part of bundle `test-bundle`, edited by the test and written by [`install`].
 
 use std::path::{Path, PathBuf};
 
@@ -11,14 +10,17 @@ use gatehouse_attest::bundle::sign_bundle;
 use gatehouse_attest::sign_document;
 use serde_json::{Value, json};
 
+/// `key`'s public half, base64 as bundles hold it.
 pub fn b64(key: &SigningKey) -> String {
     base64::engine::general_purpose::STANDARD.encode(key.verifying_key().to_bytes())
 }
 
+/// The bundles' root key (`root`).
 pub fn root_key() -> SigningKey {
     SigningKey::from_bytes(&[11; 32])
 }
 
+/// The attestations' signer key (`signer`).
 pub fn signer_key() -> SigningKey {
     SigningKey::from_bytes(&[22; 32])
 }
@@ -69,4 +71,40 @@ pub fn stdio_entry(id: &str, command: &str, sha256: &str, attestation: Value) ->
         "stdio": {"command": command, "args": [], "sha256": sha256, "attestation": attestation},
         "allowedTools": ["echo"],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gatehouse_host::admission::{Trust, TrustSettings};
+
+    #[test]
+    fn an_installed_bundle_loads_as_the_deny_by_default_test_bundle() {
+        let dir = tempfile::tempdir().unwrap();
+        let entry = stdio_entry(
+            "urn:test:weather",
+            "/usr/bin/weather-mcp",
+            &"00".repeat(32),
+            attestation("urn:test:weather", Some(&["api.example.com"])),
+        );
+        let path = install(dir.path(), &signed(json!([entry])));
+        assert_eq!(path, dir.path().join("test-bundle.json"));
+        let now = gatehouse_host::tap::system_clock()();
+        let trust = Trust::load(
+            &TrustSettings {
+                system_dir: dir.path().to_path_buf(),
+                user_dir: None,
+                posture_override: None,
+                demo_bundle: None,
+            },
+            now,
+        );
+        assert!(trust.problems().is_empty(), "{:?}", trust.problems());
+        let labels: Vec<String> = trust.summaries().into_iter().map(|b| b.bundle).collect();
+        assert_eq!(labels, ["test-bundle@1"]);
+        assert_eq!(
+            trust.posture(),
+            gatehouse_attest::bundle::Posture::DenyByDefault
+        );
+    }
 }

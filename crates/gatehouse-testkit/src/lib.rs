@@ -1,0 +1,15 @@
+//! The harness the host, gateway, CLI and desktop integration tests share (a dev-dependency
+//! only; nothing shipped links it):
+//!
+//! - [`demo`]: where the demo server binary is (`$GATEHOUSE_DEMO_SERVER`, else the test's
+//!   target directory);
+//! - [`audit`]: an audit log's records, as JSON values or as `gatehouse_audit` records, all of
+//!   them or one event's;
+//! - [`host`]: the real [`gatehouse_host::host::Host`] opened in a test's directory, plain or in
+//!   demo mode, with the consent UI the test gives;
+//! - [`bundles`]: signed trust-root bundles and attestations under fixed test keys.
+
+pub mod audit;
+pub mod bundles;
+pub mod demo;
+pub mod host;
