@@ -27,6 +27,8 @@ pub const URL_SCHEME_NOT_ALLOWED: &str = "url_scheme_not_allowed";
 pub const URL_NOT_HTTPS: &str = "url_not_https";
 pub const URL_USERINFO: &str = "url_userinfo";
 pub const URL_IP_LITERAL: &str = "url_ip_literal";
+/// A name for this machine (`localhost`, `*.localhost`) from a server that is not on it.
+pub const URL_LOCAL_HOST: &str = "url_local_host";
 pub const URL_OBFUSCATED_HOST: &str = "url_obfuscated_host";
 pub const URL_PUNYCODE_HOST: &str = "url_punycode_host";
 pub const URL_MIXED_SCRIPT_HOST: &str = "url_mixed_script_host";
@@ -62,6 +64,7 @@ pub const ALL: &[(&str, Decision)] = &[
     (URL_NOT_HTTPS, BadUrl),
     (URL_USERINFO, BadUrl),
     (URL_IP_LITERAL, BadUrl),
+    (URL_LOCAL_HOST, BadUrl),
     (URL_OBFUSCATED_HOST, BadUrl),
     (URL_PUNYCODE_HOST, BadUrl),
     (URL_MIXED_SCRIPT_HOST, BadUrl),

@@ -267,7 +267,19 @@ pub fn check_url(policy: &UrlPolicy, raw: &str, context: &UrlContext) -> (Assess
                 ));
             }
         }
-        Host::Domain(domain) => check_domain(&mut assessment, domain, &display.host_unicode),
+        Host::Domain(domain) => {
+            // A name for this machine is this machine: a remote server may not aim the
+            // browser at a local service by name any more than by address.
+            if class.is_this_machine() && !context.server_is_local {
+                assessment.push(reason(
+                    codes::URL_LOCAL_HOST,
+                    format!(
+                        "the host {shown} is this machine, and the server asking is not on it: it could aim your browser at a local service"
+                    ),
+                ));
+            }
+            check_domain(&mut assessment, domain, &display.host_unicode)
+        }
     }
 
     check_allow_list(&mut assessment, policy, context, &host, shown);
