@@ -1,7 +1,7 @@
 //! AI clients' MCP config files (Claude Desktop, Claude Code, Cursor, VS Code): finding them,
 //! connecting a client through Gatehouse, and restoring it.
 //!
-//! Connecting imports the client's servers into `servers.json` through [`config::import`] (its
+//! Connecting imports the client's servers into `servers.json` through [`config::import()`] (its
 //! safety rules unchanged), keeps a byte-exact backup, then rewrites the client's file so its
 //! only MCP server is `gatehouse serve --client ID`. Every other key of the client's file is
 //! kept, in order. Paths come in from the caller (home, config and data directories, the

@@ -2,8 +2,7 @@
 //! decision is recorded on disk before it takes effect, and a decision that cannot be recorded
 //! is a refusal.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use gatehouse_attest::bundle::Posture;
@@ -11,7 +10,6 @@ use gatehouse_attest::gate::{AllowList, Denial, Kind, Permit, PinMismatch, Scope
 use gatehouse_attest::pins::parse_pin;
 use gatehouse_attest::resources::{ResourceAllowList, ResourceGate, ResourcePermit};
 use gatehouse_audit::{AuditLog, Durability, OpenReport};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -19,9 +17,15 @@ pub use crate::audit_event::AuditEvent;
 
 use crate::HostError;
 use crate::admission::{LockGuard, Trust, TrustSettings, Verdict};
-use crate::config::{ServerSpec, write_atomically};
+use crate::config::ServerSpec;
 use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
+
+mod approvals;
+mod suspensions;
+
+pub use approvals::{Approvals, Approved};
+pub use suspensions::{Suspension, Suspensions};
 
 /// Audit event names as `&str`, for readers (filters, tests): each is [`AuditEvent::as_str`] of
 /// its event. Writers pass an [`AuditEvent`]; see [`crate::audit_event`].
@@ -69,99 +73,6 @@ fn trust_state(trust: &Trust) -> Value {
         "locked_by": trust.locked_by(),
         "problems": trust.problems().iter().map(|p| json!({"code": p.code, "message": p.message})).collect::<Vec<_>>(),
     })
-}
-
-/// Why and when a server was suspended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Suspension {
-    /// The configured name at the time.
-    pub server: String,
-    pub reason: String,
-    pub detail: String,
-    /// RFC 3339.
-    pub since: String,
-}
-
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct SuspensionsFile {
-    version: u32,
-    /// Keyed like approvals: the verified id, or command line + cwd / URL when unattested.
-    servers: BTreeMap<String, Suspension>,
-}
-
-/// Servers the kill switch suspended, until the user re-enables them; in a file (0600, written
-/// atomically) or only in memory.
-#[derive(Debug)]
-pub struct Suspensions {
-    path: Option<PathBuf>,
-    file: Mutex<SuspensionsFile>,
-}
-
-impl Suspensions {
-    pub fn in_memory() -> Suspensions {
-        Suspensions {
-            path: None,
-            file: Mutex::new(SuspensionsFile {
-                version: 1,
-                ..SuspensionsFile::default()
-            }),
-        }
-    }
-
-    /// Loads suspensions; a missing file is empty, a malformed one an error (a suspension must
-    /// not be lost silently).
-    pub fn load(path: &Path) -> Result<Suspensions, HostError> {
-        let file = match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-                HostError::Config(format!(
-                    "the suspended-servers file {} is not valid ({e}); fix it or move it aside (servers listed there stay suspended until then)",
-                    path.display()
-                ))
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => SuspensionsFile {
-                version: 1,
-                ..SuspensionsFile::default()
-            },
-            Err(e) => {
-                return Err(HostError::Config(format!(
-                    "cannot read the suspended-servers file {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        Ok(Suspensions {
-            path: Some(path.to_path_buf()),
-            file: Mutex::new(file),
-        })
-    }
-
-    pub fn get(&self, key: &str) -> Option<Suspension> {
-        self.file
-            .lock()
-            .expect("suspensions lock")
-            .servers
-            .get(key)
-            .cloned()
-    }
-
-    fn set(&self, key: &str, suspension: Option<Suspension>) -> Result<bool, HostError> {
-        let mut file = self.file.lock().expect("suspensions lock");
-        let changed = match suspension {
-            Some(s) => file.servers.insert(key.to_string(), s).is_none(),
-            None => file.servers.remove(key).is_some(),
-        };
-        if let Some(path) = &self.path {
-            let mut text = serde_json::to_string_pretty(&*file).expect("serializes");
-            text.push('\n');
-            write_atomically(path, text.as_bytes(), 0o600).map_err(|e| {
-                HostError::Config(format!(
-                    "cannot save the suspended-servers file {}: {e}",
-                    path.display()
-                ))
-            })?;
-        }
-        Ok(changed)
-    }
 }
 
 /// The audit log, shared by every connection of a process.
@@ -310,173 +221,6 @@ pub fn bounded_data(data: Value) -> Value {
     json!({ "truncated": note })
 }
 
-/// Tool approvals made by the user where the posture allows (warn): server key → tool → pin.
-#[derive(Debug, Default, Serialize, Deserialize)]
-struct ApprovalsFile {
-    version: u32,
-    /// Approval key → tool → pin.
-    servers: BTreeMap<String, BTreeMap<String, String>>,
-    /// Approval key → prompt → pin (absent in files written before prompts were gated).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    prompts: BTreeMap<String, BTreeMap<String, String>>,
-    /// Approval key → exact resource URIs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    resources: BTreeMap<String, std::collections::BTreeSet<String>>,
-    /// Approval key → resource URI prefixes (the bundle's prefix rule).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    resource_prefixes: BTreeMap<String, std::collections::BTreeSet<String>>,
-}
-
-/// Which of a server's approvals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Approved {
-    Tools,
-    Prompts,
-}
-
-/// The user's tool approvals, in a file (0600, written atomically) or only in memory.
-#[derive(Debug)]
-pub struct Approvals {
-    path: Option<PathBuf>,
-    file: Mutex<ApprovalsFile>,
-}
-
-impl Approvals {
-    pub fn in_memory() -> Approvals {
-        Approvals {
-            path: None,
-            file: Mutex::new(ApprovalsFile {
-                version: 1,
-                ..ApprovalsFile::default()
-            }),
-        }
-    }
-
-    /// Loads approvals; a missing file is empty, a malformed one an error (never "allow all").
-    pub fn load(path: &Path) -> Result<Approvals, HostError> {
-        let file = match std::fs::read(path) {
-            Ok(bytes) => {
-                let file: ApprovalsFile = serde_json::from_slice(&bytes).map_err(|e| {
-                    HostError::Config(format!(
-                        "the tool approvals file {} is not valid ({e}); move it aside and approve the tools again with `gatehouse tools pin`",
-                        path.display()
-                    ))
-                })?;
-                for tools in file.servers.values().chain(file.prompts.values()) {
-                    for (tool, pin) in tools {
-                        parse_pin(pin).map_err(|e| {
-                            HostError::Config(format!(
-                                "the tool approvals file {}: tool {tool:?}: {e}",
-                                path.display()
-                            ))
-                        })?;
-                    }
-                }
-                file
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ApprovalsFile {
-                version: 1,
-                ..ApprovalsFile::default()
-            },
-            Err(e) => {
-                return Err(HostError::Config(format!(
-                    "cannot read the tool approvals file {}: {e}",
-                    path.display()
-                )));
-            }
-        };
-        Ok(Approvals {
-            path: Some(path.to_path_buf()),
-            file: Mutex::new(file),
-        })
-    }
-
-    /// The approved tools of a server: name → pin.
-    pub fn for_server(&self, key: &str) -> BTreeMap<String, String> {
-        self.named(key, Approved::Tools)
-    }
-
-    /// The approved tools or prompts of a server: name → pin.
-    pub fn named(&self, key: &str, which: Approved) -> BTreeMap<String, String> {
-        let file = self.file.lock().expect("approvals lock");
-        let map = match which {
-            Approved::Tools => &file.servers,
-            Approved::Prompts => &file.prompts,
-        };
-        map.get(key).cloned().unwrap_or_default()
-    }
-
-    /// The exact resource URIs and the URI prefixes approved for a server.
-    pub fn resources(&self, key: &str) -> (Vec<String>, Vec<String>) {
-        let file = self.file.lock().expect("approvals lock");
-        let of = |map: &BTreeMap<String, std::collections::BTreeSet<String>>| {
-            map.get(key)
-                .map(|uris| uris.iter().cloned().collect())
-                .unwrap_or_default()
-        };
-        (of(&file.resources), of(&file.resource_prefixes))
-    }
-
-    /// Approves tools (with the pins of their current definitions) and saves.
-    pub fn approve(&self, key: &str, pins: &[(String, String)]) -> Result<(), HostError> {
-        self.approve_named(key, Approved::Tools, pins)
-    }
-
-    /// Approves tools or prompts (with the pins of their current definitions) and saves.
-    pub fn approve_named(
-        &self,
-        key: &str,
-        which: Approved,
-        pins: &[(String, String)],
-    ) -> Result<(), HostError> {
-        let mut file = self.file.lock().expect("approvals lock");
-        let map = match which {
-            Approved::Tools => &mut file.servers,
-            Approved::Prompts => &mut file.prompts,
-        };
-        let entry = map.entry(key.to_string()).or_default();
-        for (tool, pin) in pins {
-            entry.insert(tool.clone(), pin.clone());
-        }
-        self.save(&file)
-    }
-
-    /// Approves exact resource URIs and URI prefixes, and saves.
-    pub fn approve_resources(
-        &self,
-        key: &str,
-        uris: &[String],
-        prefixes: &[String],
-    ) -> Result<(), HostError> {
-        let mut file = self.file.lock().expect("approvals lock");
-        file.resources
-            .entry(key.to_string())
-            .or_default()
-            .extend(uris.iter().cloned());
-        if !prefixes.is_empty() {
-            file.resource_prefixes
-                .entry(key.to_string())
-                .or_default()
-                .extend(prefixes.iter().cloned());
-        }
-        self.save(&file)
-    }
-
-    fn save(&self, file: &ApprovalsFile) -> Result<(), HostError> {
-        if let Some(path) = &self.path {
-            let mut text = serde_json::to_string_pretty(file).expect("serializes");
-            text.push('\n');
-            write_atomically(path, text.as_bytes(), 0o600).map_err(|e| {
-                HostError::Config(format!(
-                    "cannot save tool approvals to {}: {e}",
-                    path.display()
-                ))
-            })?;
-        }
-        Ok(())
-    }
-}
-
 /// Everything a connection needs to be admitted and to gate its tool calls.
 pub struct Gatekeeper {
     /// The trust admission decides with; replaced whole when bundles are loaded again.
@@ -606,12 +350,6 @@ impl Gatekeeper {
         Ok(current.clone())
     }
 
-    /// Keeps suspensions in `suspensions` (a file, so they outlive the process).
-    pub fn with_suspensions(mut self, suspensions: Suspensions) -> Gatekeeper {
-        self.suspensions = suspensions;
-        self
-    }
-
     /// Appends an audit record; `Err` means whatever it records must not take effect.
     /// Records an event that belongs to no admission verdict (a sign-in, a logout).
     pub fn record_event(
@@ -631,47 +369,6 @@ impl Gatekeeper {
     ) -> Result<u64, HostError> {
         self.audit
             .record(event, Some(&verdict.audit_server()), data)
-    }
-
-    /// The suspension in force for this server, if any.
-    pub fn suspension(&self, verdict: &Verdict) -> Option<Suspension> {
-        self.suspensions.get(&verdict.approval_key)
-    }
-
-    /// Suspends a server (the kill switch): audited first, then saved.
-    pub fn suspend(&self, verdict: &Verdict, reason: &str, detail: &str) -> Result<(), HostError> {
-        let since = (self.clock)()
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
-        self.audit(
-            AuditEvent::ServerSuspended,
-            verdict,
-            json!({"name": verdict.server, "reason": reason, "detail": detail, "key": verdict.approval_key}),
-        )?;
-        self.suspensions.set(
-            &verdict.approval_key,
-            Some(Suspension {
-                server: verdict.server.clone(),
-                reason: reason.to_string(),
-                detail: detail.to_string(),
-                since,
-            }),
-        )?;
-        Ok(())
-    }
-
-    /// Re-enables a suspended server (the user's explicit decision). Returns whether it was
-    /// suspended.
-    pub fn resume(&self, verdict: &Verdict) -> Result<bool, HostError> {
-        if self.suspension(verdict).is_none() {
-            return Ok(false);
-        }
-        self.audit(
-            AuditEvent::ServerResumed,
-            verdict,
-            json!({"name": verdict.server, "key": verdict.approval_key}),
-        )?;
-        self.suspensions.set(&verdict.approval_key, None)
     }
 
     pub fn posture(&self) -> Posture {
@@ -758,92 +455,6 @@ impl Gatekeeper {
             }
         }
         list
-    }
-
-    /// Records user approvals of prompts (with their current pins), or explains why the
-    /// posture does not allow it.
-    pub fn approve_prompts(
-        &self,
-        verdict: &Verdict,
-        pins: &[(String, String)],
-    ) -> Result<(), HostError> {
-        self.may_approve(
-            "prompts are approved by the admin bundle's allowedPrompts and promptPins; send these pins to your admin",
-            pins.iter().map(|(p, pin)| format!("{p:?}: {pin}")),
-        )?;
-        for (prompt, pin) in pins {
-            self.audit.record(
-                AuditEvent::PromptApproved,
-                Some(&verdict.audit_server()),
-                json!({"prompt": prompt, "pin": pin, "approval_key": verdict.approval_key, "scope": "user"}),
-            )?;
-        }
-        self.approvals
-            .approve_named(&verdict.approval_key, Approved::Prompts, pins)
-    }
-
-    /// Records user approvals of exact resource URIs and of URI prefixes (checked by the
-    /// bundle's rules: a prefix ends in `/` and has a plain path).
-    pub fn approve_resources(
-        &self,
-        verdict: &Verdict,
-        uris: &[String],
-        prefixes: &[String],
-    ) -> Result<(), HostError> {
-        self.may_approve(
-            "resources are approved by the admin bundle's allowedResources and allowedResourcePrefixes; send these to your admin",
-            uris.iter().chain(prefixes).map(|u| format!("{u:?}")),
-        )?;
-        let checked = uris
-            .iter()
-            .map(|u| (u, gatehouse_attest::resources::check_exact_uri(u)))
-            .chain(
-                prefixes
-                    .iter()
-                    .map(|p| (p, gatehouse_attest::resources::check_prefix(p))),
-            );
-        for (entry, check) in checked {
-            check.map_err(|detail| {
-                HostError::Config(format!("cannot approve {entry:?}: {detail}"))
-            })?;
-        }
-        for (uri, kind) in uris
-            .iter()
-            .map(|u| (u, "uri"))
-            .chain(prefixes.iter().map(|p| (p, "prefix")))
-        {
-            self.audit.record(
-                AuditEvent::ResourceApproved,
-                Some(&verdict.audit_server()),
-                json!({kind: uri, "approval_key": verdict.approval_key, "scope": "user"}),
-            )?;
-        }
-        self.approvals
-            .approve_resources(&verdict.approval_key, uris, prefixes)
-    }
-
-    fn may_approve(
-        &self,
-        by_admin: &str,
-        items: impl Iterator<Item = String>,
-    ) -> Result<(), HostError> {
-        if self.user_may_approve() {
-            return Ok(());
-        }
-        let trust = self.trust();
-        let why = match trust.locked_by() {
-            Some(label) => format!("the admin bundle {label} is locked (deny-by-default)"),
-            None => format!(
-                "the posture is deny-by-default ({})",
-                trust.posture_reason()
-            ),
-        };
-        Err(HostError::PostureForbids {
-            detail: format!(
-                "{why}: {by_admin}: {}",
-                items.collect::<Vec<_>>().join(", ")
-            ),
-        })
     }
 
     /// The gate's decision on a prompt, recorded before it takes effect.
@@ -939,29 +550,6 @@ impl Gatekeeper {
         }
         self.audit
             .record(event, Some(&verdict.audit_server()), data)
-    }
-
-    /// Users approve tools only in the warn posture (never under a locked bundle, whose
-    /// posture wins).
-    pub fn user_may_approve(&self) -> bool {
-        self.trust().posture() == Posture::Warn
-    }
-
-    /// Records user approvals of tools (with their current pins), or explains why the posture
-    /// does not allow it.
-    pub fn approve(&self, verdict: &Verdict, pins: &[(String, String)]) -> Result<(), HostError> {
-        self.may_approve(
-            "tools are approved by the admin bundle's allowedTools and toolPins; send these pins to your admin",
-            pins.iter().map(|(t, p)| format!("{t:?}: {p}")),
-        )?;
-        for (tool, pin) in pins {
-            self.audit.record(
-                AuditEvent::ToolApproved,
-                Some(&verdict.audit_server()),
-                json!({"tool": tool, "pin": pin, "approval_key": verdict.approval_key, "scope": "user"}),
-            )?;
-        }
-        self.approvals.approve(&verdict.approval_key, pins)
     }
 
     /// The per-call decision, recorded before it takes effect.
