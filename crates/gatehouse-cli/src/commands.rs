@@ -7,18 +7,15 @@ use std::time::Duration;
 
 use gatehouse_audit::OpenReport;
 use gatehouse_host::admission::{self, SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
-use gatehouse_host::config::{ServerEntry, import, validate_server_name};
 use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
-use gatehouse_host::host::{ApiError, Host, HostOptions, HostPaths};
+use gatehouse_host::host::{AddServer, ApiError, Host, HostOptions, HostPaths};
 use gatehouse_host::secrets::{SecretValue, validate_name};
-use gatehouse_host::security::{
-    self, APPROVALS_FILE, AUDIT_FILE, Finding, SUSPENSIONS_FILE, SecurityPaths,
-};
+use gatehouse_host::security::{AUDIT_FILE, Finding};
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
-    CallOptions, ConnectOptions, Connection, ElicitationMode, Gatekeeper, HostError, HostEvent,
-    KeyringStore, SecretStore, ServerSpec, ServersFile, TrafficTap, Verdict,
+    CallOptions, ConnectOptions, Connection, ElicitationMode, HostError, HostEvent, KeyringStore,
+    SecretStore, ServerSpec, ServersFile, TrafficTap, Verdict,
 };
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -91,8 +88,6 @@ pub struct Context {
     pub trust_roots_flag: Option<PathBuf>,
     pub demo: bool,
     pub audit_path: PathBuf,
-    pub approvals_path: PathBuf,
-    pub suspensions_path: PathBuf,
     /// The elicitation policy file; `None` means the shipped default.
     pub policy_path: Option<PathBuf>,
     pub prompt_timeout: Duration,
@@ -182,33 +177,6 @@ pub fn load_trust(context: &Context) -> Result<Trust, Failure> {
     let trust = Trust::load(&trust_settings(context, now)?, now);
     warn_trust_problems(context.json, &trust);
     Ok(trust)
-}
-
-/// Admission, the tool gate and the audit log for this command. Fails (exit 1) when the
-/// audit log cannot be opened: nothing is decided that cannot be recorded.
-pub fn gatekeeper(context: &Context) -> Result<Arc<Gatekeeper>, Failure> {
-    let now = OffsetDateTime::now_utc();
-    let settings = trust_settings(context, now)?;
-    let paths = SecurityPaths {
-        audit: context.audit_path.clone(),
-        approvals: context.approvals_path.clone(),
-        suspensions: context.suspensions_path.clone(),
-    };
-    let policy = crate::policy::load_policy(context.policy_path.as_deref())?;
-    // Warnings print as each step completes, so they are not lost when a later step fails.
-    let opened = security::open(
-        &settings,
-        &paths,
-        &policy.audit,
-        lock_guard(context),
-        now,
-        system_clock(),
-        |finding| match finding {
-            Finding::Trust(trust) => warn_trust_problems(context.json, trust),
-            Finding::Audit(report) => warn_audit_recovery(context.json, report),
-        },
-    )?;
-    Ok(opened.gatekeeper)
 }
 
 /// The host's options for this command line: its servers file, trust roots, posture, audit
@@ -337,8 +305,6 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             .audit
             .clone()
             .unwrap_or_else(|| data_dir().join(AUDIT_FILE)),
-        approvals_path: data_dir().join(APPROVALS_FILE),
-        suspensions_path: data_dir().join(SUSPENSIONS_FILE),
         policy_path: cli.policy.clone(),
         prompt_timeout: seconds(cli.prompt_timeout, "--prompt-timeout")?,
         traffic_log: cli.traffic_log.clone(),
@@ -899,23 +865,24 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
     let path = &context.config_path;
     match command {
         ServersCommand::List => {
-            let config = load_config(context)?;
-            // Each server's admission is decided (and audited) now: an attestation fetched, a
-            // binary hashed. Nothing is said to the servers themselves.
-            let gatekeeper = gatekeeper(context)?;
-            let mut rows: Vec<Value> = Vec::new();
-            for (name, entry) in &config.servers {
-                let spec = entry.to_spec(name).expect("validated on load");
-                let verdict = gatekeeper.admit(name, &spec).await?;
-                rows.push(json!({
-                    "name": name,
-                    "transport": spec.kind(),
-                    "target": spec.describe(),
-                    "secrets": entry.secret_references(),
-                    "admission": verdict,
-                    "verdict": verdict.headline(),
-                }));
-            }
+            // Each server's admission is decided (and audited) now by the host: an
+            // attestation fetched, a binary hashed. Nothing is said to the servers themselves.
+            let host = open_host(context, terminal_consent())?;
+            let admissions = host.admissions().await;
+            host.shutdown().await;
+            let rows: Vec<Value> = admissions?
+                .into_iter()
+                .map(|admission| {
+                    json!({
+                        "name": admission.name,
+                        "transport": admission.transport,
+                        "target": admission.target,
+                        "secrets": admission.secrets,
+                        "admission": admission.verdict,
+                        "verdict": admission.verdict.headline(),
+                    })
+                })
+                .collect();
             if context.json {
                 output::print_json(&json!({"config": path, "servers": rows}));
             } else {
@@ -924,9 +891,11 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
             Ok(0)
         }
         ServersCommand::Add(args) => {
-            let mut config = load_config(context)?;
-            add_server(&mut config, &args, path)?;
-            config.save(path)?;
+            let add = add_server(&args)?;
+            let host = open_host(context, terminal_consent())?;
+            let added = host.add_server_entry(add).await;
+            host.shutdown().await;
+            added.map_err(|error| add_failure(error, &args, path))?;
             report(
                 context,
                 json!({"added": args.name, "config": path}),
@@ -948,11 +917,12 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
             Ok(0)
         }
         ServersCommand::Resume { name } => {
-            let (name, spec) = resolve_target(context, Some(&name), &Adhoc::default())?;
-            let gatekeeper = gatekeeper(context)?;
-            // Admission computes the key the suspension was recorded under (and is audited).
-            let verdict = gatekeeper.admit(&name, &spec).await?;
-            let resumed = gatekeeper.resume(&verdict)?;
+            // A configured server, or the demo's in --demo; nothing connects.
+            let (host, name, _) =
+                host_with_target(context, terminal_consent(), Some(&name), &Adhoc::default())?;
+            let resumed = host.resume_server(&name).await;
+            host.shutdown().await;
+            let resumed = resumed?.resumed;
             report(
                 context,
                 json!({"server": name, "resumed": resumed}),
@@ -971,21 +941,12 @@ async fn servers(context: &Context, command: ServersCommand) -> Result<u8, Failu
         } => {
             let text = std::fs::read_to_string(&source)
                 .map_err(|e| HostError::Config(format!("cannot read {}: {e}", source.display())))?;
-            let mut config = load_config(context)?;
-            let (secrets, source_for_task) = (context.secrets.clone(), source.clone());
-            let (config, report_data) = off_runtime(move || {
-                import(
-                    &text,
-                    &source_for_task,
-                    &mut config,
-                    secrets.as_ref(),
-                    replace,
-                    &allow_launch_settings,
-                )
-                .map(|report| (config, report))
-            })
-            .await?;
-            config.save(path)?;
+            let host = open_host(context, terminal_consent())?;
+            let imported = host
+                .import_servers_from(&text, &source, replace, &allow_launch_settings)
+                .await;
+            host.shutdown().await;
+            let report_data = imported?;
             if context.json {
                 output::print_json(&json!({"config": path, "import": report_data}));
             } else {
@@ -1002,31 +963,36 @@ fn split_pair<'a>(raw: &'a str, flag: &str) -> Result<(&'a str, &'a str), Failur
         .ok_or_else(|| Failure::usage(format!("{flag} {raw:?}: expected KEY=VALUE")))
 }
 
-fn add_server(config: &mut ServersFile, args: &AddArgs, path: &Path) -> Result<(), Failure> {
-    validate_server_name(&args.name)?;
-    if config.servers.contains_key(&args.name) && !args.replace {
-        return Err(HostError::Config(format!(
+/// The server `servers add` describes, for the host to check and add.
+fn add_server(args: &AddArgs) -> Result<AddServer, Failure> {
+    let mut add = AddServer::new(args.name.clone(), adhoc_spec(&args.server)?);
+    for raw in &args.env {
+        let (k, v) = split_pair(raw, "--env")?;
+        add.env.push((k.into(), v.into()));
+    }
+    for raw in &args.headers {
+        let (k, v) = split_pair(raw, "--header")?;
+        add.headers.push((k.into(), v.into()));
+    }
+    add.cwd = args.cwd.as_ref().map(|p| p.display().to_string());
+    add.bearer_token_secret = args.bearer_secret.clone();
+    add.replace = args.replace;
+    Ok(add)
+}
+
+/// The host's refusal of `servers add`, saying how to replace a listed server from here.
+fn add_failure(error: ApiError, args: &AddArgs, path: &Path) -> Failure {
+    let listed = error.code == "server_exists"
+        && ServersFile::load(path).is_ok_and(|config| config.servers.contains_key(&args.name));
+    if listed {
+        return HostError::Config(format!(
             "{}: a server named {:?} exists; use --replace to overwrite it",
             path.display(),
             args.name
         ))
-        .into());
+        .into();
     }
-    let spec = adhoc_spec(&args.server)?;
-    let mut entry = ServerEntry::from(&spec);
-    for raw in &args.env {
-        let (k, v) = split_pair(raw, "--env")?;
-        entry.env.insert(k.into(), v.into());
-    }
-    for raw in &args.headers {
-        let (k, v) = split_pair(raw, "--header")?;
-        entry.headers.insert(k.into(), v.into());
-    }
-    entry.cwd = args.cwd.as_ref().map(|p| p.display().to_string());
-    entry.bearer_token_secret = args.bearer_secret.clone();
-    entry.to_spec(&args.name)?;
-    config.servers.insert(args.name.clone(), entry);
-    Ok(())
+    error.into()
 }
 
 /// Runs a keychain operation off the async runtime: Secret Service calls block on D-Bus.

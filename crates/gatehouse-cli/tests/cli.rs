@@ -409,6 +409,62 @@ fn servers_add_list_remove_and_import() {
 }
 
 #[test]
+fn demo_mode_lists_the_demo_servers_with_their_verdicts() {
+    let env = Env::new();
+    env.json(&["servers", "add", "mine", "--stdio", "x"]);
+    let (code, list) = env.json(&["--demo", "servers", "list"]);
+    assert_eq!(code, 0, "{list}");
+    let rows = list["servers"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    // The demo's first, as the desktop app and `Host::servers` list them.
+    assert_eq!(names, ["demo", "demo-2025", "mine"], "{list}");
+    for row in &rows[..2] {
+        assert_eq!(row["transport"], "stdio", "{row}");
+        assert_eq!(row["secrets"], serde_json::json!([]), "{row}");
+        assert_eq!(row["admission"]["status"], "admitted", "{row}");
+        assert_eq!(
+            row["admission"]["identity"]["bundle"], "DEMO-ONLY-gatehouse-demo@1",
+            "{row}"
+        );
+        assert!(row["verdict"].is_string(), "{row}");
+    }
+    let (code, human, stderr) = env.run(&["--demo", "servers", "list"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(human.starts_with("demo  stdio  "), "{human}");
+    assert!(human.contains("\ndemo-2025  stdio  "), "{human}");
+
+    // Without --demo, only what servers.json lists.
+    let (code, list) = env.json(&["servers", "list"]);
+    assert_eq!(code, 0, "{list}");
+    assert_eq!(list["servers"].as_array().unwrap().len(), 1, "{list}");
+}
+
+#[test]
+fn demo_mode_refuses_to_import_a_server_named_like_the_demo() {
+    let env = Env::new();
+    let file = env.dir.path().join("claude_desktop_config.json");
+    std::fs::write(
+        &file,
+        r#"{"mcpServers": {"demo": {"command": "npx", "args": ["other"]}, "files": {"command": "npx"}}}"#,
+    )
+    .unwrap();
+    let (code, out) = env.json(&["--demo", "servers", "import", file.to_str().unwrap()]);
+    assert_eq!(
+        (code, out["error"]["code"].as_str()),
+        (2, Some("server_exists")),
+        "{out}"
+    );
+    assert!(!env.config().exists(), "nothing was imported");
+    // Without --demo the name is free.
+    let (code, out) = env.json(&["servers", "import", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out["import"]["imported"],
+        serde_json::json!(["demo", "files"])
+    );
+}
+
+#[test]
 fn configured_servers_are_used_by_name() {
     let env = Env::new();
     env.json(&["servers", "add", "demo", "--stdio", &demo_bin()]);

@@ -260,6 +260,27 @@ impl From<crate::admission::Status> for RowStatus {
     }
 }
 
+/// A listed server's admission verdict, decided without connecting ([`Host::admissions`]).
+#[derive(Debug, Serialize)]
+pub struct Admission {
+    pub name: String,
+    pub transport: ServerKind,
+    pub target: String,
+    /// The embedded demo (`demo`, `demo-2025` in demo mode) rather than a `servers.json` entry.
+    pub demo: bool,
+    /// The keychain secrets its `servers.json` entry references (none for the demo's).
+    pub secrets: Vec<String>,
+    pub verdict: crate::Verdict,
+}
+
+/// What [`Host::resume_server`] did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resumed {
+    pub row: ServerRow,
+    /// It was suspended, and no longer is.
+    pub resumed: bool,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct RowReason {
     pub code: String,
@@ -313,6 +334,40 @@ pub struct NewServer {
     /// Goes to the keychain; the file only names it.
     #[serde(default)]
     pub bearer_token: Option<String>,
+}
+
+/// A server to add with everything `servers add` can say ([`Host::add_server_entry`]).
+#[derive(Debug, Clone)]
+pub struct AddServer {
+    pub name: String,
+    pub spec: ServerSpec,
+    /// More environment variables for a stdio server (values may hold `${secret:NAME}`).
+    pub env: Vec<(String, String)>,
+    /// HTTP headers (values may hold `${secret:NAME}`).
+    pub headers: Vec<(String, String)>,
+    /// The working directory of a stdio server.
+    pub cwd: Option<String>,
+    /// A keychain secret, stored already, sent as the bearer token.
+    pub bearer_token_secret: Option<String>,
+    /// A bearer token to store in the keychain (as `NAME-bearer`) and send.
+    pub bearer_token: Option<String>,
+    /// Replace a listed server of the same name (never the demo's, in demo mode).
+    pub replace: bool,
+}
+
+impl AddServer {
+    pub fn new(name: impl Into<String>, spec: ServerSpec) -> AddServer {
+        AddServer {
+            name: name.into(),
+            spec,
+            env: Vec::new(),
+            headers: Vec::new(),
+            cwd: None,
+            bearer_token_secret: None,
+            bearer_token: None,
+            replace: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -566,8 +621,12 @@ impl Host {
 
     /// Every server the window lists: the demo ones first in demo mode, then `servers.json`.
     fn specs(&self) -> Result<Vec<(String, ServerSpec, bool)>, ApiError> {
+        self.specs_in(&self.config()?)
+    }
+
+    /// [`Host::specs`] with `config` as the `servers.json` read.
+    fn specs_in(&self, config: &ServersFile) -> Result<Vec<(String, ServerSpec, bool)>, ApiError> {
         let mut specs = Vec::new();
-        let config = self.config()?;
         if self.options.demo {
             let spec = demo::demo_server_spec_at(&self.options.demo_server()?);
             for name in [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME] {
@@ -662,6 +721,32 @@ impl Host {
             .iter()
             .map(|(name, spec, demo)| self.row_for(name, spec, *demo, slots.get(name)))
             .collect())
+    }
+
+    /// Every listed server (the demo's first in demo mode, as [`Host::servers`]) with its
+    /// admission decided now, one after another, without connecting: an attestation fetched,
+    /// a binary hashed, each verdict audited, nothing said to the servers themselves.
+    /// Connections and their slots are left as they are.
+    pub async fn admissions(&self) -> Result<Vec<Admission>, ApiError> {
+        let config = self.config()?;
+        let mut admissions = Vec::new();
+        for (name, spec, demo) in self.specs_in(&config)? {
+            let secrets = match config.servers.get(&name) {
+                Some(entry) if !demo => entry.secret_references(),
+                _ => Vec::new(),
+            };
+            let verdict = self.gatekeeper.admit(&name, &spec).await?;
+            admissions.push(Admission {
+                transport: spec.kind(),
+                target: spec.describe(),
+                name,
+                demo,
+                secrets,
+                verdict,
+            });
+        }
+        (self.notify)(Change::Audit);
+        Ok(admissions)
     }
 
     /// The live connection to `name`, connecting (admission first) when there is none.
@@ -1042,16 +1127,7 @@ impl Host {
     /// Adds a server to `servers.json`; a bearer token goes to the keychain first.
     pub async fn add_server(&self, new: NewServer) -> Result<ServerRow, ApiError> {
         validate_server_name(&new.name)?;
-        let mut config = self.config()?;
-        if config.servers.contains_key(&new.name)
-            || (self.options.demo
-                && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&new.name.as_str()))
-        {
-            return Err(ApiError::new(
-                "server_exists",
-                format!("a server named {:?} exists; choose another name", new.name),
-            ));
-        }
+        self.check_name_free(&self.config()?, &new.name, false)?;
         let spec = match (new.kind, &new.command, &new.url) {
             (ServerKind::Stdio, Some(command), None) if !command.trim().is_empty() => {
                 ServerSpec::Stdio(crate::config::StdioSpec {
@@ -1075,9 +1151,31 @@ impl Host {
                 "a bearer token only goes with an HTTP server",
             ));
         }
-        let mut entry = ServerEntry::from(&spec);
-        if let Some(token) = new.bearer_token.as_deref().filter(|t| !t.is_empty()) {
-            let secret = format!("{}-bearer", new.name);
+        self.add_server_entry(AddServer {
+            bearer_token: new.bearer_token,
+            ..AddServer::new(new.name, spec)
+        })
+        .await
+    }
+
+    /// Adds a server to `servers.json` with everything `servers add` can say (environment,
+    /// headers, working directory, a stored bearer secret, replacing one of the same name):
+    /// the one path every front end's add takes. A bearer token goes to the keychain first.
+    pub async fn add_server_entry(&self, add: AddServer) -> Result<ServerRow, ApiError> {
+        validate_server_name(&add.name)?;
+        let mut config = self.config()?;
+        self.check_name_free(&config, &add.name, add.replace)?;
+        let mut entry = ServerEntry::from(&add.spec);
+        entry.env.extend(add.env);
+        entry.headers.extend(add.headers);
+        if add.cwd.is_some() {
+            entry.cwd = add.cwd;
+        }
+        if add.bearer_token_secret.is_some() {
+            entry.bearer_token_secret = add.bearer_token_secret;
+        }
+        if let Some(token) = add.bearer_token.as_deref().filter(|t| !t.is_empty()) {
+            let secret = format!("{}-bearer", add.name);
             let (store, name, value) = (
                 self.secrets.clone(),
                 secret.clone(),
@@ -1087,13 +1185,38 @@ impl Host {
             entry.bearer_token_secret = Some(secret);
         }
         // Validated the way it will be read back.
-        entry.to_spec(&new.name)?;
-        config.servers.insert(new.name.clone(), entry);
+        let spec = entry.to_spec(&add.name)?;
+        config.servers.insert(add.name.clone(), entry);
         config.save(&self.options.paths.config)?;
         (self.notify)(Change::Servers {
-            name: new.name.clone(),
+            name: add.name.clone(),
         });
-        Ok(self.row_for(&new.name, &spec, false, None))
+        Ok(self.row_for(&add.name, &spec, false, None))
+    }
+
+    /// Refuses `name` when a listed server has it (unless `replace`), or, in demo mode, when
+    /// it is one of the demo's: an added "demo" would stand where the built-in one was.
+    fn check_name_free(
+        &self,
+        config: &ServersFile,
+        name: &str,
+        replace: bool,
+    ) -> Result<(), ApiError> {
+        if self.options.demo && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&name) {
+            return Err(ApiError::new(
+                "server_exists",
+                format!(
+                    "{name:?} is the built-in demo server's name in demo mode; choose another name"
+                ),
+            ));
+        }
+        if config.servers.contains_key(name) && !replace {
+            return Err(ApiError::new(
+                "server_exists",
+                format!("a server named {name:?} exists; choose another name"),
+            ));
+        }
+        Ok(())
     }
 
     /// Imports an `mcpServers` (or VS Code) file's content; literal credentials move to the
@@ -1104,6 +1227,34 @@ impl Host {
         text: &str,
         confirmed: &[String],
     ) -> Result<ImportOutcome, ApiError> {
+        let report = self
+            .import_servers_from(
+                text,
+                std::path::Path::new("the imported file"),
+                false,
+                confirmed,
+            )
+            .await?;
+        Ok(ImportOutcome {
+            imported: report.imported,
+            skipped: report.skipped,
+            secrets_moved: report.secrets_moved,
+            warnings: report.warnings,
+            quarantined: report.quarantined,
+            refused: report.refused,
+        })
+    }
+
+    /// [`Host::import_servers`] of the file `source` (named in what import reports), with
+    /// listed servers of the same names replaced when `replace`: the one path every front
+    /// end's import takes.
+    pub async fn import_servers_from(
+        &self,
+        text: &str,
+        source: &std::path::Path,
+        replace: bool,
+        confirmed: &[String],
+    ) -> Result<crate::config::ImportReport, ApiError> {
         // In demo mode the demo's names are taken, as for Add: an imported "demo" would stand
         // in the list where the built-in one was. Checked before anything (a secret) moves, in
         // every shape import accepts.
@@ -1122,14 +1273,19 @@ impl Host {
             ));
         }
         let mut config = self.config()?;
-        let (store, text, confirmed) = (self.secrets.clone(), text.to_string(), confirmed.to_vec());
+        let (store, text, source, confirmed) = (
+            self.secrets.clone(),
+            text.to_string(),
+            source.to_path_buf(),
+            confirmed.to_vec(),
+        );
         let (report, config) = off_runtime(move || {
             import(
                 &text,
-                std::path::Path::new("the imported file"),
+                &source,
                 &mut config,
                 store.as_ref(),
-                false,
+                replace,
                 &confirmed,
             )
             .map(|report| (report, config))
@@ -1139,14 +1295,7 @@ impl Host {
         (self.notify)(Change::Servers {
             name: String::new(),
         });
-        Ok(ImportOutcome {
-            imported: report.imported,
-            skipped: report.skipped,
-            secrets_moved: report.secrets_moved,
-            warnings: report.warnings,
-            quarantined: report.quarantined,
-            refused: report.refused,
-        })
+        Ok(report)
     }
 
     /// How this host connects to `name`: its era, timeouts, broker, and who asks the user to
@@ -1181,14 +1330,23 @@ impl Host {
 
     /// Lifts a suspension (after the kill switch); the next use reconnects.
     pub async fn resume(&self, name: &str) -> Result<ServerRow, ApiError> {
+        Ok(self.resume_server(name).await?.row)
+    }
+
+    /// [`Host::resume`], also saying whether `name` was suspended. Admission (audited)
+    /// computes the key the suspension was recorded under; nothing connects.
+    pub async fn resume_server(&self, name: &str) -> Result<Resumed, ApiError> {
         let (spec, demo) = self.spec(name)?;
         let verdict = self.gatekeeper.admit(name, &spec).await?;
-        self.gatekeeper.resume(&verdict)?;
+        let resumed = self.gatekeeper.resume(&verdict)?;
         let stale = self.slots.lock().await.remove(name);
         close_slot(stale).await;
         (self.notify)(Change::Servers { name: name.into() });
         (self.notify)(Change::Audit);
-        Ok(self.row_for(name, &spec, demo, None))
+        Ok(Resumed {
+            row: self.row_for(name, &spec, demo, None),
+            resumed,
+        })
     }
 
     /// Audit records, oldest first, filtered by server id and event type.
