@@ -74,6 +74,21 @@ struct Slot {
     card: PromptCard,
     answer: Option<oneshot::Sender<ConsentAnswer>>,
     choice: Option<oneshot::Sender<WaitChoice>>,
+    /// A choice made after the card showed it was waiting (the URL opened) but before the
+    /// host's wait began: kept for that wait rather than refused, so an early Cancel is not
+    /// lost. Only for the first wait, and only one.
+    early: Early,
+}
+
+/// Where a card stands on choices made before the host's first wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Early {
+    /// The host has not waited yet; nothing chosen.
+    NotWaited,
+    /// Chosen before the host waited; handed to its first wait.
+    Chosen(WaitChoice),
+    /// The host has waited at least once: a choice needs a wait under way.
+    Waited,
 }
 
 /// The answer a window sends for an asking card.
@@ -265,9 +280,16 @@ impl PromptDesk {
                     ),
                 ));
             }
-            match (slot.card.state, slot.choice.take()) {
-                (CardState::Waiting, Some(sender)) => sender,
-                (state, _) => {
+            match (slot.card.state, slot.choice.take(), slot.early) {
+                (CardState::Waiting, Some(sender), _) => sender,
+                // Shown as waiting (opened) a moment before the host's wait began.
+                (CardState::Waiting, None, Early::NotWaited) => {
+                    slot.early = Early::Chosen(choice);
+                    drop(slots);
+                    self.changed(prompt_id, false);
+                    return Ok(());
+                }
+                (state, _, _) => {
                     return Err(DeskError::new(
                         "prompt_not_waiting",
                         format!(
@@ -338,6 +360,7 @@ impl ConsentUi for PromptDesk {
                 card: new_card(prompt, CardState::Asking),
                 answer: None,
                 choice: None,
+                early: Early::NotWaited,
             });
             // Asked again after an invalid answer: the same card, with what was wrong.
             slot.card.state = CardState::Asking;
@@ -362,7 +385,12 @@ impl ConsentUi for PromptDesk {
             ) {
                 slot.card.state = CardState::Waiting;
                 slot.card.phase = Some(phase);
-                slot.choice = Some(tx);
+                match std::mem::replace(&mut slot.early, Early::Waited) {
+                    Early::Chosen(choice) => {
+                        let _ = tx.send(choice);
+                    }
+                    Early::NotWaited | Early::Waited => slot.choice = Some(tx),
+                }
             }
         });
         self.changed(prompt_id, false);
@@ -385,6 +413,7 @@ impl ConsentUi for PromptDesk {
                         card: new_card(&prompt, CardState::Refused),
                         answer: None,
                         choice: None,
+                        early: Early::NotWaited,
                     },
                 );
                 // Shown, but nothing to answer: no request for the user's attention, so a
@@ -519,5 +548,48 @@ mod tests {
             "the oldest go first"
         );
         assert_eq!(attention.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn a_choice_made_as_the_card_shows_waiting_reaches_the_hosts_first_wait() {
+        let desk = PromptDesk::new(Arc::new(|_| {}));
+        let prompt = refused(7);
+        // The card asks; the person opens the URL; the host says it opened (the card now
+        // shows waiting) a moment before its wait begins.
+        let _asked = desk.ask(&prompt, &[]);
+        desk.update(PromptUpdate::Opened {
+            prompt_id: 7,
+            phase: WaitPhase::Completion,
+        });
+        // Cancel clicked in that moment: kept, not refused.
+        desk.wait_choice(7, WaitChoice::Cancel).unwrap();
+        // A second early choice is refused rather than queued behind the first.
+        assert_eq!(
+            desk.wait_choice(7, WaitChoice::Retry).unwrap_err().code,
+            "prompt_not_waiting"
+        );
+        let choice = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            desk.waiting(7, WaitPhase::Completion),
+        )
+        .await
+        .expect("the early choice resolves the wait at once");
+        assert_eq!(choice, WaitChoice::Cancel);
+        // After the first wait, a choice needs a wait under way, as before.
+        desk.update(PromptUpdate::Opened {
+            prompt_id: 7,
+            phase: WaitPhase::Completion,
+        });
+        assert_eq!(
+            desk.wait_choice(7, WaitChoice::Cancel).unwrap_err().code,
+            "prompt_not_waiting"
+        );
+        // A card that never showed waiting refuses a choice.
+        let other = refused(8);
+        let _other = desk.ask(&other, &[]);
+        assert_eq!(
+            desk.wait_choice(8, WaitChoice::Cancel).unwrap_err().code,
+            "prompt_not_waiting"
+        );
     }
 }
