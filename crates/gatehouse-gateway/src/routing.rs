@@ -34,36 +34,19 @@ impl Routes {
         templates: &[(String, String)],
         twins: &HashMap<String, String>,
     ) -> Routes {
-        let shadowed = |list: &[(String, String)], server: &str, item: &str| {
-            twins
-                .get(server)
-                .is_some_and(|primary| list.iter().any(|(s, i)| s == primary && i == item))
-        };
         let mut routes = Routes::default();
-        let mut uri_servers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for (server, uri) in resources {
-            if !shadowed(resources, server, uri) {
-                uri_servers.entry(uri).or_default().insert(server);
-            }
-        }
-        for (uri, servers) in uri_servers {
-            match servers.iter().collect::<Vec<_>>().as_slice() {
-                [one] => {
+        for (uri, servers) in owners(resources, twins) {
+            match servers.first().filter(|_| servers.len() == 1) {
+                Some(one) => {
                     routes.resources.insert(uri.to_string(), one.to_string());
                 }
-                _ => {
+                None => {
                     routes.collided.insert(uri.to_string());
                 }
             }
         }
-        let mut template_servers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for (server, template) in templates {
-            if !shadowed(templates, server, template) {
-                template_servers.entry(template).or_default().insert(server);
-            }
-        }
-        for (template, servers) in template_servers {
-            if let [one] = servers.iter().collect::<Vec<_>>().as_slice() {
+        for (template, servers) in owners(templates, twins) {
+            if let Some(one) = servers.first().filter(|_| servers.len() == 1) {
                 routes
                     .templates
                     .insert(template.to_string(), one.to_string());
@@ -98,6 +81,24 @@ impl Routes {
             _ => None,
         }
     }
+}
+
+/// Who lists each item (URI or template), a twin's entries that its primary lists too left
+/// out.
+fn owners<'a>(
+    list: &'a [(String, String)],
+    twins: &HashMap<String, String>,
+) -> BTreeMap<&'a str, BTreeSet<&'a str>> {
+    let mut owners: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (server, item) in list {
+        let shadowed = twins
+            .get(server)
+            .is_some_and(|primary| list.iter().any(|(s, i)| s == primary && i == item));
+        if !shadowed {
+            owners.entry(item).or_default().insert(server);
+        }
+    }
+    owners
 }
 
 #[cfg(test)]

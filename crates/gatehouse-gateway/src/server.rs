@@ -244,16 +244,8 @@ impl Gateway {
         let _ = tokio::time::timeout(self.startup_wait, started.wait_for(|s| *s)).await;
     }
 
-    /// Options for a listing a client asked for: its name (so only live connections are
-    /// asked).
-    pub(crate) fn listing_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
-        CallOptions {
-            caller: Some(self.caller(context)),
-            ..CallOptions::default()
-        }
-    }
-
-    /// Options for a prompt or read a client asked for: its cancellation and its name.
+    /// Options for what a client asked for: its cancellation and its name (so only live
+    /// connections are used, and the gate records who asked).
     pub(crate) fn request_options(&self, context: &RequestContext<RoleServer>) -> CallOptions {
         CallOptions {
             cancel: Some(context.ct.clone()),
@@ -462,10 +454,7 @@ impl ServerHandler for GatewayHandler {
             .0
             .streams
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let options = CallOptions {
-            caller: Some(self.0.caller(context.request_context())),
-            ..CallOptions::default()
-        };
+        let options = self.0.request_options(context.request_context());
         for uri in &uris {
             if let Err(error) = self.0.subscribe(uri, stream, &options).await {
                 self.0.release_subscriptions(Some(stream));
@@ -506,7 +495,7 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let options = self.0.listing_options(&context);
+        let options = self.0.request_options(&context);
         Ok(ListPromptsResult::with_all_items(
             self.0.prompt_offer(&options).await.prompts,
         ))
@@ -530,7 +519,7 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let options = self.0.listing_options(&context);
+        let options = self.0.request_options(&context);
         Ok(ListResourcesResult::with_all_items(
             self.0.resource_offer(&options).await.resource_list,
         ))
@@ -541,7 +530,7 @@ impl ServerHandler for GatewayHandler {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let options = self.0.listing_options(&context);
+        let options = self.0.request_options(&context);
         Ok(ListResourceTemplatesResult::with_all_items(
             self.0.resource_offer(&options).await.template_list,
         ))

@@ -758,21 +758,6 @@ impl Connection {
         }
     }
 
-    /// How many subscriptions `subscriber`'s session holds, for tests and the app's view.
-    pub fn held_subscriptions(&self, subscriber: Subscriber) -> usize {
-        self.holders
-            .lock()
-            .expect("holders poisoned")
-            .values()
-            .filter(|set| {
-                set.iter().any(|h| match subscriber.session() {
-                    Some(session) => h.session() == Some(session),
-                    None => *h == subscriber,
-                })
-            })
-            .count()
-    }
-
     /// The URIs this connection is subscribed to, in order.
     pub fn subscriptions(&self) -> Vec<String> {
         let mut uris: Vec<_> = self
