@@ -1174,18 +1174,17 @@ impl Host {
         if add.bearer_token_secret.is_some() {
             entry.bearer_token_secret = add.bearer_token_secret;
         }
-        if let Some(token) = add.bearer_token.as_deref().filter(|t| !t.is_empty()) {
-            let secret = format!("{}-bearer", add.name);
-            let (store, name, value) = (
-                self.secrets.clone(),
-                secret.clone(),
-                SecretValue::new(token),
-            );
-            off_runtime(move || store.set(&name, &value)).await??;
-            entry.bearer_token_secret = Some(secret);
+        let token = add.bearer_token.as_deref().filter(|t| !t.is_empty());
+        if token.is_some() {
+            entry.bearer_token_secret = Some(format!("{}-bearer", add.name));
         }
-        // Validated the way it will be read back.
+        // Validated the way it will be read back, before anything is written: a refused entry
+        // must not have replaced the keychain secret a listed server of this name uses.
         let spec = entry.to_spec(&add.name)?;
+        if let (Some(token), Some(secret)) = (token, entry.bearer_token_secret.clone()) {
+            let (store, value) = (self.secrets.clone(), SecretValue::new(token));
+            off_runtime(move || store.set(&secret, &value)).await??;
+        }
         config.servers.insert(add.name.clone(), entry);
         config.save(&self.options.paths.config)?;
         (self.notify)(Change::Servers {
@@ -1711,5 +1710,47 @@ mod tests {
         assert!(threads.len() >= 2, "{threads:?}");
         assert!(threads.iter().all(|t| *t != runtime), "{threads:?}");
         assert!(store.inner.get("remote-bearer").unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_refused_replace_leaves_the_listed_servers_keychain_secret_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(crate::MemoryStore::default());
+        let host = Host::open(
+            HostOptions::new(paths(dir.path()), clock()),
+            store.clone(),
+            no_consent(),
+            Arc::new(|_| {}),
+        )
+        .expect("the host opens");
+        let spec = ServerSpec::adhoc_http("https://mcp.example/mcp").unwrap();
+        host.add_server_entry(AddServer {
+            bearer_token: Some("old".into()),
+            ..AddServer::new("remote", spec.clone())
+        })
+        .await
+        .expect("added");
+        // Both an Authorization header and a bearer token: refused when read back.
+        let refused = host
+            .add_server_entry(AddServer {
+                bearer_token: Some("new".into()),
+                headers: vec![("Authorization".into(), "Bearer x".into())],
+                replace: true,
+                ..AddServer::new("remote", spec.clone())
+            })
+            .await
+            .expect_err("an entry with two credentials is refused");
+        assert!(refused.message.contains("Authorization"), "{refused}");
+        let kept = store.get("remote-bearer").unwrap().expect("still stored");
+        assert_eq!(kept.expose(), "old");
+        // A valid replace does store the new token.
+        host.add_server_entry(AddServer {
+            bearer_token: Some("new".into()),
+            replace: true,
+            ..AddServer::new("remote", spec)
+        })
+        .await
+        .expect("replaced");
+        assert_eq!(store.get("remote-bearer").unwrap().unwrap().expose(), "new");
     }
 }
