@@ -437,6 +437,9 @@ fn a_name_that_is_only_a_credential_word_or_its_short_form_is_denied() {
             "k3y",
             "ｐｗ",
             "ＰＩＮ",
+            // Look-alike letters, compared by skeleton on both sides (Latin `m` is `rn`).
+            "mf\u{0430}",
+            "p\u{0461}d",
         ]
         .map(String::from),
     );

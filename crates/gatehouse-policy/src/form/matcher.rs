@@ -61,17 +61,29 @@ pub const WHOLE_NAME_TERMS: &[&str] = &[
 ];
 
 /// The whole-name term `text` is nothing but, if any: see [`WHOLE_NAME_TERMS`].
+/// Non-ASCII text is compared by UTS #39 skeleton on both sides, as [`Matcher::find`] does
+/// (a skeleton can differ from its ASCII source: Latin `m` becomes `rn`).
 fn whole_name_term(text: &str) -> Option<String> {
+    static SKELETONS: std::sync::LazyLock<Vec<(String, &str)>> = std::sync::LazyLock::new(|| {
+        WHOLE_NAME_TERMS
+            .iter()
+            .map(|term| (skeleton(term), *term))
+            .collect()
+    });
     let glued = words(text).concat();
-    let key = if glued.is_ascii() {
-        glued
+    let found = if glued.is_ascii() {
+        WHOLE_NAME_TERMS
+            .iter()
+            .find(|term| **term == glued)
+            .copied()
     } else {
-        skeleton(&glued)
+        let key = skeleton(&glued);
+        SKELETONS
+            .iter()
+            .find(|(skel, _)| *skel == key)
+            .map(|(_, term)| *term)
     };
-    WHOLE_NAME_TERMS
-        .iter()
-        .find(|term| **term == key)
-        .map(|term| term.to_string())
+    found.map(str::to_string)
 }
 
 /// The policy's terms, prepared for matching.
