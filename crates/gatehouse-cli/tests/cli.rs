@@ -596,25 +596,6 @@ fn a_closed_stdout_ends_quietly_not_in_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// `cmd` run under `script`, which gives it a controlling terminal of its own (a pty), the way
-/// a user runs the CLI.
-fn in_a_terminal(cmd: &std::process::Command) -> std::process::Output {
-    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
-    let line = std::iter::once(quote(cmd.get_program()))
-        .chain(cmd.get_args().map(quote))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut script = std::process::Command::new("script");
-    script.args(["-qec", &line, "/dev/null"]);
-    for (key, value) in cmd.get_envs() {
-        match value {
-            Some(value) => script.env(key, value),
-            None => script.env_remove(key),
-        };
-    }
-    script.stdin(std::process::Stdio::null()).output().unwrap()
-}
-
 #[test]
 fn a_stdio_server_gets_no_controlling_terminal() {
     // The CLI asks for consent on its terminal; a server must not be able to draw on it or
@@ -623,20 +604,25 @@ fn a_stdio_server_gets_no_controlling_terminal() {
     let probe = format!("python3 {} tty-probe", fixture("misbehaving_stdio.py"));
     // The test's own terminal works (so the probe can tell): a shell started the same way
     // opens it.
-    let check = in_a_terminal(&{
-        let mut c = std::process::Command::new("python3");
-        c.args([
-            "-c",
-            "import os; os.close(os.open('/dev/tty', os.O_RDWR)); print('tty ok')",
-        ]);
-        c
-    });
-    assert!(
-        String::from_utf8_lossy(&check.stdout).contains("tty ok"),
-        "script gives no terminal here: {check:?}"
+    let (code, stdout, stderr) = common::in_a_terminal(
+        &{
+            let mut c = std::process::Command::new("python3");
+            c.args([
+                "-c",
+                "import os; os.close(os.open('/dev/tty', os.O_RDWR)); print('tty ok')",
+            ]);
+            c
+        },
+        "",
+        None,
     );
-    let out = in_a_terminal(&env.cmd(&["connect", "--stdio", &probe]));
-    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("tty ok"),
+        "script gives no terminal here: {code} {stdout} {stderr}"
+    );
+    let (code, stdout, stderr) =
+        common::in_a_terminal(&env.cmd(&["connect", "--stdio", &probe]), "", None);
+    assert_eq!(code, 0, "{stdout} {stderr}");
     let log = std::fs::read_to_string(env.logs().join("adhoc.stderr.log")).unwrap();
     let line = log.lines().find(|l| l.starts_with("tty: ")).unwrap();
     assert_ne!(line, "tty: opened", "the server reached the terminal");

@@ -21,7 +21,7 @@
 //! else `gatehouse-demo-server` in the target directory the bench was built into. The audit
 //! log goes to a temporary directory (`$TMPDIR`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ use gatehouse_host::config::StdioSpec;
 use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, PromptBody, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
-use gatehouse_host::demo::{DEMO_SERVER_BINARY, demo_bundle};
+use gatehouse_host::demo::demo_bundle;
 use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
     Approvals, Auditor, CallOptions, ConnectOptions, Connection, ConsentUi, ElicitationBroker, Era,
@@ -48,21 +48,7 @@ use tokio::runtime::Runtime;
 const DENIED_URL: &str = "https://accounts.example.com/login?next=%2Fhome";
 
 fn demo_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("GATEHOUSE_DEMO_SERVER") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("the bench's own path");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .join(DEMO_SERVER_BINARY);
-    assert!(
-        path.is_file(),
-        "{} is missing: cargo build --release -p gatehouse-demo-server (or set GATEHOUSE_DEMO_SERVER)",
-        path.display()
-    );
-    path
+    gatehouse_testkit::demo::server()
 }
 
 /// Records `ready_in` of every prompt, asked or refused; accepts forms (the schema's defaults

@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use gatehouse_host::ServerSpec;
-use gatehouse_host::config::StdioSpec;
 use gatehouse_host::demo::DEMO_SERVER_BINARY;
 
 /// The demo server's executable. Panics, saying how to build it, when it is not there (a path
@@ -32,12 +31,7 @@ pub fn command() -> String {
 
 /// Exactly the command line the demo bundle binds: the executable, no arguments.
 pub fn spec() -> ServerSpec {
-    ServerSpec::Stdio(StdioSpec {
-        command: command(),
-        args: Vec::new(),
-        env: Vec::new(),
-        cwd: None,
-    })
+    gatehouse_host::demo::demo_server_spec_at(&server())
 }
 
 /// Where the demo server is built for a test executable at `exe`: the directory above the

@@ -38,6 +38,9 @@ use unicode_normalization::UnicodeNormalization;
 /// segments and `%` at the start of an escape.
 pub const LITERAL_MARKS: &str = "-._~!$&'()*+,=@";
 
+/// The remedy for a name the grammar can never take after a prefix.
+const EXACT_ONLY: &str = "a name like this can only be allowed as an exact URI in allowedResources";
+
 /// Why a remainder (or a prefix's path) could leave the prefix on some server's side.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Flaw {
@@ -80,25 +83,19 @@ impl Flaw {
             Flaw::Empty => "list the exact URI in allowedResources",
             Flaw::EmptySegment => "remove the extra \"/\"",
             Flaw::DotSegment(_) => "name the resource by its own path, without dot steps",
-            Flaw::HollowFirstSegment(_) | Flaw::Tilde(_) => {
-                "a name like this can only be allowed as an exact URI in allowedResources"
-            }
+            Flaw::HollowFirstSegment(_) | Flaw::Tilde(_) => EXACT_ONLY,
             Flaw::Literal(c) if !c.is_ascii() => {
                 "percent-encode non-ASCII characters as UTF-8 (e.g. %C3%A9 for \u{e9})"
             }
             Flaw::Literal(c) if c.is_ascii_control() || *c == ' ' => {
                 "percent-encode a space as %20; control characters are never allowed"
             }
-            Flaw::Literal(':' | ';' | '\\') => {
-                "a name with this character can only be allowed as an exact URI in allowedResources"
-            }
+            Flaw::Literal(':' | ';' | '\\') => EXACT_ONLY,
             Flaw::Literal(_) => "percent-encode it",
             Flaw::BadEscape(_)
             | Flaw::EncodedByte { .. }
             | Flaw::NotUtf8(_)
-            | Flaw::Character { .. } => {
-                "a name like this can only be allowed as an exact URI in allowedResources"
-            }
+            | Flaw::Character { .. } => EXACT_ONLY,
         }
     }
 }

@@ -96,14 +96,16 @@ impl CarelessFiles {
             .collect()
     }
 
-    /// `resources/read` of a `file:` URI: resolved carelessly, logged, and read.
-    pub fn read(&self, uri: &str) -> Result<ReadResourceResponse, ErrorData> {
-        let path = resolve(uri);
-        self.record(uri, path.as_deref());
-        let Some(path) = path else {
-            return Err(not_found(uri));
-        };
-        let bytes = std::fs::read(&path).map_err(|_| not_found(uri))?;
+    /// `resources/read` of a `file:` URI: resolved carelessly, logged, and read. `None` for
+    /// any other URI (the demo's own resources answer those).
+    pub fn read(&self, uri: &str) -> Option<Result<ReadResourceResponse, ErrorData>> {
+        let path = resolve(uri)?;
+        self.record(uri, &path);
+        Some(self.read_file(uri, &path))
+    }
+
+    fn read_file(&self, uri: &str, path: &Path) -> Result<ReadResourceResponse, ErrorData> {
+        let bytes = std::fs::read(path).map_err(|_| not_found(uri))?;
         let contents = match String::from_utf8(bytes) {
             Ok(text) => ResourceContents::text(text, uri).with_mime_type("text/plain"),
             Err(error) => ResourceContents::blob(BASE64.encode(error.into_bytes()), uri)
@@ -112,7 +114,7 @@ impl CarelessFiles {
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
-    fn record(&self, uri: &str, path: Option<&Path>) {
+    fn record(&self, uri: &str, path: &Path) {
         let Some(log) = &self.log else {
             return;
         };
@@ -120,7 +122,7 @@ impl CarelessFiles {
             .writing
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let line = json!({"uri": uri, "path": path.map(|p| p.to_string_lossy())});
+        let line = json!({"uri": uri, "path": path.to_string_lossy()});
         let written = OpenOptions::new()
             .create(true)
             .append(true)

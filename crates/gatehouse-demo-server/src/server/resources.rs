@@ -329,13 +329,12 @@ impl DemoServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if let Some(careless) = &self.careless
-            && request
-                .uri
-                .get(..5)
-                .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+        if let Some(answer) = self
+            .careless
+            .as_ref()
+            .and_then(|careless| careless.read(&request.uri))
         {
-            return careless.read(&request.uri);
+            return answer;
         }
         match request.uri.as_str() {
             COUNTER_URI => Ok(complete(ResourceContents::text(

@@ -144,12 +144,10 @@ pub(super) fn transport_kind(spec: &ServerSpec) -> gatehouse_policy::TransportKi
     match spec {
         ServerSpec::Stdio(_) => gatehouse_policy::TransportKind::Stdio,
         ServerSpec::Http(http) => gatehouse_policy::TransportKind::Http {
-            loopback: match http.url.host() {
-                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                None => false,
-            },
+            // The policy's one host classification (`localhost`, 127.0.0.0/8, `::1`).
+            loopback: http.url.host().is_some_and(|host| {
+                gatehouse_policy::host_class(&host) == gatehouse_policy::HostClass::Loopback
+            }),
             authorized: http.bearer_token_secret.is_some()
                 || http
                     .headers
