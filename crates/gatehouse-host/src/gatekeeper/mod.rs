@@ -141,6 +141,20 @@ impl Auditor {
         })
     }
 
+    /// Appends a record of `payload`'s event and returns once it is in the log file (and, in
+    /// the sync mode, on stable storage); an error means the decision it records must not
+    /// take effect.
+    pub fn write<P: crate::audit_event::EventPayload>(
+        &self,
+        server: Option<&str>,
+        payload: &P,
+    ) -> Result<u64, HostError> {
+        let data = serde_json::to_value(payload).map_err(|e| HostError::AuditUnavailable {
+            detail: format!("a {} record could not be serialized: {e}", P::EVENT),
+        })?;
+        self.record(P::EVENT, server, data)
+    }
+
     /// Appends a record and returns once it is in the log file (and, in the sync mode, on
     /// stable storage); an error means the decision it records must not take effect.
     pub fn record(

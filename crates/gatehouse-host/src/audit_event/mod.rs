@@ -7,7 +7,35 @@
 //! own records (`audit_torn_tail`, `audit_head_mismatch`, `audit_short_tail`) are not here:
 //! only the log writes them.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub mod bundle;
+pub mod gate;
+pub mod session;
+
+/// The data of one event's records: a type per event, serialized (serde, snake_case fields)
+/// as the record's `data` object. The host writes records only through
+/// [`crate::Auditor::write`], which takes a payload, so every record's name and shape come
+/// from one of these types; readers parse records back with [`read_payload`] into the same
+/// type.
+pub trait EventPayload: Serialize + DeserializeOwned {
+    /// The event every record of this payload is written under.
+    const EVENT: AuditEvent;
+}
+
+/// A record's (`{"event": …, "data": …}`, as the audit log holds it) data as `P`: `None` when
+/// the record is of another event; an error when it is this event but its data does not
+/// parse (a record cut to fit the size limit keeps its shape, but a record written by an
+/// older version may lack a field).
+pub fn read_payload<P: EventPayload>(record: &Value) -> Option<Result<P, serde_json::Error>> {
+    if record.get("event").and_then(Value::as_str) != Some(P::EVENT.as_str()) {
+        return None;
+    }
+    let data = record.get("data").cloned().unwrap_or(Value::Null);
+    Some(serde_json::from_value(data))
+}
 
 /// Declares [`AuditEvent`], its name and [`AuditEvent::ALL`] from one list, so that no variant
 /// can be left out of `ALL` or given a second spelling.
