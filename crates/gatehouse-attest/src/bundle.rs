@@ -482,7 +482,7 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         &format!("{path}.allowedResources"),
     )?;
     for uri in &allowed_resources {
-        crate::resources::check_exact_uri(uri)
+        crate::resources::entries::check_exact_uri(uri)
             .map_err(|e| BundleError::Invalid(format!("{path}.allowedResources: {e}")))?;
     }
     let allowed_resource_prefixes = distinct_texts(
@@ -490,7 +490,7 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         &format!("{path}.allowedResourcePrefixes"),
     )?;
     for prefix in &allowed_resource_prefixes {
-        crate::resources::check_prefix(prefix)
+        crate::resources::entries::check_prefix(prefix)
             .map_err(|e| BundleError::Invalid(format!("{path}.allowedResourcePrefixes: {e}")))?;
     }
     let url_elicitation_domains = texts(

@@ -18,8 +18,10 @@
 pub mod bundle;
 pub mod canonical;
 pub mod gate;
+pub mod http_origin;
 pub mod json;
 pub mod keys;
+mod names;
 pub mod origin;
 pub mod pins;
 pub mod resources;

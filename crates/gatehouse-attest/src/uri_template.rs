@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::resources::MAX_URI_BYTES;
+use crate::resources::entries::MAX_URI_BYTES;
 
 /// Most variables one template may name.
 pub const MAX_VARIABLES: usize = 64;

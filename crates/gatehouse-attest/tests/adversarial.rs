@@ -421,7 +421,7 @@ proptest! {
 /// `netAllowedHosts` or the bundle entry's `origins` (and by each that is not empty).
 mod http_origin_binding {
     use super::*;
-    use gatehouse_attest::origin::{OriginBinding, bind_http_origin};
+    use gatehouse_attest::http_origin::{OriginBinding, bind_http_origin};
 
     const HERE: &str = "https://tools.example.com";
     const ELSEWHERE: &str = "https://attacker.example.net";

@@ -130,7 +130,7 @@ impl Trust {
                     .iter()
                     .find(|s| s.id == admitted.id());
                 let origins = policy.map(|p| p.origins.as_slice()).unwrap_or_default();
-                match gatehouse_attest::origin::bind_http_origin(&admitted, origins) {
+                match gatehouse_attest::http_origin::bind_http_origin(&admitted, origins) {
                     Err(refusal) => verdict.refused_by(&refusal, Some(bundle)),
                     Ok(binding) => {
                         verdict.origin_binding = Some(binding);

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use gatehouse_attest::bundle::{Posture, ServerPolicy, VerifiedBundle};
-use gatehouse_attest::origin::OriginBinding;
+use gatehouse_attest::http_origin::OriginBinding;
 use gatehouse_attest::{Admitted, Reason, Refusal};
 use serde::Serialize;
 use serde_json::Value;
