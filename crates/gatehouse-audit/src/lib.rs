@@ -96,6 +96,7 @@ mod head;
 mod log;
 mod read;
 mod record;
+mod report;
 mod scan;
 mod verify;
 mod writer;
@@ -103,14 +104,14 @@ mod writer;
 pub use durability::{Durability, Fdatasync, Syncer};
 pub use error::AuditError;
 pub use head::head_path;
-pub use log::{
-    Appended, AuditLog, Flushed, HeadMismatch, HeadProblem, OpenReport, Recovery, ShortTail,
-    TornTail,
-};
+pub use log::AuditLog;
 pub use read::{ExportFormat, Filter, export, read};
 pub use record::{
     Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, RESERVED_EVENT_PREFIX, Record,
     ZERO_HASH, check_event_name,
+};
+pub use report::{
+    Appended, Flushed, HeadMismatch, HeadProblem, OpenReport, Recovery, ShortTail, TornTail,
 };
 pub use verify::{BreakKind, Broken, Repair, ShortTailNote, VerifyReport, verify};
 

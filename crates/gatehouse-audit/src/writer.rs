@@ -15,11 +15,11 @@ use crate::head::{
     HeadState, head_path, install_head_if_newer, private_file_options, read_head, sibling,
     sync_dir, write_head,
 };
-use crate::log::{HeadMismatch, HeadProblem, Recovery, ShortTail, TornTail};
 use crate::record::{
     Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, Entry, ZERO_HASH, encode,
     line_hash,
 };
+use crate::report::{Flushed, HeadMismatch, HeadProblem, Recovery, ShortTail, TornTail};
 use crate::scan::{Tail, find_hash_of_seq, read_exact_at, scan_tail};
 
 /// One handle's file and what it knows of it. Used only under the handle's mutex
@@ -115,7 +115,7 @@ pub(crate) struct Batch {
     /// The handle is closing: flush and stop.
     pub stop: bool,
     /// What the last flush made durable.
-    pub flushed: Option<crate::log::Flushed>,
+    pub flushed: Option<Flushed>,
 }
 
 impl Writer {
@@ -398,9 +398,9 @@ impl Writer {
 
     /// What a flush now would make durable: the end as this handle knows it, or, after a
     /// failed append left it unknown, the last complete record read under the lock.
-    pub(crate) fn end_target(&mut self) -> Result<crate::log::Flushed, AuditError> {
+    pub(crate) fn end_target(&mut self) -> Result<Flushed, AuditError> {
         if let Some(known) = &self.known {
-            return Ok(crate::log::Flushed {
+            return Ok(Flushed {
                 seq: known.last.seq,
                 hash: known.last.hash.clone(),
                 len: known.len,
@@ -415,7 +415,7 @@ impl Writer {
                     seq: record.seq,
                     hash,
                 });
-            Ok(crate::log::Flushed {
+            Ok(Flushed {
                 seq: last.seq,
                 hash: last.hash,
                 len: tail.complete_len,

@@ -90,3 +90,16 @@ impl FormSchema {
         self.fields.iter().find(|f| f.name == name)
     }
 }
+
+/// A JSON value's type as a problem names it ("a string", "an array"): shared by the schema's
+/// and the answers' checks.
+pub(super) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::model::{Choice, Field, FieldKind, FormSchema, TextFormat};
+use super::model::{Choice, Field, FieldKind, FormSchema, TextFormat, kind};
 use super::validate::check_value;
 
 /// A `requestedSchema` outside the subset; the message says what and where.
@@ -96,17 +96,6 @@ fn opt_number(
             Some(f) if f.is_finite() => Ok(Some(f)),
             _ => err(format!("{at}: {key} must be a number, not {value}")),
         },
-    }
-}
-
-pub(super) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -6,8 +6,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::model::{Field, FieldKind, FormSchema, TextFormat};
-use super::schema::kind;
+use super::model::{Field, FieldKind, FormSchema, TextFormat, kind};
 
 /// An answer that breaks the schema: which field and what is wrong, for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
