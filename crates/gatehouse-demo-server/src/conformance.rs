@@ -54,7 +54,7 @@ use serde_json::{Map, Value, json};
 use tokio::{net::TcpListener, sync::broadcast};
 use tokio_util::sync::CancellationToken;
 
-use crate::{era::Era, http::MCP_PATH};
+use crate::{endpoint::MCP_PATH, era::Era};
 use interactive::{Round, StateSeal, Step};
 
 /// The name the conformance server reports in `serverInfo`.

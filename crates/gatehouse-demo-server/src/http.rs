@@ -33,8 +33,7 @@ use crate::{
     wire::modern_wire_layer,
 };
 
-/// The path the MCP endpoint is served at.
-pub const MCP_PATH: &str = "/mcp";
+pub use crate::endpoint::{MCP_PATH, origin};
 
 /// Parse `IP:PORT` (IPv6 in brackets), or `localhost:PORT` as a convenience for 127.0.0.1.
 ///
@@ -75,11 +74,6 @@ pub async fn bind(addr: SocketAddr, allow_non_loopback: bool) -> anyhow::Result<
 fn is_loopback(ip: IpAddr) -> bool {
     // `::ffff:127.0.0.1` is loopback too.
     ip.to_canonical().is_loopback()
-}
-
-/// The origin a client reaches the listener at, `http://IP:PORT` (IPv6 in brackets).
-pub fn origin(local: SocketAddr) -> String {
-    format!("http://{local}")
 }
 
 /// Serve Streamable HTTP on `listener` until `shutdown` resolves, then shut down gracefully:

@@ -57,6 +57,7 @@
 pub mod attestation;
 pub mod auth;
 pub mod conformance;
+pub mod endpoint;
 pub mod era;
 pub mod http;
 pub mod pages;

@@ -23,7 +23,7 @@ use super::{
     issuer::{Discovered, IssuerClient},
     verify,
 };
-use crate::http::{MCP_PATH, origin};
+use crate::endpoint::{MCP_PATH, origin};
 
 /// The soonest the JWKS is fetched again for a token naming an unknown key.
 pub const JWKS_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
