@@ -6,12 +6,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
 use common::{Env, demo_bin, demo_http};
-use ed25519_dalek::SigningKey;
-use gatehouse_attest::bundle::sign_bundle;
 use gatehouse_attest::pins::tool_pin;
-use gatehouse_attest::sign_document;
+use gatehouse_testkit::bundles;
 use serde_json::{Value, json};
 
 const DENY: [&str; 2] = ["--posture", "deny-by-default"];
@@ -251,18 +248,13 @@ fn the_allow_list_is_closed_and_exact() {
     );
 }
 
-/// A trust-root bundle binding `program` (with `args`) for stdio, signed by one root key.
-struct TestBundle {
-    root: SigningKey,
-    signer: SigningKey,
-}
+/// A trust-root bundle binding `program` (with `args`) for stdio, signed by one root key: the
+/// test kit's test bundle, its server `urn:test:bound` allowed `echo`.
+struct TestBundle;
 
 impl TestBundle {
     fn new() -> TestBundle {
-        TestBundle {
-            root: SigningKey::from_bytes(&[11; 32]),
-            signer: SigningKey::from_bytes(&[22; 32]),
-        }
+        TestBundle
     }
 
     fn write(
@@ -273,36 +265,18 @@ impl TestBundle {
         args: &[&str],
         pins: Value,
     ) -> PathBuf {
-        let b64 = |k: &SigningKey| {
-            base64::engine::general_purpose::STANDARD.encode(k.verifying_key().to_bytes())
-        };
-        let sad = json!({
-            "v": "1.0", "id": "urn:test:bound", "publisher": "Test Publisher",
-            "version": "1", "clearance": "internal", "capabilities": ["mcp-server"]
-        });
-        let sad = sign_document(sad.as_object().unwrap(), "signer", &self.signer).unwrap();
         let digest = gatehouse_host::admission::file_sha256(program).unwrap();
-        let signed = json!({
-            "type": "gatehouse-trust-root", "specVersion": 1, "bundleId": "test-bundle",
-            "version": version, "expires": "2099-01-01T00:00:00Z",
-            "root": {"threshold": 1, "keys": [{"id": "root", "publicKey": b64(&self.root)}]},
-            "posture": "deny-by-default", "locked": false, "requiredClearance": "internal",
-            "scheme": {"name": "t", "levels": [{"name": "public", "rank": 0}, {"name": "internal", "rank": 1}]},
-            "keys": [{"id": "signer", "publicKey": b64(&self.signer), "notAfter": "2099-01-01T00:00:00Z",
-                      "approvedClearances": ["public", "internal"]}],
-            "servers": [{
-                "id": "urn:test:bound",
-                "stdio": {"command": program.display().to_string(), "args": args,
-                          "sha256": hex(&digest), "attestation": Value::Object(sad)},
-                "allowedTools": ["echo"],
-                "toolPins": pins,
-            }]
-        });
-        let bundle = json!({"signed": signed, "signatures": [sign_bundle(&signed, "root", &self.root).unwrap()]});
-        std::fs::create_dir_all(dir).unwrap();
-        let path = dir.join("test-bundle.json");
-        std::fs::write(&path, serde_json::to_vec_pretty(&bundle).unwrap()).unwrap();
-        path
+        let mut entry = bundles::stdio_entry(
+            "urn:test:bound",
+            &program.display().to_string(),
+            &hex(&digest),
+            bundles::attestation("urn:test:bound", None),
+        );
+        entry["stdio"]["args"] = json!(args);
+        entry["toolPins"] = pins;
+        let mut signed = bundles::signed(json!([entry]));
+        signed["version"] = json!(version);
+        bundles::install(dir, &signed)
     }
 }
 

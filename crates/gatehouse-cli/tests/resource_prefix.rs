@@ -13,10 +13,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
 
 use common::{Env, demo_bin};
+use gatehouse_testkit::raw::RawClient;
 use serde_json::{Value, json};
 
 const SECRET: &str = "TOP-SECRET: the careless server must never read this";
@@ -326,96 +325,31 @@ fn gatehouse_read_refuses_every_uri_that_could_leave_an_approved_prefix_on_a_car
     assert_no_secret(&std::fs::read_to_string(fx.env.audit_log()).unwrap());
 }
 
-/// `gatehouse serve` with raw pipes: newline-delimited JSON-RPC, as an AI client speaks it.
-struct RawClient {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: Receiver<String>,
-}
+/// `gatehouse serve` with raw pipes (the test kit's raw client): newline-delimited JSON-RPC,
+/// as an AI client speaks it, every line checked for the secret.
+struct Client(RawClient);
 
-impl RawClient {
+impl Client {
     /// `gatehouse ARGS` under `env`.
-    fn start(env: &Env, args: &[&str]) -> RawClient {
-        RawClient::spawn(env.cmd(args))
+    fn start(env: &Env, args: &[&str]) -> Client {
+        Client::spawn(env.cmd(args))
     }
 
     /// Any stdio MCP server, initialized in the 2025-11-25 era.
-    fn spawn(mut command: std::process::Command) -> RawClient {
-        command
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let stdin = child.stdin.take().unwrap();
-        let mut client = RawClient {
-            child,
-            stdin,
-            lines,
-        };
-        client.request(
-            1,
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "claude-code", "version": "0"}}),
-        );
-        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        client
-    }
-
-    fn send(&mut self, message: &Value) {
-        use std::io::Write;
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        self.stdin.write_all(&line).unwrap();
-        self.stdin.flush().unwrap();
+    fn spawn(command: std::process::Command) -> Client {
+        Client(RawClient::initialized(command, "claude-code"))
     }
 
     /// Sends a request and returns the response to it; the secret must not be in any line.
     fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.exchange(id, method, params, true)
+        self.0
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.0.answer_inspecting(id, assert_no_secret)
     }
 
-    /// [`RawClient::request`] without the secret check, for the control.
+    /// [`Client::request`] without the secret check, for the control.
     fn request_unchecked(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.exchange(id, method, params, false)
-    }
-
-    /// Sends a request and returns the response to it (anything else is skipped).
-    fn exchange(&mut self, id: u64, method: &str, params: Value, checked: bool) -> Value {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer to {method} ({id})"));
-            if checked {
-                assert_no_secret(&line);
-            }
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for RawClient {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.request(id, method, params)
     }
 }
 
@@ -433,7 +367,7 @@ fn a_gateway_client_gets_not_found_for_every_uri_that_could_leave_an_approved_pr
 
     // Every server side by side (no --server): a URI reaches the careless server because its
     // template's literal start is the approved prefix.
-    let mut client = RawClient::start(&fx.env, &["serve", "--client", "claude_code"]);
+    let mut client = Client::start(&fx.env, &["serve", "--client", "claude_code"]);
     let listed = client.request(2, "resources/templates/list", json!({}));
     assert_eq!(
         listed["result"]["resourceTemplates"][0]["uriTemplate"],
@@ -513,7 +447,7 @@ fn without_gatehouse_the_careless_fixture_hands_out_the_secret() {
         .arg(&fx.docs)
         .arg("--request-log")
         .arg(&fx.log);
-    let mut client = RawClient::spawn(command);
+    let mut client = Client::spawn(command);
     let escaping = [
         "x?/../../secret.txt",
         "x#/../../secret.txt",

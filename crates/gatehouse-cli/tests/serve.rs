@@ -13,6 +13,7 @@ use common::{
     Env, client_run, demo_bin, fixture, node, offered as names, repo, result_text as text,
     ts_client_command,
 };
+use gatehouse_testkit::raw::RawClient;
 use serde_json::{Value, json};
 
 /// Runs the TypeScript client's `steps` against `gatehouse <args>` under `env` (the same
@@ -482,7 +483,7 @@ fn progress_passes_from_the_upstream_server_to_the_client_under_the_clients_toke
 #[test]
 fn every_progress_step_goes_out_under_the_clients_token_before_the_result() {
     let env = Env::new();
-    let mut raw = RawClient::start(&env);
+    let mut raw = raw_demo(&env);
     for (id, tool, token) in [
         (2, "demo-2025__slow", json!("client-token-7")),
         (3, "demo__slow", json!(41)),
@@ -490,7 +491,7 @@ fn every_progress_step_goes_out_under_the_clients_token_before_the_result() {
         let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
             "name": tool, "arguments": {"steps": 3, "delay_ms": 20},
             "_meta": {"progressToken": token}}});
-        raw.send(call.to_string().as_bytes());
+        raw.send_line(call.to_string().as_bytes());
         let mut seen = Vec::new();
         let result = loop {
             let message = raw.next_message();
@@ -524,89 +525,10 @@ fn every_progress_step_goes_out_under_the_clients_token_before_the_result() {
     }
 }
 
-/// `gatehouse --demo serve` with raw pipes, for a client that misbehaves.
-struct RawClient {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl RawClient {
-    /// `gatehouse --demo serve`, initialized in the 2025-11-25 era.
-    fn start(env: &Env) -> RawClient {
-        let mut client = RawClient::spawn(env, &["--demo", "serve", "--client", "raw"]);
-        client.send(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#);
-        client.answer(1);
-        client.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-        client
-    }
-
-    /// `gatehouse ARGS` with raw pipes, nothing said yet.
-    fn spawn(env: &Env, args: &[&str]) -> RawClient {
-        let mut command = env.cmd(args);
-        command
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let stdin = child.stdin.take();
-        RawClient {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    fn send(&mut self, line: &[u8]) {
-        use std::io::Write;
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The next message the gateway sends.
-    fn next_message(&mut self) -> Value {
-        let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(30))
-            .unwrap_or_else(|_| panic!("no message within 30 s"));
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// The response to request `id` (notifications and other responses are skipped).
-    fn answer(&mut self, id: u64) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = self
-                .lines
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer to request {id}"));
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for RawClient {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `gatehouse --demo serve` with raw pipes (the test kit's raw client), for a client that
+/// misbehaves, initialized in the 2025-11-25 era.
+fn raw_demo(env: &Env) -> RawClient {
+    RawClient::initialized(env.cmd(&["--demo", "serve", "--client", "raw"]), "raw")
 }
 
 /// A 2026-07-28 request on the raw pipe: `method` with `params` and the era's `_meta`.
@@ -626,20 +548,20 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
     let env = Env::new();
     add_pin_change_server(&env);
     env.approve(&["pinned"]);
-    let mut raw = RawClient::spawn(&env, &["serve", "--client", "modern"]);
-    raw.send(&modern(1, "tools/list", json!({})));
+    let mut raw = RawClient::spawn(env.cmd(&["serve", "--client", "modern"]));
+    raw.send_line(&modern(1, "tools/list", json!({})));
     let listed = raw.answer(1);
     assert_eq!(
         listed["result"]["tools"][0]["name"], "pinned__t",
         "{listed}"
     );
     // Two streams: one asks for tool changes, one only for prompt changes (not offered).
-    raw.send(&modern(
+    raw.send_line(&modern(
         2,
         "subscriptions/listen",
         json!({"notifications": {"toolsListChanged": true}}),
     ));
-    raw.send(&modern(
+    raw.send_line(&modern(
         3,
         "subscriptions/listen",
         json!({"notifications": {"promptsListChanged": true}}),
@@ -660,7 +582,7 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
     }
     // The fixture changes its tool's description after the first call and says so: the pin
     // blocks the tool, so what is offered changed.
-    raw.send(&modern(
+    raw.send_line(&modern(
         4,
         "tools/call",
         json!({"name": "pinned__t", "arguments": {}}),
@@ -682,7 +604,7 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
         }
     }
     // Everything sent before the answer to a later request has been seen.
-    raw.send(&modern(5, "ping", json!({})));
+    raw.send_line(&modern(5, "ping", json!({})));
     loop {
         let message = raw.next_message();
         if message["method"] == "notifications/tools/list_changed" {
@@ -708,7 +630,7 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
         ]
     );
     // And the listing now leaves the pin-blocked tool out.
-    raw.send(&modern(6, "tools/list", json!({})));
+    raw.send_line(&modern(6, "tools/list", json!({})));
     let listed = raw.answer(6);
     assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
 }
@@ -716,16 +638,16 @@ fn a_2026_client_hears_of_a_changed_offer_on_the_subscription_stream_that_asked_
 #[test]
 fn a_client_sending_garbage_or_an_oversized_message_gets_errors_and_the_gateway_keeps_serving() {
     let env = Env::new();
-    let mut client = RawClient::start(&env);
-    client.send(b"this is not json");
-    client.send(br#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#);
+    let mut client = raw_demo(&env);
+    client.send_line(b"this is not json");
+    client.send_line(br#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#);
     assert!(client.answer(2)["error"].is_object());
     // Over the 16 MiB line limit: dropped, never buffered whole.
     let mut huge = br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo__echo","arguments":{"message":""#.to_vec();
     huge.extend(std::iter::repeat_n(b'a', 17 * 1024 * 1024));
     huge.extend(br#""}}}"#);
-    client.send(&huge);
-    client.send(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"demo__echo","arguments":{"message":"still here"}}}"#);
+    client.send_line(&huge);
+    client.send_line(br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"demo__echo","arguments":{"message":"still here"}}}"#);
     let echo = client.answer(4);
     assert_eq!(echo["result"]["content"][0]["text"], "still here", "{echo}");
     // The oversized call never reached the gate: one echo recorded, the small one.
@@ -735,8 +657,8 @@ fn a_client_sending_garbage_or_an_oversized_message_gets_errors_and_the_gateway_
 #[test]
 fn a_client_that_disconnects_mid_call_ends_the_upstream_call_and_gatehouse_exits() {
     let env = Env::new();
-    let mut client = RawClient::start(&env);
-    client.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo-2025__slow","arguments":{"steps":100,"delay_ms":300}}}"#);
+    let mut client = raw_demo(&env);
+    client.send_line(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo-2025__slow","arguments":{"steps":100,"delay_ms":300}}}"#);
     // The call is under way upstream (the gate recorded it), then the client goes away.
     let deadline = Instant::now() + Duration::from_secs(20);
     while tool_calls(&env, "slow").is_empty() {

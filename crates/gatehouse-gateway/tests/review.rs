@@ -12,13 +12,12 @@ use gatehouse_host::DownstreamTransport;
 use gatehouse_host::connection::MAX_SUBSCRIPTIONS_PER_CLIENT;
 use gatehouse_host::host::Host;
 use gatehouse_testkit as kit;
+use kit::mcp::{Client, code};
+use rmcp::ServiceError;
 use rmcp::model::{
-    ArgumentInfo, ClientCapabilities, ClientConfig, CompleteRequestParams, Implementation,
-    ProtocolVersion, ReadResourceRequestParams, Reference, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    ArgumentInfo, CompleteRequestParams, ProtocolVersion, ReadResourceRequestParams, Reference,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
 /// A host in demo mode (`demo` in 2026-07-28, `demo-2025` in 2025-11-25), plus the servers
@@ -30,8 +29,6 @@ fn host(dir: &Path, servers: Option<Value>) -> Arc<Host> {
     kit::host::open(kit::host::demo_options(dir), Arc::new(HeadlessConsent))
 }
 
-type Client = RunningService<RoleClient, ClientConfig>;
-
 /// One AI client's session on `host` (its own gateway, as each bridged client gets), in
 /// 2025-11-25, where `resources/subscribe` is a request.
 async fn client(host: &Arc<Host>, name: &str, only: Option<&str>) -> (Client, Arc<Gateway>) {
@@ -39,35 +36,13 @@ async fn client(host: &Arc<Host>, name: &str, only: Option<&str>) -> (Client, Ar
         Gateway::new(host.clone(), name.to_string(), DownstreamTransport::Stdio)
             .with_only(only.map(str::to_string)),
     );
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    let (read, write) = tokio::io::split(theirs);
-    let handler = GatewayHandler(gateway.clone());
-    tokio::spawn(async move {
-        if let Ok(running) = handler.serve((read, write)).await {
-            let _ = running.waiting().await;
-        }
-    });
-    let mut info = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new(name, "1.0"),
-    );
-    info.protocol_version = ProtocolVersion::V_2025_11_25;
-    let (read, write) = tokio::io::split(ours);
-    let running = info.serve((read, write)).await.expect("initialize");
+    let running = kit::mcp::connect(
+        GatewayHandler(gateway.clone()),
+        name,
+        ProtocolVersion::V_2025_11_25,
+    )
+    .await;
     (running, gateway)
-}
-
-/// The stable code Gatehouse put in a JSON-RPC error's data.
-fn code(error: &ServiceError) -> String {
-    match error {
-        ServiceError::McpError(data) => data
-            .data
-            .as_ref()
-            .and_then(|d| d["gatehouse"].as_str())
-            .unwrap_or_default()
-            .to_string(),
-        other => format!("not a JSON-RPC error: {other}"),
-    }
 }
 
 /// The methods the host sent to `server` so far.

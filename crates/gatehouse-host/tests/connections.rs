@@ -9,15 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::tap::system_clock;
-use gatehouse_host::{
-    Approvals, Auditor, CallOptions, ConnectOptions, Connection, Direction, Gatekeeper, HostEvent,
-    MemoryStore, ServerSpec, TrafficTap, Trust, TrustSettings,
-};
-use time::OffsetDateTime;
-use tokio::sync::broadcast;
+use gatehouse_host::{CallOptions, Connection, Direction, HostEvent, ServerSpec, TrafficTap};
+use gatehouse_testkit as kit;
 
 fn fixture(mode: &str) -> ServerSpec {
     let script =
@@ -25,73 +20,35 @@ fn fixture(mode: &str) -> ServerSpec {
     ServerSpec::adhoc_stdio(&format!("python3 {} {mode}", script.display())).unwrap()
 }
 
-struct Host {
-    tap: Arc<TrafficTap>,
-    events: broadcast::Sender<HostEvent>,
-    options: ConnectOptions,
-    gatekeeper: Arc<Gatekeeper>,
-    _logs: tempfile::TempDir,
-    _state: tempfile::TempDir,
+/// The test kit's rig in the warn posture (no bundles, approvals in memory), with this file's
+/// way of connecting.
+struct Host(kit::rig::Rig);
+
+impl std::ops::Deref for Host {
+    type Target = kit::rig::Rig;
+    fn deref(&self) -> &kit::rig::Rig {
+        &self.0
+    }
 }
 
-/// Warn posture, no bundles (an empty trust-roots directory), approvals in memory, the audit
-/// log in `state`.
-fn warn_gatekeeper(state: &std::path::Path) -> Arc<Gatekeeper> {
-    let trust_roots = state.join("trust-roots");
-    std::fs::create_dir(&trust_roots).unwrap();
-    let trust = Trust::load(
-        &TrustSettings {
-            system_dir: trust_roots,
-            user_dir: None,
-            posture_override: Some(Posture::Warn),
-            demo_bundle: None,
-        },
-        OffsetDateTime::now_utc(),
-    );
-    assert_eq!(trust.posture(), Posture::Warn);
-    let (auditor, _) = Auditor::open(&state.join("audit.jsonl"), system_clock()).unwrap();
-    Arc::new(Gatekeeper::new(
-        trust,
-        auditor,
-        Approvals::in_memory(),
-        system_clock(),
-    ))
+impl std::ops::DerefMut for Host {
+    fn deref_mut(&mut self) -> &mut kit::rig::Rig {
+        &mut self.0
+    }
 }
 
 impl Host {
     fn new() -> Host {
-        let logs = tempfile::tempdir().unwrap();
-        let options = ConnectOptions {
-            log_dir: Some(logs.path().to_path_buf()),
-            connect_timeout: Duration::from_secs(20),
-            request_timeout: Duration::from_secs(20),
-            shutdown_grace: Duration::from_millis(300),
-            ..ConnectOptions::default()
-        };
-        let state = tempfile::tempdir().unwrap();
-        Host {
-            tap: Arc::new(TrafficTap::new(1000, system_clock())),
-            events: broadcast::channel(64).0,
-            options,
-            gatekeeper: warn_gatekeeper(state.path()),
-            _logs: logs,
-            _state: state,
-        }
+        Host(kit::rig::Rig::warn())
     }
 
     /// Connects and approves every tool the server lists (the fixtures list only "t").
     async fn connect(&self, name: &str, mode: &str) -> Connection {
-        let connection = Connection::connect(
-            name,
-            &fixture(mode),
-            Arc::new(MemoryStore::default()),
-            self.tap.clone(),
-            self.events.clone(),
-            &self.options,
-            self.gatekeeper.clone(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"));
+        let connection = self
+            .0
+            .connect(name, &fixture(mode), &self.options())
+            .await
+            .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"));
         let approved = connection
             .approve_tools(&[])
             .await
@@ -104,7 +61,7 @@ impl Host {
     }
 
     fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self._logs.path().join(format!("{name}.stderr.log")))
+        std::fs::read_to_string(self.logs.path().join(format!("{name}.stderr.log")))
             .unwrap_or_default()
     }
 }
@@ -348,17 +305,10 @@ async fn every_progress_event_is_delivered_before_the_result() {
 
 impl Host {
     async fn connect_only(&self, name: &str, mode: &str) -> Connection {
-        Connection::connect(
-            name,
-            &fixture(mode),
-            Arc::new(MemoryStore::default()),
-            self.tap.clone(),
-            self.events.clone(),
-            &self.options,
-            self.gatekeeper.clone(),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"))
+        self.0
+            .connect(name, &fixture(mode), &self.options())
+            .await
+            .unwrap_or_else(|e| panic!("{name} ({mode}): {e}"))
     }
 }
 
@@ -437,7 +387,7 @@ async fn a_server_flooding_stderr_gets_a_capped_rotated_log_and_keeps_working() 
         .await
         .unwrap();
     assert!(!outcome.is_error());
-    let dir = host._logs.path();
+    let dir = host.logs.path();
     let cap = gatehouse_host::stdio::MAX_STDERR_LOG_BYTES;
     let current = std::fs::metadata(dir.join("noisy.stderr.log"))
         .unwrap()

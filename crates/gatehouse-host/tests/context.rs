@@ -20,61 +20,33 @@ use gatehouse_host::consent::{
 };
 use gatehouse_host::content::Display;
 use gatehouse_host::gatekeeper::events;
-use gatehouse_host::tap::{Direction, system_clock};
+use gatehouse_host::tap::Direction;
 use gatehouse_host::{
-    Approvals, Auditor, BrokerOptions, CallOptions, ConnectOptions, Connection, ElicitationBroker,
-    EraPreference, Gatekeeper, HostError, HostEvent, MemoryStore, ServerSpec, TrafficTap, Trust,
-    TrustSettings,
+    BrokerOptions, CallOptions, ConnectOptions, Connection, ElicitationBroker, EraPreference,
+    HostError, HostEvent, ServerSpec,
 };
 use gatehouse_policy::Policy;
 use gatehouse_policy::policy::DEFAULT_POLICY_TOML;
 use gatehouse_testkit as kit;
 use serde_json::{Map, Value, json};
-use time::OffsetDateTime;
-use tokio::sync::broadcast;
 
-struct Host {
-    tap: Arc<TrafficTap>,
-    gatekeeper: Arc<Gatekeeper>,
-    events: broadcast::Sender<HostEvent>,
-    state: tempfile::TempDir,
+/// The test kit's rig, with this file's way of connecting.
+struct Host(kit::rig::Rig);
+
+impl std::ops::Deref for Host {
+    type Target = kit::rig::Rig;
+    fn deref(&self) -> &kit::rig::Rig {
+        &self.0
+    }
 }
 
 impl Host {
     fn new(posture: Option<Posture>, demo_bundle: Option<Vec<u8>>) -> Host {
-        let state = tempfile::tempdir().unwrap();
-        let system_dir = state.path().join("trust-roots");
-        std::fs::create_dir(&system_dir).unwrap();
-        let trust = Trust::load(
-            &TrustSettings {
-                system_dir,
-                user_dir: None,
-                posture_override: posture,
-                demo_bundle,
-            },
-            OffsetDateTime::now_utc(),
-        );
-        assert!(trust.problems().is_empty(), "{:?}", trust.problems());
-        let (auditor, _) =
-            Auditor::open(&state.path().join("audit.jsonl"), system_clock()).unwrap();
-        Host {
-            tap: Arc::new(TrafficTap::new(10_000, system_clock())),
-            gatekeeper: Arc::new(Gatekeeper::new(
-                trust,
-                auditor,
-                Approvals::in_memory(),
-                system_clock(),
-            )),
-            events: broadcast::channel(256).0,
-            state,
-        }
+        Host(kit::rig::Rig::new(posture, demo_bundle))
     }
 
     fn demo() -> Host {
-        let bundle =
-            gatehouse_host::demo::demo_bundle(&kit::demo::server(), OffsetDateTime::now_utc())
-                .unwrap();
-        Host::new(None, Some(bundle))
+        Host(kit::rig::Rig::demo())
     }
 
     async fn connect(
@@ -92,23 +64,12 @@ impl Host {
         );
         let options = ConnectOptions {
             era,
-            connect_timeout: Duration::from_secs(20),
-            request_timeout: Duration::from_secs(20),
-            shutdown_grace: Duration::from_millis(300),
+            // These tests never read a server's stderr.
+            log_dir: None,
             broker: Some(broker),
-            ..ConnectOptions::default()
+            ..self.options()
         };
-        Connection::connect(
-            "demo",
-            spec,
-            Arc::new(MemoryStore::default()),
-            self.tap.clone(),
-            self.events.clone(),
-            &options,
-            self.gatekeeper.clone(),
-        )
-        .await
-        .unwrap()
+        self.0.connect("demo", spec, &options).await.unwrap()
     }
 
     /// What the host sent the server for `method`: each request's `params[key]`.
@@ -119,10 +80,6 @@ impl Host {
             .filter(|e| e.direction == Direction::Out && e.message["method"] == method)
             .map(|e| e.message["params"][key].clone())
             .collect()
-    }
-
-    fn records_of(&self, event: &str) -> Vec<Record> {
-        kit::audit::typed_of(&self.state.path().join("audit.jsonl"), event)
     }
 }
 

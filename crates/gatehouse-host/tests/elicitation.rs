@@ -23,29 +23,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gatehouse_attest::bundle::Posture;
 use gatehouse_audit::Record;
 use gatehouse_host::broker::BrokerOptions;
 use gatehouse_host::config::StdioSpec;
-use gatehouse_host::connection::log_file_name;
 use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, PromptBody, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
 use gatehouse_host::desk::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 use gatehouse_host::gatekeeper::events;
-use gatehouse_host::tap::{Direction, system_clock};
+use gatehouse_host::tap::Direction;
 use gatehouse_host::{
-    Approvals, Auditor, CallOptions, ConnectOptions, Connection, ConsentUi, ElicitationBroker,
-    ElicitationRecord, Era, EraPreference, Gatekeeper, HostError, HostEvent, MemoryStore, Prompt,
-    ServerSpec, TrafficTap, Trust, TrustSettings, UrlOpener,
+    CallOptions, ConnectOptions, Connection, ConsentUi, ElicitationBroker, ElicitationRecord, Era,
+    EraPreference, HostError, HostEvent, Prompt, ServerSpec, UrlOpener,
 };
 use gatehouse_policy::policy::DEFAULT_POLICY_TOML;
 use gatehouse_policy::{FieldError, Policy};
 use gatehouse_testkit as kit;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
-use time::OffsetDateTime;
-use tokio::sync::broadcast;
 
 const ERAS: [Era; 2] = [Era::V2025_11_25, Era::V2026_07_28];
 const DEMO_SERVER_ID: &str = "urn:gatehouse:demo-server";
@@ -284,63 +279,35 @@ fn policy_with(setting: &str, value: usize) -> Policy {
     policy
 }
 
+/// The test kit's rig, with this file's brokers, connections and request timeout.
 struct Host {
-    tap: Arc<TrafficTap>,
-    events: broadcast::Sender<HostEvent>,
-    gatekeeper: Arc<Gatekeeper>,
-    logs: tempfile::TempDir,
-    state: tempfile::TempDir,
+    rig: kit::rig::Rig,
     request_timeout: Duration,
 }
 
+impl std::ops::Deref for Host {
+    type Target = kit::rig::Rig;
+    fn deref(&self) -> &kit::rig::Rig {
+        &self.rig
+    }
+}
+
 impl Host {
-    fn new(posture: Option<Posture>, demo_bundle: Option<Vec<u8>>) -> Host {
-        let logs = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let system_dir = state.path().join("system-trust-roots");
-        let user_dir = state.path().join("user-trust-roots");
-        std::fs::create_dir(&system_dir).unwrap();
-        std::fs::create_dir(&user_dir).unwrap();
-        let trust = Trust::load(
-            &TrustSettings {
-                system_dir,
-                user_dir: Some(user_dir),
-                posture_override: posture,
-                demo_bundle,
-            },
-            OffsetDateTime::now_utc(),
-        );
-        assert!(trust.problems().is_empty(), "{:?}", trust.problems());
-        let (auditor, _) =
-            Auditor::open(&state.path().join("audit.jsonl"), system_clock()).unwrap();
+    fn on(rig: kit::rig::Rig) -> Host {
         Host {
-            tap: Arc::new(TrafficTap::new(10_000, system_clock())),
-            events: broadcast::channel(256).0,
-            gatekeeper: Arc::new(Gatekeeper::new(
-                trust,
-                auditor,
-                Approvals::in_memory(),
-                system_clock(),
-            )),
-            logs,
-            state,
+            rig,
             request_timeout: Duration::from_secs(20),
         }
     }
 
     /// Demo mode: the demo bundle admits the demo server (deny-by-default otherwise).
     fn demo() -> Host {
-        let bundle =
-            gatehouse_host::demo::demo_bundle(&kit::demo::server(), OffsetDateTime::now_utc())
-                .unwrap();
-        let host = Host::new(None, Some(bundle));
-        assert_eq!(host.gatekeeper.posture(), Posture::DenyByDefault);
-        host
+        Host::on(kit::rig::Rig::demo())
     }
 
     /// No bundle, the warn posture: unattested servers are tolerated.
     fn warn() -> Host {
-        Host::new(Some(Posture::Warn), None)
+        Host::on(kit::rig::Rig::warn())
     }
 
     fn broker(
@@ -386,23 +353,11 @@ impl Host {
     ) -> Result<Connection, HostError> {
         let options = ConnectOptions {
             era,
-            log_dir: Some(self.logs.path().to_path_buf()),
-            connect_timeout: Duration::from_secs(20),
             request_timeout: self.request_timeout,
-            shutdown_grace: Duration::from_millis(300),
             broker: Some(broker.clone()),
-            ..ConnectOptions::default()
+            ..self.options()
         };
-        Connection::connect(
-            name,
-            spec,
-            Arc::new(MemoryStore::default()),
-            self.tap.clone(),
-            self.events.clone(),
-            &options,
-            self.gatekeeper.clone(),
-        )
-        .await
+        self.rig.connect(name, spec, &options).await
     }
 
     /// The demo server in `era`, admitted.
@@ -425,27 +380,11 @@ impl Host {
         connection
     }
 
-    fn audit_path(&self) -> PathBuf {
-        self.state.path().join("audit.jsonl")
-    }
-
-    fn records(&self) -> Vec<Record> {
-        kit::audit::typed(&self.audit_path())
-    }
-
-    fn records_of(&self, event: &str) -> Vec<Record> {
-        kit::audit::typed_of(&self.audit_path(), event)
-    }
-
     fn receipt(&self, receipt_id: &str) -> Record {
         self.records_of(events::ELICITATION_RECEIPT)
             .into_iter()
             .find(|r| r.data["receipt_id"] == receipt_id)
             .unwrap_or_else(|| panic!("no receipt {receipt_id} in the audit log"))
-    }
-
-    fn stderr_log(&self, name: &str) -> PathBuf {
-        self.logs.path().join(log_file_name(name))
     }
 
     /// The JSON-RPC ids of the `tools/call` requests sent to `server`, in order.

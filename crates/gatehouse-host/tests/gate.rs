@@ -9,24 +9,17 @@
 //! and `pin-change`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::{GateReason, ToolStatus};
 use gatehouse_audit::Record;
 use gatehouse_host::config::StdioSpec;
-use gatehouse_host::connection::log_file_name;
 use gatehouse_host::gatekeeper::events;
-use gatehouse_host::tap::system_clock;
-use gatehouse_host::{
-    Approvals, Auditor, CallOptions, ConnectOptions, Connection, Gatekeeper, HostError, HostEvent,
-    MemoryStore, ServerSpec, TrafficTap, Trust, TrustSettings,
-};
+use gatehouse_host::{CallOptions, Connection, HostError, ServerSpec};
 use gatehouse_testkit as kit;
 use serde_json::Value;
 use time::OffsetDateTime;
-use tokio::sync::broadcast;
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/misbehaving_stdio.py")
@@ -69,87 +62,28 @@ const LOOK_ALIKES: [&str; 12] = [
     "",
 ];
 
-struct Host {
-    tap: Arc<TrafficTap>,
-    events: broadcast::Sender<HostEvent>,
-    options: ConnectOptions,
-    gatekeeper: Arc<Gatekeeper>,
-    logs: tempfile::TempDir,
-    state: tempfile::TempDir,
+/// The test kit's rig, with this file's way of connecting.
+struct Host(kit::rig::Rig);
+
+impl std::ops::Deref for Host {
+    type Target = kit::rig::Rig;
+    fn deref(&self) -> &kit::rig::Rig {
+        &self.0
+    }
 }
 
 impl Host {
     /// No bundle other than `demo_bundle`, approvals in memory, the audit log in a temp dir.
     fn new(posture: Option<Posture>, demo_bundle: Option<Vec<u8>>) -> Host {
-        let logs = tempfile::tempdir().unwrap();
-        let state = tempfile::tempdir().unwrap();
-        let trust_roots = state.path().join("trust-roots");
-        std::fs::create_dir(&trust_roots).unwrap();
-        let trust = Trust::load(
-            &TrustSettings {
-                system_dir: trust_roots,
-                user_dir: None,
-                posture_override: posture,
-                demo_bundle,
-            },
-            OffsetDateTime::now_utc(),
-        );
-        assert!(trust.problems().is_empty(), "{:?}", trust.problems());
-        let (auditor, _) =
-            Auditor::open(&state.path().join("audit.jsonl"), system_clock()).unwrap();
-        let gatekeeper = Arc::new(Gatekeeper::new(
-            trust,
-            auditor,
-            Approvals::in_memory(),
-            system_clock(),
-        ));
-        Host {
-            tap: Arc::new(TrafficTap::new(1000, system_clock())),
-            events: broadcast::channel(64).0,
-            options: ConnectOptions {
-                log_dir: Some(logs.path().to_path_buf()),
-                connect_timeout: Duration::from_secs(20),
-                request_timeout: Duration::from_secs(20),
-                shutdown_grace: Duration::from_millis(300),
-                ..ConnectOptions::default()
-            },
-            gatekeeper,
-            logs,
-            state,
-        }
+        Host(kit::rig::Rig::new(posture, demo_bundle))
     }
 
     fn warn() -> Host {
-        Host::new(Some(Posture::Warn), None)
+        Host(kit::rig::Rig::warn())
     }
 
     async fn connect(&self, name: &str, spec: &ServerSpec) -> Result<Connection, HostError> {
-        Connection::connect(
-            name,
-            spec,
-            Arc::new(MemoryStore::default()),
-            self.tap.clone(),
-            self.events.clone(),
-            &self.options,
-            self.gatekeeper.clone(),
-        )
-        .await
-    }
-
-    fn audit_path(&self) -> PathBuf {
-        self.state.path().join("audit.jsonl")
-    }
-
-    fn records(&self) -> Vec<Record> {
-        kit::audit::typed(&self.audit_path())
-    }
-
-    fn records_of(&self, event: &str) -> Vec<Record> {
-        kit::audit::typed_of(&self.audit_path(), event)
-    }
-
-    fn stderr_log(&self, name: &str) -> PathBuf {
-        self.logs.path().join(log_file_name(name))
+        self.0.connect(name, spec, &self.options()).await
     }
 
     /// The server's whole stderr log, once the server has closed (call after `close()`): the

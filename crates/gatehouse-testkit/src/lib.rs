@@ -7,9 +7,21 @@
 //!   them or one event's;
 //! - [`host`]: the real [`gatehouse_host::host::Host`] opened in a test's directory, plain or in
 //!   demo mode, with the consent UI the test gives;
-//! - [`bundles`]: signed trust-root bundles and attestations under fixed test keys.
+//! - [`bundles`]: signed trust-root bundles and attestations under fixed test keys;
+//! - [`rig`]: the security core (trust, audit log, gatekeeper, tap) assembled by hand, for the
+//!   tests that drive a `Connection` or a sign-in below the host;
+//! - [`raw`]: a raw line-JSON MCP client over a child process's stdio;
+//! - `oauth` (feature `oauth`): a mock authorization server, an approving sign-in UI and a
+//!   browser that follows its redirect;
+//! - `mcp` (feature `mcp`): rmcp's client connected in-process to any rmcp server handler.
 
 pub mod audit;
 pub mod bundles;
 pub mod demo;
 pub mod host;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(feature = "oauth")]
+pub mod oauth;
+pub mod raw;
+pub mod rig;
