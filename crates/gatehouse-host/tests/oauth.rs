@@ -14,6 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::admission::{Trust, TrustSettings};
+use gatehouse_host::audit_event::session::{
+    OauthRefreshed, OauthSignInFailed, OauthSignedIn, SignInFailure,
+};
 use gatehouse_host::auth::{
     SignInAnswer, SignInCode, SignInContext, SignInReason, SignInRequest, SignInUi, UiFuture,
 };
@@ -303,13 +306,10 @@ async fn refused(case: &Case, base: &str, code: SignInCode) {
             .is_none(),
         "nothing may be stored after {code:?}"
     );
-    let audit = std::fs::read_to_string(case.state.path().join("audit.jsonl")).unwrap();
-    let record = audit
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|r| r["event"] == "oauth_sign_in_failed")
-        .expect("the refusal is audited");
-    assert_eq!(record["data"]["code"], code.code(), "{record}");
+    let failed: Vec<OauthSignInFailed> =
+        gatehouse_testkit::audit::payloads(&case.state.path().join("audit.jsonl"));
+    let record = failed.first().expect("the refusal is audited");
+    assert_eq!(record.code, SignInFailure::SignIn(code), "{record:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -421,10 +421,10 @@ async fn an_expired_refresh_token_means_signing_in_again_not_a_stale_token() {
         ),
         "{token:?}"
     );
-    let audit = std::fs::read_to_string(case.state.path().join("audit.jsonl")).unwrap();
-    assert!(audit.contains("\"oauth_signed_in\""));
+    let log = case.state.path().join("audit.jsonl");
+    assert!(!gatehouse_testkit::audit::payloads::<OauthSignedIn>(&log).is_empty());
     assert!(
-        !audit.contains("\"oauth_refreshed\""),
+        gatehouse_testkit::audit::payloads::<OauthRefreshed>(&log).is_empty(),
         "a rejected refresh is no refresh"
     );
 }
