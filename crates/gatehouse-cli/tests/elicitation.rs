@@ -9,6 +9,13 @@ mod common;
 use std::process::Command;
 
 use common::{Running, Transport, World, demo_bin, lines, start_listening};
+use gatehouse_host::audit_event::session::{
+    ElicitationCompleted, ElicitationCompletionIgnored, ElicitationReceipt, IgnoredWhy,
+    SessionKilled,
+};
+use gatehouse_host::broker::ElicitationAnswer;
+use gatehouse_policy::Decision;
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -149,27 +156,22 @@ fn a_form_with_every_field_type_reaches_the_server_exactly_as_submitted() {
         }
 
         // The receipt: hashed content, never the content itself.
-        let receipts = world.audit("elicitation_receipt");
-        let receipt = receipts
+        let receipts: Vec<ElicitationReceipt> = payloads_in(&world.audit("elicitation_receipt"));
+        let data = receipts
             .iter()
-            .find(|r| r["data"]["receipt_id"] == receipt_id.as_str())
+            .find(|r| r.receipt_id == receipt_id)
             .unwrap_or_else(|| panic!("no receipt {receipt_id} in {receipts:?}"));
-        let data = &receipt["data"];
-        assert_eq!(data["server_id"], "urn:gatehouse:demo-server");
-        assert_eq!(data["bundle"], "DEMO-ONLY-gatehouse-demo@1");
-        assert_eq!(data["era"], era);
-        assert_eq!(data["action"], "accept");
+        assert_eq!(data.server_id.as_deref(), Some("urn:gatehouse:demo-server"));
+        assert_eq!(data.bundle.as_deref(), Some("DEMO-ONLY-gatehouse-demo@1"));
+        assert_eq!(data.era.as_str(), era);
+        assert_eq!(data.action, ElicitationAnswer::Accept);
         let sent = serde_json::to_vec(&got["content"]).unwrap();
         assert_eq!(
-            data["content_sha256"],
-            format!("sha256:{}", hex::encode(Sha256::digest(&sent))),
+            data.content_sha256,
+            Some(format!("sha256:{}", hex::encode(Sha256::digest(&sent)))),
             "the hash of exactly what was sent"
         );
-        assert!(
-            data["policy_version"]
-                .as_str()
-                .is_some_and(|v| !v.is_empty())
-        );
+        assert!(!data.policy_version.is_empty());
         let log = std::fs::read_to_string(world.env.audit_log()).unwrap();
         assert!(
             !log.contains("Ada Lovelace"),
@@ -223,12 +225,9 @@ fn a_sensitive_form_is_refused_and_the_server_only_gets_decline() {
                 .any(|r| r["code"] == "sensitive_field"),
             "{elicitation}"
         );
-        let receipt = world.audit("elicitation_receipt");
-        assert_eq!(
-            receipt[0]["data"]["decision"],
-            "deny_sensitive_form_elicitation"
-        );
-        assert_eq!(receipt[0]["data"]["content_sha256"], Value::Null);
+        let receipt: Vec<ElicitationReceipt> = payloads_in(&world.audit("elicitation_receipt"));
+        assert_eq!(receipt[0].decision, Decision::DenySensitiveFormElicitation);
+        assert_eq!(receipt[0].content_sha256, None);
         assert!(
             !std::fs::read_to_string(world.env.audit_log())
                 .unwrap()
@@ -297,10 +296,13 @@ fn the_url_flow_opens_only_after_consent_and_completes_on_its_prompt() {
         if era == "2025-11-25" {
             // The completion notification landed on this prompt.
             let id = elicitation["elicitation_id"].as_str().unwrap();
-            let completed = world.audit("elicitation_completed");
+            let completed: Vec<ElicitationCompleted> =
+                payloads_in(&world.audit("elicitation_completed"));
             assert!(
-                completed.iter().any(|r| r["data"]["elicitation_id"] == id
-                    && r["data"]["receipt_id"] == elicitation["receipt_id"]),
+                completed
+                    .iter()
+                    .any(|r| r.elicitation_id.as_deref() == Some(id)
+                        && elicitation["receipt_id"] == r.receipt_id.as_str()),
                 "{completed:?}"
             );
         }
@@ -413,9 +415,10 @@ fn spoofed_completions_change_nothing_but_the_audit_log() {
         );
         assert_eq!(code, 0, "{era}: {out} {stderr}");
         assert_eq!(text(&out), "sent 2 spoofed completions");
-        let ignored = world.audit("elicitation_completion_ignored");
+        let ignored: Vec<ElicitationCompletionIgnored> =
+            payloads_in(&world.audit("elicitation_completion_ignored"));
         assert_eq!(ignored.len(), 2, "{era}: {ignored:?}");
-        assert!(ignored.iter().all(|r| r["data"]["why"] == "never_issued"));
+        assert!(ignored.iter().all(|r| r.why == IgnoredWhy::NeverIssued));
         assert!(world.audit("elicitation_completed").is_empty());
         assert!(
             world.audit("server_suspended").is_empty(),
@@ -447,12 +450,9 @@ fn abuse_kills_the_session_and_suspends_the_server_until_resumed() {
         &["--era", "2025-11-25"],
     );
     assert_ne!(code, 0, "{out} {stderr}");
-    let killed = world.audit("session_killed");
+    let killed: Vec<SessionKilled> = payloads_in(&world.audit("session_killed"));
     assert_eq!(killed.len(), 1, "{killed:?}");
-    assert_eq!(
-        killed[0]["data"]["decision"],
-        "kill_session_on_elicitation_abuse"
-    );
+    assert_eq!(killed[0].decision, Decision::KillSessionOnElicitationAbuse);
     assert_eq!(world.audit("server_suspended").len(), 1);
 
     // Suspended: refused before the process is started.

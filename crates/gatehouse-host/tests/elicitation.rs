@@ -15,6 +15,10 @@
 //! `$GATEHOUSE_DEMO_SERVER`, else `gatehouse-demo-server` in the target directory this test was
 //! built into (build it with `cargo build -p gatehouse-demo-server`).
 
+use gatehouse_host::audit_event::session::{
+    AttributionKind, CompletedVia, ElicitationCompleted, ElicitationCompletionIgnored,
+    ElicitationReceipt, IgnoredWhy, ReceiptCaller, ServerResumed, ServerSuspended, SessionKilled,
+};
 use gatehouse_host::broker::{CorrelationBasis, ElicitationAnswer};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -37,7 +41,7 @@ use gatehouse_host::{
     EraPreference, HostError, HostEvent, Prompt, ServerSpec, UrlOpener,
 };
 use gatehouse_policy::policy::DEFAULT_POLICY_TOML;
-use gatehouse_policy::{FieldError, Policy};
+use gatehouse_policy::{Decision, FieldError, Mode, Policy};
 use gatehouse_testkit as kit;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -504,19 +508,16 @@ async fn too_many_elicitations_kill_the_session_and_suspend_the_server_until_res
         assert!(session.kill_token().is_cancelled());
 
         // Audited: the receipt of the refused elicitation, the kill, the suspension.
-        let receipt = host.receipt(&third.receipt_id);
-        assert_eq!(
-            str_of(&receipt, "decision"),
-            "kill_session_on_elicitation_abuse"
-        );
-        let killed = host.records_of(events::SESSION_KILLED);
+        let receipt: ElicitationReceipt = kit::audit::payload_of(&host.receipt(&third.receipt_id));
+        assert_eq!(receipt.decision, Decision::KillSessionOnElicitationAbuse);
+        let killed: Vec<SessionKilled> = kit::audit::payloads(&host.audit_path());
         assert_eq!(killed.len(), 1, "{killed:?}");
-        assert_eq!(str_of(&killed[0], "reason"), "elicitation_rate_exceeded");
-        assert_eq!(str_of(&killed[0], "name"), name);
-        let suspended = host.records_of(events::SERVER_SUSPENDED);
+        assert_eq!(killed[0].reason, "elicitation_rate_exceeded");
+        assert_eq!(killed[0].name, name);
+        let suspended: Vec<ServerSuspended> = kit::audit::payloads(&host.audit_path());
         assert_eq!(suspended.len(), 1, "{suspended:?}");
-        assert_eq!(str_of(&suspended[0], "reason"), "elicitation_rate_exceeded");
-        assert_eq!(str_of(&suspended[0], "key"), format!("id:{DEMO_SERVER_ID}"));
+        assert_eq!(suspended[0].reason, "elicitation_rate_exceeded");
+        assert_eq!(suspended[0].key, format!("id:{DEMO_SERVER_ID}"));
         // The user was told.
         let told = ui.suspended();
         assert_eq!(told.len(), 1, "{told:?}");
@@ -572,9 +573,9 @@ async fn too_many_elicitations_kill_the_session_and_suspend_the_server_until_res
 
         // The user resumes it: audited, and connecting works again (with a fresh window).
         assert!(host.gatekeeper.resume(server.verdict()).unwrap());
-        let resumed = host.records_of(events::SERVER_RESUMED);
+        let resumed: Vec<ServerResumed> = kit::audit::payloads(&host.audit_path());
         assert_eq!(resumed.len(), 1, "{resumed:?}");
-        assert_eq!(str_of(&resumed[0], "key"), format!("id:{DEMO_SERVER_ID}"));
+        assert_eq!(resumed[0].key, format!("id:{DEMO_SERVER_ID}"));
         assert!(!host.gatekeeper.resume(server.verdict()).unwrap());
         server.close().await;
         let ui_answers = [Answer::Submit(booking())];
@@ -614,19 +615,23 @@ async fn a_flood_of_malformed_elicitations_is_counted_bounded_and_killed() {
     let _ = server.call_tool("t", None, &CallOptions::default()).await;
 
     let killed = eventually("the kill", Duration::from_secs(10), || {
-        host.records_of(events::SESSION_KILLED).pop()
+        kit::audit::payloads::<SessionKilled>(&host.audit_path()).pop()
     })
     .await;
-    assert_eq!(str_of(&killed, "reason"), "repeated_denials");
+    assert_eq!(killed.reason, "repeated_denials");
     assert_eq!(host.records_of(events::SERVER_SUSPENDED).len(), 1);
     // max_denials = 3: the fourth denial kills; nothing after the kill is put on a card.
-    let receipts = host.records_of(events::ELICITATION_RECEIPT);
+    let receipts: Vec<ElicitationReceipt> = kit::audit::payloads(&host.audit_path());
     assert!(
         (4..50).contains(&receipts.len()),
         "{} receipts",
         receipts.len()
     );
-    assert!(receipts.iter().all(|r| str_of(r, "action") == "decline"));
+    assert!(
+        receipts
+            .iter()
+            .all(|r| r.action == ElicitationAnswer::Decline)
+    );
     let refused = ui.refused();
     assert!(
         !refused.is_empty() && refused.len() < 50,
@@ -687,29 +692,23 @@ async fn repeated_denials_kill_the_session() {
         }
         assert_eq!(records.len(), 1, "{records:?}");
         assert_eq!(records[0].action, ElicitationAnswer::Decline);
-        let killed = host.records_of(events::SESSION_KILLED);
+        let killed: Vec<SessionKilled> = kit::audit::payloads(&host.audit_path());
         assert_eq!(killed.len(), 1, "{killed:?}");
-        assert_eq!(str_of(&killed[0], "reason"), "repeated_denials");
-        assert_eq!(
-            str_of(&killed[0], "decision"),
-            "kill_session_on_elicitation_abuse"
-        );
-        let suspended = host.records_of(events::SERVER_SUSPENDED);
-        assert_eq!(str_of(&suspended[0], "reason"), "repeated_denials");
+        assert_eq!(killed[0].reason, "repeated_denials");
+        assert_eq!(killed[0].decision, Decision::KillSessionOnElicitationAbuse);
+        let suspended: Vec<ServerSuspended> = kit::audit::payloads(&host.audit_path());
+        assert_eq!(suspended[0].reason, "repeated_denials");
         assert!(
             ui.asked().is_empty(),
             "a sensitive form was shown to the user"
         );
         assert_eq!(ui.suspended().len(), 1);
         // Both denials were receipted.
-        let receipts = host.records_of(events::ELICITATION_RECEIPT);
+        let receipts: Vec<ElicitationReceipt> = kit::audit::payloads(&host.audit_path());
         assert_eq!(receipts.len(), 2, "{receipts:?}");
         for receipt in &receipts {
-            assert_eq!(
-                str_of(receipt, "decision"),
-                "deny_sensitive_form_elicitation"
-            );
-            assert_eq!(str_of(receipt, "action"), "decline");
+            assert_eq!(receipt.decision, Decision::DenySensitiveFormElicitation);
+            assert_eq!(receipt.action, ElicitationAnswer::Decline);
         }
         server.close().await;
     }
@@ -748,26 +747,21 @@ async fn an_elicitation_tied_to_no_request_is_held_and_never_shown() {
 
     // 200 ms after the answer, the fixture elicits on its own.
     let receipt = eventually("the receipt", Duration::from_secs(5), || {
-        host.records_of(events::ELICITATION_RECEIPT).pop()
+        kit::audit::payloads::<ElicitationReceipt>(&host.audit_path()).pop()
     })
     .await;
-    assert_eq!(
-        str_of(&receipt, "decision"),
-        "hold_for_elicitation_evidence"
-    );
-    let codes: Vec<&str> = receipt.data["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["code"].as_str().unwrap())
-        .collect();
+    assert_eq!(receipt.decision, Decision::HoldForElicitationEvidence);
+    let codes: Vec<&str> = receipt.reasons.iter().map(|r| r.code.as_str()).collect();
     assert!(codes.contains(&"not_tied_to_request"), "{codes:?}");
-    assert_eq!(receipt.data["correlation"]["basis"], "none");
-    assert_eq!(receipt.data["correlation"]["requests"], json!([]));
-    assert_eq!(str_of(&receipt, "action"), "decline");
-    assert_eq!(receipt.data["overridden"], false);
-    assert_eq!(receipt.data["admission"], "unattested");
-    assert_eq!(receipt.data["server_id"], Value::Null);
+    assert_eq!(receipt.correlation.basis, CorrelationBasis::None);
+    assert!(receipt.correlation.requests.is_empty());
+    assert_eq!(receipt.action, ElicitationAnswer::Decline);
+    assert!(!receipt.overridden);
+    assert_eq!(
+        receipt.admission,
+        gatehouse_host::admission::Status::Unattested
+    );
+    assert_eq!(receipt.server_id, None);
 
     // Never put to the user: shown as refused, the server got decline.
     assert!(
@@ -777,7 +771,7 @@ async fn an_elicitation_tied_to_no_request_is_held_and_never_shown() {
     );
     let refused = ui.refused();
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(refused[0].receipt_id, str_of(&receipt, "receipt_id"));
+    assert_eq!(refused[0].receipt_id, receipt.receipt_id);
     assert_eq!(refused[0].message, "Who are you?");
     assert!(!refused[0].askable());
     let log = eventually("the fixture's log", Duration::from_secs(5), || {
@@ -822,20 +816,17 @@ async fn an_elicitation_after_the_host_gave_up_on_the_call_is_tied_to_no_request
     assert_eq!(error.code(), "timeout", "{error}");
 
     let receipt = eventually("the receipt", Duration::from_secs(5), || {
-        host.records_of(events::ELICITATION_RECEIPT).pop()
+        kit::audit::payloads::<ElicitationReceipt>(&host.audit_path()).pop()
     })
     .await;
     assert_eq!(
-        receipt.data["correlation"]["basis"], "none",
-        "{:?}",
-        receipt.data
+        receipt.correlation.basis,
+        CorrelationBasis::None,
+        "{receipt:?}"
     );
-    assert_eq!(receipt.data["correlation"]["requests"], json!([]));
-    assert_eq!(
-        str_of(&receipt, "decision"),
-        "hold_for_elicitation_evidence"
-    );
-    assert_eq!(str_of(&receipt, "action"), "decline");
+    assert!(receipt.correlation.requests.is_empty());
+    assert_eq!(receipt.decision, Decision::HoldForElicitationEvidence);
+    assert_eq!(receipt.action, ElicitationAnswer::Decline);
     assert!(ui.asked().is_empty(), "asked: {:?}", ui.asked());
     let refused = ui.refused();
     assert_eq!(refused.len(), 1, "{refused:?}");
@@ -877,13 +868,12 @@ async fn a_hold_the_broker_adds_decides_anew_whether_the_user_may_override() {
             .await
             .unwrap();
         assert_eq!(text(&outcome), "ok");
-        let receipts = host.records_of(events::ELICITATION_RECEIPT);
+        let receipts: Vec<ElicitationReceipt> = kit::audit::payloads(&host.audit_path());
         assert_eq!(receipts.len(), 2, "{receipts:?}");
-        let codes: Vec<&str> = receipts[1].data["reasons"]
-            .as_array()
-            .unwrap()
+        let codes: Vec<&str> = receipts[1]
+            .reasons
             .iter()
-            .map(|r| r["code"].as_str().unwrap())
+            .map(|r| r.code.as_str())
             .collect();
         assert!(codes.contains(&"duplicate_elicitation_id"), "{codes:?}");
         assert!(codes.contains(&"server_unattested"), "{codes:?}");
@@ -894,9 +884,9 @@ async fn a_hold_the_broker_adds_decides_anew_whether_the_user_may_override() {
             .collect();
         assert_eq!(asked, ["Connect your account (1)"]);
         assert!(ui.asked()[0].prompt.askable());
-        assert_eq!(str_of(&receipts[0], "action"), "accept");
-        assert_eq!(receipts[0].data["overridden"], true);
-        assert_eq!(str_of(&receipts[1], "action"), "decline");
+        assert_eq!(receipts[0].action, ElicitationAnswer::Accept);
+        assert!(receipts[0].overridden);
+        assert_eq!(receipts[1].action, ElicitationAnswer::Decline);
         assert_eq!(ui.refused().len(), 1);
         assert!(!ui.refused()[0].askable());
         assert!(!ui.refused()[0].assessment.override_allowed);
@@ -957,11 +947,11 @@ async fn completions_count_only_for_the_server_that_was_asked_and_only_once() {
 
     // B claims A's completion: ignored, audited, and A's prompt stays pending.
     b_session.broker().complete(&b_session, &id);
-    let ignored = host.records_of(events::ELICITATION_COMPLETION_IGNORED);
+    let ignored: Vec<ElicitationCompletionIgnored> = kit::audit::payloads(&host.audit_path());
     assert_eq!(ignored.len(), 1, "{ignored:?}");
-    assert_eq!(str_of(&ignored[0], "why"), "cross_server");
-    assert_eq!(str_of(&ignored[0], "elicitation_id"), id);
-    assert_eq!(str_of(&ignored[0], "name"), "account-b");
+    assert_eq!(ignored[0].why, IgnoredWhy::CrossServer);
+    assert_eq!(ignored[0].elicitation_id, id);
+    assert_eq!(ignored[0].name, "account-b");
     assert!(!a_session.broker().is_completed(&a_session, &id));
     assert!(ui.completed(prompt.id).is_empty());
     assert!(host.records_of(events::ELICITATION_COMPLETED).is_empty());
@@ -990,33 +980,27 @@ async fn completions_count_only_for_the_server_that_was_asked_and_only_once() {
         Some(id.as_str())
     );
     assert!(a_session.broker().is_completed(&a_session, &id));
-    let completed = host.records_of(events::ELICITATION_COMPLETED);
+    let completed: Vec<ElicitationCompleted> = kit::audit::payloads(&host.audit_path());
     assert_eq!(completed.len(), 1, "{completed:?}");
-    assert_eq!(str_of(&completed[0], "elicitation_id"), id);
-    assert_eq!(str_of(&completed[0], "via"), "notification");
-    assert_eq!(str_of(&completed[0], "receipt_id"), prompt.receipt_id);
+    assert_eq!(completed[0].elicitation_id.as_deref(), Some(id.as_str()));
+    assert_eq!(completed[0].via, CompletedVia::Notification);
+    assert_eq!(completed[0].receipt_id, prompt.receipt_id);
     assert_eq!(ui.completed(prompt.id), ["notification"]);
 
     // The same completion again, from A itself: a duplicate. And one never issued.
     a_session.broker().complete(&a_session, &id);
     a_session.broker().complete(&a_session, "never-issued");
-    let ignored = host.records_of(events::ELICITATION_COMPLETION_IGNORED);
-    let whys: Vec<(&str, &str, &str)> = ignored
+    let ignored: Vec<ElicitationCompletionIgnored> = kit::audit::payloads(&host.audit_path());
+    let whys: Vec<(&str, IgnoredWhy, &str)> = ignored
         .iter()
-        .map(|r| {
-            (
-                str_of(r, "name"),
-                str_of(r, "why"),
-                str_of(r, "elicitation_id"),
-            )
-        })
+        .map(|r| (r.name.as_str(), r.why, r.elicitation_id.as_str()))
         .collect();
     assert_eq!(
         whys,
         [
-            ("account-b", "cross_server", id.as_str()),
-            ("account-a", "duplicate", id.as_str()),
-            ("account-a", "never_issued", "never-issued"),
+            ("account-b", IgnoredWhy::CrossServer, id.as_str()),
+            ("account-a", IgnoredWhy::Duplicate, id.as_str()),
+            ("account-a", IgnoredWhy::NeverIssued, "never-issued"),
         ]
     );
     assert_eq!(host.records_of(events::ELICITATION_COMPLETED).len(), 1);
@@ -1480,65 +1464,67 @@ async fn a_receipt_records_who_asked_what_for_which_request_and_the_chain_verifi
         assert_eq!(got["action"], "accept");
         let record = &outcome.elicitations[0];
         let receipt = host.receipt(&record.receipt_id);
-        let data = &receipt.data;
+        let data: ElicitationReceipt = kit::audit::payload_of(&receipt);
         let ids = host.tool_call_ids(name);
 
         assert_eq!(receipt.event, events::ELICITATION_RECEIPT);
         assert_eq!(receipt.server.as_deref(), Some(DEMO_SERVER_ID));
         assert!(
-            str_of(&receipt, "receipt_id").starts_with("rcpt-")
-                && str_of(&receipt, "receipt_id").len() == 5 + 32,
+            data.receipt_id.starts_with("rcpt-") && data.receipt_id.len() == 5 + 32,
             "{data:?}"
         );
-        assert_eq!(data["prompt_id"], record.prompt_id);
-        assert_eq!(data["user"], USER);
-        assert_eq!(data["name"], name);
-        assert_eq!(data["server_id"], DEMO_SERVER_ID);
-        assert_eq!(data["admission"], "admitted");
-        assert_eq!(data["bundle"], DEMO_BUNDLE);
+        assert_eq!(data.prompt_id, record.prompt_id);
+        assert_eq!(data.user, USER);
+        assert_eq!(data.name, name);
+        assert_eq!(data.server_id.as_deref(), Some(DEMO_SERVER_ID));
+        assert_eq!(data.admission, gatehouse_host::admission::Status::Admitted);
+        assert_eq!(data.bundle.as_deref(), Some(DEMO_BUNDLE));
         // stdio: the command line, no origin.
-        assert_eq!(data["origin"], Value::Null);
-        assert_eq!(
-            data["command"],
-            server.verdict().command.clone().unwrap(),
-            "{data:?}"
-        );
+        assert_eq!(data.origin, None);
+        assert_eq!(data.command, server.verdict().command.clone(), "{data:?}");
         assert!(
-            str_of(&receipt, "command").contains(gatehouse_host::demo::DEMO_SERVER_BINARY),
+            data.command
+                .as_deref()
+                .is_some_and(|c| c.contains(gatehouse_host::demo::DEMO_SERVER_BINARY)),
             "{data:?}"
         );
-        assert_eq!(data["era"], era.to_string());
-        assert_eq!(data["mode"], "form");
-        assert_eq!(data["decision"], "allow_elicitation_with_receipt");
-        assert_eq!(data["reasons"], json!([]));
-        assert_eq!(data["action"], "accept");
-        assert_eq!(data["overridden"], false);
-        assert_eq!(data["policy_version"], policy_version.as_str());
+        assert_eq!(data.era, era);
+        assert_eq!(data.mode, Mode::Form);
+        assert_eq!(data.decision, Decision::AllowElicitationWithReceipt);
+        assert!(data.reasons.is_empty());
+        assert_eq!(data.action, ElicitationAnswer::Accept);
+        assert!(!data.overridden);
+        assert_eq!(data.policy_version, policy_version);
         // Tied to the tools/call that caused it, by its JSON-RPC id.
-        let correlation = &data["correlation"];
+        let correlation = &data.correlation;
         let (basis, caused_by) = match era {
-            Era::V2025_11_25 => ("in_flight", &ids[0]),
+            Era::V2025_11_25 => (CorrelationBasis::InFlight, &ids[0]),
             // The round whose result asked for input.
-            Era::V2026_07_28 => ("mrtr_result", &ids[0]),
+            Era::V2026_07_28 => (CorrelationBasis::MrtrResult, &ids[0]),
         };
-        assert_eq!(correlation["basis"], basis, "{era}: {correlation}");
+        assert_eq!(correlation.basis, basis, "{era}: {correlation:?}");
+        let requests: Vec<(&Value, &str, Option<&str>)> = correlation
+            .requests
+            .iter()
+            .map(|r| (&r.id, r.method.as_str(), r.tool.as_deref()))
+            .collect();
         assert_eq!(
-            correlation["requests"],
-            json!([{"id": caused_by, "method": "tools/call", "tool": "book_table"}]),
+            requests,
+            [(caused_by, "tools/call", Some("book_table"))],
             "{era}"
         );
         if era == Era::V2026_07_28 {
             assert_eq!(ids.len(), 2, "one input_required round, then the retry");
-            assert_eq!(data["input_key"], "booking");
-            assert_eq!(data["round"], 1);
+            assert_eq!(data.input_key.as_deref(), Some("booking"));
+            assert_eq!(data.round, Some(1));
         } else {
             assert_eq!(ids.len(), 1);
         }
         // The hash of exactly what the server received; the content itself is never stored.
         let sent = serde_json::to_vec(&got["content"]).unwrap();
         assert_eq!(
-            data["content_sha256"],
-            format!("sha256:{}", hex::encode(Sha256::digest(&sent)))
+            data.content_sha256,
+            Some(format!("sha256:{}", hex::encode(Sha256::digest(&sent))))
         );
         server.close().await;
         let log = std::fs::read_to_string(host.audit_path()).unwrap();
@@ -1618,19 +1604,22 @@ async fn a_card_names_the_ai_client_whose_call_caused_it_and_the_users_own_calls
         // The fixture answers its call only when told to end it; the receipt is written
         // before the answer goes out.
         let receipt = eventually("the receipt", Duration::from_secs(10), || {
-            host.records_of(events::ELICITATION_RECEIPT)
+            kit::audit::payloads::<ElicitationReceipt>(&host.audit_path())
                 .into_iter()
-                .find(|r| r.data["receipt_id"] == asked.prompt.receipt_id.as_str())
+                .find(|r| r.receipt_id == asked.prompt.receipt_id)
         })
         .await;
-        assert_eq!(
-            receipt.data["caller"]["client"].as_str(),
-            expected,
-            "{:?}",
-            receipt.data
-        );
-        assert_eq!(receipt.data["attribution"], kind);
-        assert!(receipt.data["caller_candidates"].is_null());
+        let client = match &receipt.caller {
+            Some(ReceiptCaller::Client(caller)) => Some(caller.client.as_str()),
+            _ => None,
+        };
+        assert_eq!(client, expected, "{receipt:?}");
+        let kind = match expected {
+            Some(_) => AttributionKind::Client,
+            None => AttributionKind::None,
+        };
+        assert_eq!(receipt.attribution, kind);
+        assert!(receipt.caller_candidates.is_none());
         call.abort();
         let _ = call.await;
     }
@@ -1769,26 +1758,31 @@ async fn with_calls_of_several_clients_in_flight_a_card_names_none_of_them_as_th
         );
         assert_eq!(outcome.elicitations[0].correlation.requests.len(), 2);
 
-        let receipt = host.receipt(&asked.prompt.receipt_id);
-        assert_eq!(receipt.data["attribution"], expected.code());
+        let receipt: ElicitationReceipt =
+            kit::audit::payload_of(&host.receipt(&asked.prompt.receipt_id));
         match &expected {
             Attribution::Client { caller } => {
-                assert_eq!(receipt.data["caller"]["client"], caller.client.as_str());
-                assert!(receipt.data["caller_candidates"].is_null());
+                assert_eq!(receipt.attribution, AttributionKind::Client);
+                assert_eq!(receipt.caller, Some(ReceiptCaller::Client(caller.clone())));
+                assert!(receipt.caller_candidates.is_none());
             }
             Attribution::Unknown {
                 clients, gatehouse, ..
             } => {
-                assert_eq!(receipt.data["caller"], "unknown", "{:?}", receipt.data);
-                let listed: Vec<&str> = receipt.data["caller_candidates"]["clients"]
-                    .as_array()
-                    .unwrap()
+                assert_eq!(receipt.attribution, AttributionKind::Unknown);
+                assert!(
+                    matches!(receipt.caller, Some(ReceiptCaller::Unknown(_))),
+                    "{receipt:?}"
+                );
+                let candidates = receipt.caller_candidates.as_ref().unwrap();
+                let listed: Vec<&str> = candidates
+                    .clients
                     .iter()
-                    .map(|c| c["client"].as_str().unwrap())
+                    .map(|c| c.client.as_str())
                     .collect();
                 let wanted: Vec<&str> = clients.iter().map(|c| c.client.as_str()).collect();
                 assert_eq!(listed, wanted);
-                assert_eq!(receipt.data["caller_candidates"]["gatehouse"], *gatehouse);
+                assert_eq!(candidates.gatehouse, *gatehouse);
             }
             Attribution::None => unreachable!(),
         }

@@ -9,6 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_host::HostError;
+use gatehouse_host::audit_event::session::{
+    OauthRefreshed, OauthSignInFailed, OauthSignedIn, SignInFailure,
+};
 use gatehouse_host::auth::{SignInCode, SignInContext, SignInReason};
 use gatehouse_host::secrets::{MemoryStore, SecretStore};
 use gatehouse_testkit as kit;
@@ -81,11 +84,9 @@ async fn refused(case: &Case, base: &str, code: SignInCode) {
             .is_none(),
         "nothing may be stored after {code:?}"
     );
-    let record = kit::audit::records_of(&case.rig.audit_path(), "oauth_sign_in_failed")
-        .into_iter()
-        .next()
-        .expect("the refusal is audited");
-    assert_eq!(record["data"]["code"], code.code(), "{record}");
+    let failed: Vec<OauthSignInFailed> = kit::audit::payloads(&case.rig.audit_path());
+    let record = failed.first().expect("the refusal is audited");
+    assert_eq!(record.code, SignInFailure::SignIn(code), "{record:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -197,10 +198,10 @@ async fn an_expired_refresh_token_means_signing_in_again_not_a_stale_token() {
         ),
         "{token:?}"
     );
-    let audit = std::fs::read_to_string(case.rig.audit_path()).unwrap();
-    assert!(audit.contains("\"oauth_signed_in\""));
+    let log = case.rig.audit_path();
+    assert!(!gatehouse_testkit::audit::payloads::<OauthSignedIn>(&log).is_empty());
     assert!(
-        !audit.contains("\"oauth_refreshed\""),
+        gatehouse_testkit::audit::payloads::<OauthRefreshed>(&log).is_empty(),
         "a rejected refresh is no refresh"
     );
 }

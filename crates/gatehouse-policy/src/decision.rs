@@ -1,9 +1,9 @@
 //! Decisions, reasons, and how several reasons combine into one decision.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The six decisions of elicitation.md §3. Exhaustive on purpose: every caller must handle each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     AllowElicitationWithReceipt,

@@ -26,7 +26,7 @@ pub enum TransportKind {
 }
 
 /// The elicitation mode (`form`, `url`: the code receipts, records and events carry).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     Form,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use gatehouse_attest::bundle::{Posture, ServerPolicy, VerifiedBundle};
 use gatehouse_attest::http_origin::OriginBinding;
 use gatehouse_attest::{Admitted, Reason, Refusal};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::BundleSource;
@@ -44,7 +44,7 @@ impl AdmissionReason {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Admitted,

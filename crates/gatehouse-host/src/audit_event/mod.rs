@@ -6,6 +6,10 @@
 //! [`crate::gatekeeper::events`] keeps them as `&str` constants for readers. The audit log's
 //! own records (`audit_torn_tail`, `audit_head_mismatch`, `audit_short_tail`) are not here:
 //! only the log writes them.
+//!
+//! Each event's `data` has a payload type ([`EventPayload`]: `session.rs`, `gate.rs`,
+//! `bundle.rs`); a reader of one event uses [`read_payload`], a reader of every event
+//! [`AuditRecord::parse`].
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -136,11 +140,105 @@ impl std::fmt::Display for AuditEvent {
     }
 }
 
+/// Declares [`AuditRecord`] from one list of `Variant => payload type`: a variant per event
+/// that has a payload type, holding it. Each pairing is checked at compile time against the
+/// payload's [`EventPayload::EVENT`], so a line naming the wrong event does not build.
+macro_rules! audit_records {
+    ($($variant:ident => $payload:ty,)*) => {
+        /// A host record's data as its event's payload type: what a reader that handles every
+        /// event matches on.
+        // Unboxed: a receipt is the largest payload, and readers match on the variants
+        // directly; a few hundred bytes per record read is no cost worth a box.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum AuditRecord {
+            $($variant($payload),)*
+        }
+
+        $(const _: () = assert!(
+            matches!(<$payload as EventPayload>::EVENT, AuditEvent::$variant),
+            concat!(stringify!($payload), " is not the payload of AuditEvent::", stringify!($variant)),
+        );)*
+
+        impl AuditRecord {
+            /// The events that have a payload type, in the list's order.
+            pub const EVENTS: &'static [AuditEvent] = &[$(AuditEvent::$variant),*];
+
+            /// The event this record is of.
+            pub fn event(&self) -> AuditEvent {
+                match self {
+                    $(AuditRecord::$variant(_) => AuditEvent::$variant,)*
+                }
+            }
+
+            /// A record as the audit log holds it (`{"event": …, "data": …}`): `None` when
+            /// its event is not in [`AuditRecord::EVENTS`] (the audit log's own records,
+            /// anything else); an error when its data does not parse as that event's payload.
+            pub fn parse(record: &Value) -> Option<Result<AuditRecord, serde_json::Error>> {
+                let event = AuditEvent::from_name(record.get("event")?.as_str()?)?;
+                match event {
+                    $(AuditEvent::$variant => {
+                        read_payload::<$payload>(record).map(|p| p.map(AuditRecord::$variant))
+                    })*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+audit_records! {
+    OauthSignedIn => session::OauthSignedIn,
+    OauthSignInFailed => session::OauthSignInFailed,
+    OauthRefreshed => session::OauthRefreshed,
+    OauthLoggedOut => session::OauthLoggedOut,
+    ElicitationReceipt => session::ElicitationReceipt,
+    ElicitationCompleted => session::ElicitationCompleted,
+    ElicitationCompletionIgnored => session::ElicitationCompletionIgnored,
+    ElicitationRetry => session::ElicitationRetry,
+    SessionKilled => session::SessionKilled,
+    ServerSuspended => session::ServerSuspended,
+    ServerResumed => session::ServerResumed,
+    SuspendedRefused => session::SuspendedRefused,
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+
+    #[test]
+    fn a_record_parses_as_its_events_variant() {
+        let resumed = session::ServerResumed {
+            name: "demo".into(),
+            key: "id:urn:demo".into(),
+        };
+        let record = serde_json::json!({
+            "event": "server_resumed",
+            "data": serde_json::to_value(&resumed).unwrap(),
+        });
+        let parsed = AuditRecord::parse(&record).unwrap().unwrap();
+        assert_eq!(parsed.event(), AuditEvent::ServerResumed);
+        assert_eq!(parsed, AuditRecord::ServerResumed(resumed));
+
+        let broken = serde_json::json!({"event": "server_resumed", "data": {"name": 1}});
+        assert!(AuditRecord::parse(&broken).unwrap().is_err());
+        for other in [
+            serde_json::json!({"event": gatehouse_audit::EVENT_TORN_TAIL, "data": {}}),
+            serde_json::json!({"event": "no_such_event", "data": {}}),
+            serde_json::json!({"data": {}}),
+        ] {
+            assert!(AuditRecord::parse(&other).is_none(), "{other}");
+        }
+    }
+
+    #[test]
+    fn each_typed_event_is_listed_once() {
+        let set: BTreeSet<AuditEvent> = AuditRecord::EVENTS.iter().copied().collect();
+        assert_eq!(set.len(), AuditRecord::EVENTS.len());
+    }
 
     #[test]
     fn names_round_trip() {

@@ -106,8 +106,9 @@ pub fn check_authorization_url(
 }
 
 /// Why a sign-in did not complete: stable snake_case codes shared by the CLI's JSON, the
-/// audit log and the UI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// audit log and the UI (serialized as [`SignInCode::code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SignInCode {
     AuthRequired,
     IssuerNotAllowed,

@@ -10,14 +10,17 @@ use std::time::Duration;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationRequest, AuthorizationSession,
 };
-use serde_json::json;
 
 use super::checks::{Refusal, SignInCode, check_authorization_url, check_issuer};
 use super::loopback::{Listener, Redirect};
 use super::store::{self, KeychainCredentials, Record, Registration, fingerprint};
 use super::{OAuthOptions, SignInAnswer, SignInReason, SignInRequest, SignInUi};
+use crate::audit_event::EventPayload;
+use crate::audit_event::session::{
+    OauthLoggedOut, OauthRefreshed, OauthSignInFailed, OauthSignedIn, SignInFailure,
+};
 use crate::consent::UrlOpener;
-use crate::gatekeeper::{AuditEvent, Gatekeeper};
+use crate::gatekeeper::Gatekeeper;
 use crate::secrets::SecretStore;
 use crate::tap::TrafficTap;
 use crate::{HostError, config::lookup_secret};
@@ -118,24 +121,23 @@ impl SignInContext {
         self.fail(code, detail)
     }
 
-    fn audit(&self, event: AuditEvent, data: serde_json::Value) -> Result<(), HostError> {
+    fn audit<P: EventPayload>(&self, payload: &P) -> Result<(), HostError> {
         self.gatekeeper
-            .record_event(event, Some(&self.audit_server), data)
+            .write(Some(&self.audit_server), payload)
             .map(|_| ())
     }
 
     /// Records a refusal or failure, then returns it.
     fn refused(&self, issuer: Option<&str>, reason: SignInReason, error: HostError) -> HostError {
-        let code = error.code();
-        let data = json!({
-            "name": self.server,
-            "resource": self.url.as_str(),
-            "issuer": issuer,
-            "reason": reason.code(),
-            "code": code,
-            "detail": error.to_string(),
-        });
-        match self.audit(AuditEvent::OauthSignInFailed, data) {
+        let failed = OauthSignInFailed {
+            name: self.server.clone(),
+            resource: self.url.to_string(),
+            issuer: issuer.map(String::from),
+            reason,
+            code: SignInFailure::of(&error),
+            detail: error.to_string(),
+        };
+        match self.audit(&failed) {
             Ok(()) => error,
             Err(audit) => audit,
         }
@@ -148,20 +150,20 @@ impl SignInContext {
             Some(tap) => store.redacting(tap.clone()),
             None => store,
         };
-        store.on_refresh(Arc::new(
-            move |record: &Record| {
-                let token = record
-                    .credentials
-                    .as_ref()
-                    .and_then(|c| c.token_response.as_ref())
-                    .map(|t| fingerprint(rmcp_token(t)));
-                ctx.audit(
-                    AuditEvent::OauthRefreshed,
-                    json!({"name": ctx.server, "issuer": record.issuer, "scopes": record.scopes, "token": token}),
-                )
-                .map_err(|e| e.to_string())
-            },
-        ))
+        store.on_refresh(Arc::new(move |record: &Record| {
+            let token = record
+                .credentials
+                .as_ref()
+                .and_then(|c| c.token_response.as_ref())
+                .map(|t| fingerprint(rmcp_token(t)));
+            ctx.audit(&OauthRefreshed {
+                name: ctx.server.clone(),
+                issuer: record.issuer.clone(),
+                scopes: record.scopes.clone(),
+                token,
+            })
+            .map_err(|e| e.to_string())
+        }))
     }
 
     /// The sign-in this server's connection runs under, when it holds tokens for this URL.
@@ -501,20 +503,17 @@ impl SignInContext {
                 .await
                 .map_err(|e| self.fail(SignInCode::KeychainFailed, e.to_string()))??;
         }
-        self.audit(
-            AuditEvent::OauthSignedIn,
-            json!({
-                "name": self.server,
-                "resource": record.resource,
-                "issuer": record.issuer,
-                "client_id": record.client_id,
-                "registration": record.registration.code(),
-                "scopes": record.scopes,
-                "reason": reason.code(),
-                "subject": record.subject,
-                "token": token.map(fingerprint),
-            }),
-        )?;
+        self.audit(&OauthSignedIn {
+            name: self.server.clone(),
+            resource: record.resource,
+            issuer: record.issuer,
+            client_id: record.client_id,
+            registration: record.registration,
+            scopes: record.scopes,
+            reason,
+            subject: record.subject,
+            token: token.map(fingerprint),
+        })?;
         ui.finished(&prompt, None);
         Ok(manager)
     }
@@ -692,10 +691,13 @@ pub fn logout(
     let Some(record) = store::load(secrets, server)? else {
         return Ok(false);
     };
-    gatekeeper.record_event(
-        AuditEvent::OauthLoggedOut,
+    gatekeeper.write(
         Some(server),
-        json!({"name": server, "issuer": record.issuer, "client_id": record.client_id}),
+        &OauthLoggedOut {
+            name: server.to_string(),
+            issuer: record.issuer,
+            client_id: record.client_id,
+        },
     )?;
     store::delete(secrets, server)?;
     Ok(true)
@@ -723,6 +725,7 @@ pub fn challenge_scopes(header: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn challenge_scopes_are_read_quoted_or_bare() {

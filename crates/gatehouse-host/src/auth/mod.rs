@@ -15,7 +15,7 @@ mod flow;
 pub mod loopback;
 pub mod store;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use checks::{Refusal, SignInCode, check_authorization_url, check_issuer};
 pub use client::{AuthTransportClient, Challenge, Challenges, Recording};
@@ -42,7 +42,7 @@ pub struct OAuthOptions {
 }
 
 /// Why the user is asked to sign in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignInReason {
     /// The server requires authorization and there is no usable sign-in.

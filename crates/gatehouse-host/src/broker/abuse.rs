@@ -1,12 +1,10 @@
 //! The kill switch: denials counted against the session's abuse limits, and what passing one
 //! does (audited, the server suspended, the connection closed).
 
-use gatehouse_policy::{AbuseEvent, Decision, Reason};
-use serde_json::json;
-
 use super::{ElicitationBroker, Session};
+use crate::audit_event::session::SessionKilled;
 use crate::consent::PromptUpdate;
-use crate::gatekeeper::AuditEvent;
+use gatehouse_policy::{AbuseEvent, Decision, Reason};
 
 impl ElicitationBroker {
     /// Counts an elicitation, well-formed or not, against the session's limits: the reason
@@ -41,10 +39,14 @@ impl ElicitationBroker {
             }
             *killed = Some(format!("{}: {}", reason.code, reason.detail));
         }
-        let _ = self.gatekeeper.audit(
-            AuditEvent::SessionKilled,
+        let _ = self.gatekeeper.write_for(
             &session.verdict,
-            json!({"name": session.server, "decision": Decision::KillSessionOnElicitationAbuse.as_str(), "reason": reason.code, "detail": reason.detail}),
+            &SessionKilled {
+                name: session.server.clone(),
+                decision: Decision::KillSessionOnElicitationAbuse,
+                reason: reason.code.to_string(),
+                detail: reason.detail.clone(),
+            },
         );
         if let Err(error) = self
             .gatekeeper

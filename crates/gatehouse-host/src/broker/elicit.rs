@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use gatehouse_policy::{Assessment, Decision, Mode, Reason, assess_form, assess_url};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -44,7 +44,7 @@ pub enum Association {
 
 /// How the host knows which request an elicitation belongs to (its stable snake_case code is
 /// what receipts carry as `correlation.basis`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CorrelationBasis {
     /// The transport said so: it came on the request's SSE stream.
@@ -60,7 +60,7 @@ pub enum CorrelationBasis {
 }
 
 /// Which request an elicitation belongs to, and how the host knows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Correlation {
     pub basis: CorrelationBasis,
     pub requests: Vec<OutRequest>,

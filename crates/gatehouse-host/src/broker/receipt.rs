@@ -3,16 +3,16 @@
 
 use gatehouse_policy::{Decision, Mode, Reason, UrlDisplay};
 use rmcp::model::ElicitationAction;
-use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::elicit::{Correlation, Handling};
 use super::{ElicitationBroker, Session};
+use crate::audit_event::session::{ElicitationReceipt, receipt_attribution};
 use crate::caller::Attribution;
 use crate::consent::PromptBody;
 use crate::error::HostError;
-use crate::gatekeeper::AuditEvent;
 
 /// One elicitation as handled: what the CLI prints with `--json` and the UI lists.
 #[derive(Debug, Clone, Serialize)]
@@ -48,7 +48,7 @@ pub struct ElicitationRecord {
 }
 
 /// What an elicitation was answered (its stable snake_case code is the receipt's `action`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ElicitationAnswer {
     Accept,
@@ -89,7 +89,7 @@ pub(super) fn random_id(prefix: &str) -> String {
 }
 
 impl ElicitationBroker {
-    fn receipt_data(&self, session: &Session, h: &Handling) -> Value {
+    fn receipt(&self, session: &Session, h: &Handling) -> ElicitationReceipt {
         let verdict = &session.verdict;
         let (url, host, host_unicode) = match &h.prompt.body {
             PromptBody::Url { display } => (
@@ -103,48 +103,54 @@ impl ElicitationBroker {
             let bytes = serde_json::to_vec(c).expect("content serializes");
             format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
         });
-        json!({
-            "receipt_id": h.prompt.receipt_id,
-            "prompt_id": h.prompt.id,
-            "name": session.server,
-            "server_id": verdict.identity.as_ref().filter(|_| verdict.is_admitted()).map(|i| i.id.clone()),
-            "admission": verdict.status.as_str(),
-            "origin": verdict.origin,
-            "command": verdict.command,
-            // The client when the elicitation is tied to one, null when none is involved,
-            // "unknown" when several were running (then `caller_candidates` lists them).
-            "caller": h.prompt.attribution.receipt_caller(),
-            "attribution": h.prompt.attribution.code(),
-            "caller_candidates": h.prompt.attribution.receipt_candidates(),
-            "user": self.options.user,
-            "session_id": Value::Null,
-            "era": h.prompt.era.as_str(),
-            "correlation": h.correlation,
-            "elicitation_id": h.elicitation_id,
-            "input_key": h.input_key,
-            "round": h.round,
-            "mode": h.prompt.body.mode(),
-            "decision": h.prompt.assessment.decision.as_str(),
-            "reasons": h.prompt.assessment.reasons,
-            "overridden": h.overridden,
-            "url": url,
-            "host": host,
-            "host_unicode": host_unicode,
-            "action": ElicitationAnswer::of(&h.action),
-            "content_sha256": content_sha256,
-            "note": h.note,
-            "policy_version": self.policy.version,
-            "bundle": verdict.bundle,
-            "authorization": session.authorization.lock().expect("session poisoned").clone(),
-        })
+        // The client when the elicitation is tied to one, null when none is involved,
+        // "unknown" when several were running (then `caller_candidates` lists them).
+        let (attribution, caller, caller_candidates) = receipt_attribution(&h.prompt.attribution);
+        ElicitationReceipt {
+            receipt_id: h.prompt.receipt_id.clone(),
+            prompt_id: h.prompt.id,
+            name: session.server.clone(),
+            server_id: verdict
+                .identity
+                .as_ref()
+                .filter(|_| verdict.is_admitted())
+                .map(|i| i.id.clone()),
+            admission: verdict.status,
+            origin: verdict.origin.clone(),
+            command: verdict.command.clone(),
+            caller,
+            attribution,
+            caller_candidates,
+            user: self.options.user.clone(),
+            session_id: None,
+            era: h.prompt.era,
+            correlation: h.correlation.clone(),
+            elicitation_id: h.elicitation_id.clone(),
+            input_key: h.input_key.clone(),
+            round: h.round,
+            mode: h.prompt.body.mode(),
+            decision: h.prompt.assessment.decision,
+            reasons: h.prompt.assessment.reasons.iter().map(Into::into).collect(),
+            overridden: h.overridden,
+            url,
+            host,
+            host_unicode,
+            action: ElicitationAnswer::of(&h.action),
+            content_sha256,
+            note: h.note.clone(),
+            policy_version: self.policy.version.clone(),
+            bundle: verdict.bundle.clone(),
+            authorization: session
+                .authorization
+                .lock()
+                .expect("session poisoned")
+                .clone(),
+        }
     }
 
     pub(super) fn write_receipt(&self, session: &Session, h: &Handling) -> Result<u64, HostError> {
-        self.gatekeeper.audit(
-            AuditEvent::ElicitationReceipt,
-            &session.verdict,
-            self.receipt_data(session, h),
-        )
+        self.gatekeeper
+            .write_for(&session.verdict, &self.receipt(session, h))
     }
 
     /// Writes the receipt (unless the URL path already did) and builds the record. When the

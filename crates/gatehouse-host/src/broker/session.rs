@@ -17,7 +17,7 @@ use crate::tap::{EraCell, InFlight};
 
 /// The sign-in an HTTP connection runs under: its authorization server and, when the token
 /// names one, the subject.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Authorization {
     pub issuer: Option<String>,
     pub subject: Option<String>,

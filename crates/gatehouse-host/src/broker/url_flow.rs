@@ -5,14 +5,15 @@
 use std::time::Duration;
 
 use gatehouse_policy::{AbuseEvent, Mode};
-use serde_json::json;
 
 use super::elicit::Handling;
 use super::session::Busy;
 use super::{ElicitationAnswer, ElicitationBroker, ElicitationRecord, Session};
+use crate::audit_event::session::{
+    CompletedVia, ElicitationCompleted, ElicitationCompletionIgnored, ElicitationRetry, IgnoredWhy,
+};
 use crate::consent::{Prompt, PromptUpdate, WaitChoice, WaitPhase};
 use crate::error::HostError;
-use crate::gatekeeper::AuditEvent;
 
 /// How a wait for URL flows ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,24 +72,24 @@ impl ElicitationBroker {
                     p.completed = true;
                     Ok((p.prompt.clone(), p.calls.clone()))
                 }
-                Some(_) => Err("duplicate"),
-                None if elsewhere => Err("cross_server"),
-                None => Err("never_issued"),
+                Some(_) => Err(IgnoredWhy::Duplicate),
+                None if elsewhere => Err(IgnoredWhy::CrossServer),
+                None => Err(IgnoredWhy::NeverIssued),
             }
         };
         match outcome {
             Ok((prompt, calls)) => {
-                let recorded = self.gatekeeper.audit(
-                    AuditEvent::ElicitationCompleted,
+                let recorded = self.gatekeeper.write_for(
                     &session.verdict,
-                    json!({
-                        "receipt_id": prompt.receipt_id,
-                        "prompt_id": prompt.id,
-                        "elicitation_id": elicitation_id,
-                        "name": session.server,
-                        "calls": calls,
-                        "via": "notification",
-                    }),
+                    &ElicitationCompleted {
+                        receipt_id: prompt.receipt_id.clone(),
+                        prompt_id: prompt.id,
+                        elicitation_id: Some(elicitation_id.to_string()),
+                        input_key: None,
+                        name: session.server.clone(),
+                        calls: Some(calls),
+                        via: CompletedVia::Notification,
+                    },
                 );
                 if let Err(error) = recorded {
                     // Unrecorded, it does not count: the prompt stays pending.
@@ -112,17 +113,16 @@ impl ElicitationBroker {
                     .lock()
                     .expect("session poisoned")
                     .record(AbuseEvent::BogusCompletion, now);
-                let _ = self.gatekeeper.audit(
-                    AuditEvent::ElicitationCompletionIgnored,
+                let _ = self.gatekeeper.write_for(
                     &session.verdict,
-                    json!({
-                        "elicitation_id": elicitation_id,
-                        "name": session.server,
-                        "why": why,
-                        "abuse": abuse.as_ref().map(|r| r.code),
-                    }),
+                    &ElicitationCompletionIgnored {
+                        elicitation_id: elicitation_id.to_string(),
+                        name: session.server.clone(),
+                        why,
+                        abuse: abuse.as_ref().map(|r| r.code.to_string()),
+                    },
                 );
-                tracing::warn!(server = %session.server, elicitation_id, why, "completion ignored");
+                tracing::warn!(server = %session.server, elicitation_id, ?why, "completion ignored");
                 if let Some(reason) = abuse {
                     self.kill(session, &reason);
                 }
@@ -227,10 +227,15 @@ impl ElicitationBroker {
         receipts: &[String],
     ) -> Result<(), HostError> {
         self.gatekeeper
-            .audit(
-                AuditEvent::ElicitationRetry,
+            .write_for(
                 &session.verdict,
-                json!({"name": session.server, "call": call, "attempt": attempt, "why": why, "receipts": receipts}),
+                &ElicitationRetry {
+                    name: session.server.clone(),
+                    call,
+                    attempt,
+                    why: why.to_string(),
+                    receipts: receipts.to_vec(),
+                },
             )
             .map(|_| ())
     }
@@ -251,17 +256,17 @@ impl ElicitationBroker {
         for record in records.iter_mut() {
             let retried_after = record.correlation.in_answer();
             if record.completed == Some(false) && retried_after && !is_error {
-                let recorded = self.gatekeeper.audit(
-                    AuditEvent::ElicitationCompleted,
+                let recorded = self.gatekeeper.write_for(
                     &session.verdict,
-                    json!({
-                        "receipt_id": record.receipt_id,
-                        "prompt_id": record.prompt_id,
-                        "elicitation_id": record.elicitation_id,
-                        "input_key": record.input_key,
-                        "name": session.server,
-                        "via": "retried_request_succeeded",
-                    }),
+                    &ElicitationCompleted {
+                        receipt_id: record.receipt_id.clone(),
+                        prompt_id: record.prompt_id,
+                        elicitation_id: record.elicitation_id.clone(),
+                        input_key: Some(record.input_key.clone()),
+                        name: session.server.clone(),
+                        calls: None,
+                        via: CompletedVia::RetriedRequestSucceeded,
+                    },
                 );
                 if recorded.is_ok() {
                     record.completed = Some(true);

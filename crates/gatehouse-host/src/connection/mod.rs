@@ -30,7 +30,6 @@ use crate::broker::{ElicitationBroker, Session};
 use crate::client::{ElicitationMode, HostClient, HostEvent};
 use crate::config::ServerSpec;
 use crate::error::explain;
-use crate::gatekeeper::AuditEvent;
 use crate::gatekeeper::Gatekeeper;
 use crate::http;
 use crate::secrets::SecretStore;
@@ -237,10 +236,13 @@ impl Connection {
             });
         }
         if let Some(suspension) = gatekeeper.suspension(&verdict) {
-            gatekeeper.audit(
-                AuditEvent::SuspendedRefused,
+            gatekeeper.write_for(
                 &verdict,
-                serde_json::json!({"name": server, "reason": suspension.reason, "since": suspension.since}),
+                &crate::audit_event::session::SuspendedRefused {
+                    name: server.to_string(),
+                    reason: suspension.reason.clone(),
+                    since: suspension.since.clone(),
+                },
             )?;
             return Err(HostError::Suspended {
                 server: server.to_string(),

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::{AuditEvent, Gatekeeper};
+use super::Gatekeeper;
 use crate::HostError;
 use crate::admission::Verdict;
+use crate::audit_event::EventPayload;
+use crate::audit_event::session::{ServerResumed, ServerSuspended};
 use crate::config::write_atomically;
 
 /// Why and when a server was suspended.
@@ -123,10 +124,14 @@ impl Gatekeeper {
         let since = (self.clock)()
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
-        self.audit(
-            AuditEvent::ServerSuspended,
+        self.write_for(
             verdict,
-            json!({"name": verdict.server, "reason": reason, "detail": detail, "key": verdict.approval_key}),
+            &ServerSuspended {
+                name: verdict.server.clone(),
+                reason: reason.to_string(),
+                detail: detail.to_string(),
+                key: verdict.approval_key.clone(),
+            },
         )?;
         self.suspensions.set(
             &verdict.approval_key,
@@ -146,11 +151,35 @@ impl Gatekeeper {
         if self.suspension(verdict).is_none() {
             return Ok(false);
         }
-        self.audit(
-            AuditEvent::ServerResumed,
+        self.write_for(
             verdict,
-            json!({"name": verdict.server, "key": verdict.approval_key}),
+            &ServerResumed {
+                name: verdict.server.clone(),
+                key: verdict.approval_key.clone(),
+            },
         )?;
         self.suspensions.set(&verdict.approval_key, None)
+    }
+}
+
+impl Gatekeeper {
+    /// Appends `payload`'s record (server field `server`) through [`super::Auditor::write`]:
+    /// how the host's runtime (sign-ins, the broker, connections) records its events.
+    pub fn write<P: EventPayload>(
+        &self,
+        server: Option<&str>,
+        payload: &P,
+    ) -> Result<u64, HostError> {
+        self.audit.write(server, payload)
+    }
+
+    /// [`Gatekeeper::write`] under the verdict's server (its name and identity, as every
+    /// record about an admitted or refused server names it).
+    pub fn write_for<P: EventPayload>(
+        &self,
+        verdict: &Verdict,
+        payload: &P,
+    ) -> Result<u64, HostError> {
+        self.write(Some(&verdict.audit_server()), payload)
     }
 }
