@@ -8,7 +8,7 @@ use gatehouse_attest::gate::ToolStatus;
 use rmcp::model::Tool;
 use serde::Serialize;
 
-use super::{ApiError, Change, Host, ServerRow, Slot, failed_row};
+use super::{Answering, ApiError, Change, Host, ServerRow, Slot, failed_row};
 use crate::consent::IdentityBanner;
 use crate::era::Era;
 use crate::{ConnectOptions, Connection, ElicitationMode, ServerSpec, demo};
@@ -193,11 +193,17 @@ impl Host {
             } else {
                 self.options.request_era
             },
-            elicitation: ElicitationMode::DeclineAndLog,
+            elicitation: match self.options.answering {
+                Answering::Person => ElicitationMode::DeclineAndLog,
+                Answering::SchemaDefaults => ElicitationMode::AcceptDefaults,
+            },
             request_timeout: self.options.request_timeout,
             connect_timeout: self.options.connect_timeout,
             log_dir: Some(self.options.paths.logs.clone()),
-            broker: Some(self.broker.clone()),
+            broker: match self.options.answering {
+                Answering::Person => Some(self.broker.clone()),
+                Answering::SchemaDefaults => None,
+            },
             sign_in: self.options.sign_in.clone(),
             opener: self.options.opener.clone(),
             sign_in_timeout: self.options.sign_in_timeout,

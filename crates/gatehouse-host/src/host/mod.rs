@@ -9,6 +9,7 @@
 //! The map, one concern a file (each an `impl Host` block or the types it returns):
 //! - `api.rs`: [`ApiError`], [`Change`], [`Notifier`]: what every front end gets back;
 //! - `options.rs`: [`HostPaths`], [`HostOptions`]: what a front end opens the host with;
+//!   `ephemeral.rs`: the preset of a host that keeps nothing (the conformance client's);
 //! - `open.rs`: [`Host::open`] and [`Host::shutdown`];
 //! - `servers.rs`: the servers the host knows (demo, `servers.json`, ad-hoc), their rows,
 //!   the demo twin;
@@ -26,6 +27,7 @@ mod calls;
 mod connections;
 pub mod context;
 pub mod downstream;
+mod ephemeral;
 mod live;
 mod manage;
 mod open;
@@ -41,7 +43,7 @@ pub use auth::SignInRow;
 pub use calls::CallOutcome;
 pub use connections::{BlockedTool, ServerDetail, ToolGroups};
 pub use manage::{AddServer, Admission, ImportOutcome, NewServer, Resumed};
-pub use options::{FindingsSink, HostOptions, HostPaths};
+pub use options::{Answering, FindingsSink, HostOptions, HostPaths};
 pub use records::AuditVerdict;
 pub use servers::{RowReason, RowStatus, ServerRow};
 pub use settings::{AuditWarning, Settings};

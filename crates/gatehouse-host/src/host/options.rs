@@ -75,6 +75,22 @@ pub struct HostOptions {
     pub sign_in: Option<Arc<dyn crate::auth::SignInUi>>,
     /// How long the user has to finish a sign-in in the browser.
     pub sign_in_timeout: Duration,
+    /// Who answers the elicitations of this host's servers.
+    pub answering: Answering,
+    /// The scratch directory of an [`HostOptions::ephemeral`] host, kept (and removed) with
+    /// the options the host holds.
+    pub(super) scratch: Option<Arc<tempfile::TempDir>>,
+}
+
+/// Who answers a server's elicitations on a host's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Answering {
+    /// The person, through the front end's consent UI and the broker (policy, receipts).
+    #[default]
+    Person,
+    /// Nobody: form elicitations are accepted with the schema's defaults and URL ones
+    /// declined, with no broker. The conformance client only: that is what the suite checks.
+    SchemaDefaults,
 }
 
 impl HostOptions {
@@ -111,6 +127,8 @@ impl HostOptions {
             findings: None,
             sign_in: None,
             sign_in_timeout: ConnectOptions::default().sign_in_timeout,
+            answering: Answering::Person,
+            scratch: None,
         }
     }
 }

@@ -279,3 +279,30 @@ async fn a_refused_replace_leaves_the_listed_servers_keychain_secret_as_it_was()
     .expect("replaced");
     assert_eq!(store.get("remote-bearer").unwrap().unwrap().expose(), "new");
 }
+
+#[test]
+fn an_ephemeral_host_keeps_its_state_in_a_scratch_directory_it_removes() {
+    let options = HostOptions::ephemeral(clock()).expect("a scratch directory");
+    let scratch = options
+        .paths
+        .data
+        .parent()
+        .expect("the data directory is in the scratch directory")
+        .to_path_buf();
+    let host = Host::open(
+        options,
+        Arc::new(MemoryStore::default()),
+        no_consent(),
+        Arc::new(|_| {}),
+    )
+    .expect("the host opens");
+    let settings = host.settings();
+    assert_eq!(settings.posture, gatehouse_attest::bundle::Posture::Warn);
+    assert!(settings.bundles.is_empty(), "{settings:?}");
+    let trust = host.trust_settings();
+    assert!(trust.system_dir.starts_with(&scratch), "{trust:?}");
+    assert!(trust.user_dir.is_none(), "{trust:?}");
+    assert!(scratch.join("data").join("audit.jsonl").is_file());
+    drop(host);
+    assert!(!scratch.exists(), "removed with the host");
+}
