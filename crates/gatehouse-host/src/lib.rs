@@ -33,6 +33,7 @@ pub mod durability;
 pub mod era;
 pub mod error;
 pub mod fetch;
+pub mod files;
 pub mod gatekeeper;
 pub mod host;
 pub mod http;

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{AuditEvent, Gatekeeper};
 use crate::HostError;
 use crate::admission::Verdict;
-use crate::config::write_atomically;
+use crate::files::write_atomically;
 
 /// Why and when a server was suspended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
