@@ -36,7 +36,7 @@ pub mod fetch;
 pub mod files;
 pub mod gatekeeper;
 pub mod host;
-pub mod http;
+pub(crate) mod http;
 pub mod launch_risk;
 pub mod secrets;
 pub mod security;
