@@ -15,11 +15,10 @@ use gatehouse_gateway::bridge;
 use gatehouse_host::HostEvent;
 use gatehouse_host::KeyringStore;
 use gatehouse_host::SecretStore;
-use gatehouse_host::admission::SYSTEM_TRUST_ROOTS;
 use gatehouse_host::desk::{
     Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
 };
-use gatehouse_host::tap::system_clock;
+use gatehouse_host::{SYSTEM_TRUST_ROOTS, system_clock};
 use serde_json::json;
 use tauri::{Builder, Emitter, Manager, Runtime, UserAttentionType};
 

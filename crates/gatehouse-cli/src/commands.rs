@@ -80,9 +80,7 @@ pub struct Context {
     pub json: bool,
     pub config_path: PathBuf,
     pub options: ConnectOptions,
-    pub tap: Arc<TrafficTap>,
     pub secrets: Arc<dyn SecretStore>,
-    pub events: broadcast::Sender<HostEvent>,
     pub trust: TrustSettings,
     /// `--trust-roots` as given: under a locked admin bundle, another directory is refused.
     pub trust_roots_flag: Option<PathBuf>,
@@ -268,13 +266,12 @@ fn own_host_flags(cli: &Cli) -> Vec<&'static str> {
 }
 
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
-    let mut tap = TrafficTap::new(TAP_CAPACITY, system_clock());
+    // A traffic log that cannot be opened is a usage error before any command runs.
     if let Some(path) = &cli.traffic_log {
-        tap = tap
+        TrafficTap::new(TAP_CAPACITY, system_clock())
             .with_jsonl_file(path)
             .map_err(|e| Failure::usage(format!("--traffic-log {}: {e}", path.display())))?;
     }
-    let (events, _) = broadcast::channel(256);
     let own_host = own_host_flags(&cli);
     let context = Context {
         json: cli.json,
@@ -287,9 +284,7 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
             log_dir: cli.log_dir.clone().or_else(default_log_dir),
             ..ConnectOptions::default()
         },
-        tap: Arc::new(tap),
         secrets: Arc::new(KeyringStore),
-        events,
         trust: TrustSettings {
             system_dir: cli
                 .trust_roots

@@ -7,28 +7,28 @@
 //! This is the only mode in which elicitations are answered without a person: form
 //! elicitations are accepted with the schema's defaults, because that is what the suite checks.
 //!
-//! Every scenario goes through the same connection code as the rest of the CLI
-//! (`Connection`), but not through a `Host`: the suite's mocks run under a trust and approvals
-//! of their own (see `run`). The per-scenario part only decides which requests to make.
-
-use gatehouse_host::connection::Round;
-use gatehouse_host::{
-    CallOptions, Connection, ElicitationMode, Era, EraPreference, HostError, ServerSpec,
-};
-use rmcp::model::{CallToolRequestParams, JsonObject, Tool};
-use serde_json::{Map, Value, json};
+//! Every scenario goes through a `Host`, as every other command does, but one opened with the
+//! ephemeral preset (`HostOptions::ephemeral`): the suite's mocks run under a trust, approvals
+//! and suspensions of their own in a scratch directory, never the user's (see `run`). The
+//! per-scenario part only decides which requests to make.
 
 use std::sync::Arc;
 
-use gatehouse_attest::bundle::Posture;
-use gatehouse_host::admission::{Trust, TrustSettings};
-use gatehouse_host::tap::system_clock;
-use gatehouse_host::{Approvals, Auditor, Gatekeeper};
+use gatehouse_host::host::{Answering, Host, HostOptions};
+use gatehouse_host::{
+    CallOptions, Connection, Era, EraPreference, HostError, MAX_INPUT_ROUNDS, Round,
+    ScriptedConsent, ServerSpec, system_clock,
+};
+use rmcp::model::{CallToolRequestParams, JsonObject, Tool};
+use serde_json::{Map, Value, json};
 
 use crate::commands::{Context, Failure};
 
 mod auth;
 use crate::output::Spinner;
+
+/// The name the suite's server has on the conformance host (in the audit log and traffic).
+const SERVER: &str = "conformance";
 
 pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").map_err(|_| {
@@ -50,21 +50,12 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     };
     eprintln!("conformance: scenario {scenario}, protocol {version} (era {era})");
 
-    let mut conformance = context.clone();
-    conformance.options.era = EraPreference::Only(era);
-    conformance.options.elicitation = ElicitationMode::AcceptDefaults;
     let mut spec = ServerSpec::adhoc_http(url)?;
-    // Authorization scenarios: the host's own sign-in, with a headless user and browser and
-    // an in-memory keychain (never the user's).
-    if auth::is_auth_scenario(&scenario) {
-        conformance.secrets =
-            auth::prepare(&mut spec, &mut conformance.options, &scenario_context)?;
-    }
-    // The suite's scenario servers are unattested local mocks: this client runs in the warn
-    // posture with no trust roots and approves the tools it is shown (in memory only, never in
-    // the user's approvals). Admission and the tool gate still run, and audit, every call;
-    // they just let the mocks through. A locked admin bundle forbids exactly that, so under
-    // one this command refuses to run.
+    // The suite's scenario servers are unattested local mocks: this client runs on a host of
+    // its own in the warn posture with no trust roots and approves the tools it is shown (in
+    // its scratch directory, never in the user's approvals). Admission and the tool gate still
+    // run, and audit, every call; they just let the mocks through. A locked admin bundle
+    // forbids exactly that, so under one this command refuses to run.
     let installed = crate::commands::load_trust(context)?;
     if let Some(label) = installed.locked_by() {
         return Err(Failure {
@@ -75,57 +66,60 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
             exit: 1,
         });
     }
-    let trust = Trust::load(
-        &TrustSettings {
-            system_dir: std::env::temp_dir().join("gatehouse-conformance-has-no-trust-roots"),
-            user_dir: None,
-            posture_override: Some(Posture::Warn),
-            demo_bundle: None,
-        },
-        time::OffsetDateTime::now_utc(),
-    );
-    let (auditor, _) = Auditor::open(&conformance.audit_path, system_clock())?;
-    let gatekeeper = Arc::new(Gatekeeper::new(
-        trust,
-        auditor,
-        Approvals::in_memory(),
-        system_clock(),
-    ));
-    let connection = connect(&conformance, &spec, gatekeeper).await?;
-    let outcome = match connection.approve_tools(&[]).await {
-        Ok(_) => exercise(&connection, &scenario, &scenario_context).await,
-        Err(e) => Err(e),
+    let mut options = HostOptions::ephemeral(system_clock())?;
+    options.audit_file = Some(context.audit_path.clone());
+    options.request_era = EraPreference::Only(era);
+    options.answering = Answering::SchemaDefaults;
+    options.connect_timeout = context.options.connect_timeout;
+    options.request_timeout = context.options.request_timeout;
+    options.traffic_log = context.traffic_log.clone();
+    let mut secrets = context.secrets.clone();
+    // Authorization scenarios: the host's own sign-in, with a headless user and browser and
+    // an in-memory keychain (never the user's).
+    if auth::is_auth_scenario(&scenario) {
+        secrets = auth::prepare(&mut spec, &mut options, &scenario_context)?;
+    }
+    // Nobody is asked: elicitations are answered with the schema's defaults (`Answering`),
+    // without the broker this consent UI would serve.
+    let host = Host::open(
+        options,
+        secrets,
+        Arc::new(ScriptedConsent::new(Vec::new())),
+        Arc::new(|_| {}),
+    )?;
+    host.add_adhoc(SERVER, spec.clone());
+    let outcome = match connect(context, &host, &spec).await {
+        Ok(connection) => {
+            let outcome = match connection.approve_tools(&[]).await {
+                Ok(_) => exercise(&connection, &scenario, &scenario_context).await,
+                Err(e) => Err(e),
+            };
+            drop(connection);
+            outcome.map_err(Failure::from)
+        }
+        Err(failure) => Err(failure),
     };
-    connection.close().await;
+    // Closes the connection and makes every audit record durable.
+    host.shutdown().await;
     outcome?;
     eprintln!("conformance: done");
     Ok(0)
 }
 
-/// Connects to the suite's server with this command's own gatekeeper: the suite's mocks run
-/// under a trust and approvals of their own, never on the user's host.
+/// Connects to the suite's server on the conformance host (admission first).
 async fn connect(
     context: &Context,
+    host: &Host,
     spec: &ServerSpec,
-    gatekeeper: Arc<Gatekeeper>,
-) -> Result<Connection, Failure> {
+) -> Result<Arc<Connection>, Failure> {
     let spinner = Spinner::start(
         &format!("connecting to the conformance server ({})", spec.describe()),
         context.json,
     );
-    let result = Connection::connect(
-        "conformance",
-        spec,
-        context.secrets.clone(),
-        context.tap.clone(),
-        context.events.clone(),
-        &context.options,
-        gatekeeper,
-    )
-    .await;
+    let result = host.live_connection(SERVER).await;
     spinner.stop();
     let connection = result?;
-    crate::commands::warn_not_admitted(context, "conformance", connection.verdict());
+    crate::commands::warn_not_admitted(context, SERVER, connection.verdict());
     Ok(connection)
 }
 
@@ -307,7 +301,7 @@ async fn request_state(connection: &Connection) -> Result<(), HostError> {
         } = round
         {
             rounds += 1;
-            if rounds > gatehouse_host::connection::MAX_INPUT_ROUNDS {
+            if rounds > MAX_INPUT_ROUNDS {
                 break;
             }
             retry.input_responses = Some(

@@ -10,10 +10,9 @@
 //! is left out rather than guessed. With one server (`--server`), everything goes to it, so
 //! what the client asks for is always decided (and recorded) by that server's gate.
 
-use gatehouse_host::connection::CompletionTarget;
 use gatehouse_host::host::ApiError;
 use gatehouse_host::host::context::ReadTarget;
-use gatehouse_host::{CallOptions, HostEvent};
+use gatehouse_host::{CallOptions, CompletionTarget, HostEvent};
 use rmcp::ErrorData;
 use rmcp::model::{ErrorCode, Prompt, Resource, ResourceTemplate};
 use serde_json::{Map, Value, json};

@@ -86,7 +86,7 @@ pub struct Gateway {
     /// Resources this client subscribed to on its session: (server, URI).
     subscriptions: Mutex<std::collections::HashSet<(String, String)>>,
     /// This session's number on the host, whose subscriptions it holds
-    /// ([`gatehouse_host::connection::Subscriber::Client`]).
+    /// ([`gatehouse_host::Subscriber::Client`]).
     subscriber_session: u64,
     /// The last `subscriptions/listen` stream number handed out (0 is the session itself).
     streams: std::sync::atomic::AtomicU64,
@@ -142,8 +142,8 @@ impl Gateway {
     }
 
     /// This client's subscriber on the host, on its session (`stream` 0) or a listen stream.
-    pub(crate) fn subscriber(&self, stream: u64) -> gatehouse_host::connection::Subscriber {
-        gatehouse_host::connection::Subscriber::Client {
+    pub(crate) fn subscriber(&self, stream: u64) -> gatehouse_host::Subscriber {
+        gatehouse_host::Subscriber::Client {
             session: self.subscriber_session,
             stream,
         }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gatehouse_host::caller::validate_client_id;
-use gatehouse_host::config::write_atomically;
+use gatehouse_host::files::write_atomically;
 use gatehouse_host::secrets::{SecretStore, SecretValue};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

@@ -33,28 +33,32 @@ pub mod durability;
 pub mod era;
 pub mod error;
 pub mod fetch;
+pub mod files;
 pub mod gatekeeper;
 pub mod host;
-pub mod http;
+pub(crate) mod http;
 pub mod launch_risk;
 pub mod secrets;
 pub mod security;
 pub mod stdio;
 pub mod tap;
 
-pub use admission::{Trust, TrustSettings, Verdict};
+pub use admission::{SYSTEM_TRUST_ROOTS, Trust, TrustSettings, Verdict};
 pub use audit_event::AuditEvent;
 pub use broker::{BrokerOptions, ElicitationBroker, ElicitationRecord, Session};
 pub use caller::{Attribution, Caller, DownstreamTransport};
 pub use client::{ElicitationMode, HostEvent};
 pub use config::{ServerSpec, ServersFile};
-pub use connection::{CallOptions, CallProgress, ConnectOptions, Connection, ToolOutcome};
+pub use connection::{
+    CallOptions, CallProgress, CompletionTarget, ConnectOptions, Connection, GatedTool,
+    MAX_INPUT_ROUNDS, Round, Subscriber, ToolOutcome,
+};
 pub use consent::{ConsentUi, Prompt, ScriptedConsent, SystemBrowser, UrlOpener};
 pub use era::{Era, EraPreference};
 pub use error::HostError;
 pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 pub use secrets::{KeyringStore, MemoryStore, SecretStore};
-pub use tap::{Clock, Direction, TrafficEntry, TrafficTap};
+pub use tap::{Clock, Direction, TrafficEntry, TrafficTap, system_clock};
 
 /// The largest single JSON-RPC message accepted from a server, in bytes (16 MiB).
 ///

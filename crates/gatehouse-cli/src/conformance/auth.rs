@@ -9,10 +9,11 @@
 use std::sync::Arc;
 
 use gatehouse_host::HostError;
+use gatehouse_host::ServerSpec;
 use gatehouse_host::auth::{SignInAnswer, SignInCode, SignInRequest, SignInUi, UiFuture};
 use gatehouse_host::consent::UrlOpener;
+use gatehouse_host::host::HostOptions;
 use gatehouse_host::secrets::{MemoryStore, SecretStore, SecretValue};
-use gatehouse_host::{ConnectOptions, ServerSpec};
 use serde_json::Value;
 
 /// The Client ID Metadata Document the suite's authorization servers expect.
@@ -24,10 +25,10 @@ pub fn is_auth_scenario(scenario: &str) -> bool {
     scenario.starts_with("auth/")
 }
 
-/// The spec, secrets and options of an `auth/*` scenario.
+/// The spec, secrets and host options of an `auth/*` scenario.
 pub fn prepare(
     spec: &mut ServerSpec,
-    options: &mut ConnectOptions,
+    options: &mut HostOptions,
     context: &Value,
 ) -> Result<Arc<dyn SecretStore>, HostError> {
     let secrets: Arc<dyn SecretStore> = Arc::new(MemoryStore::default());

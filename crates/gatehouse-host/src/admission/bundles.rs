@@ -14,7 +14,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{AdminLock, Trust};
-use crate::config::write_atomically;
+use crate::files::write_atomically;
 
 /// Where admins install bundles. Root-owned: the first bundle of an id is trusted because an
 /// admin put it here.

@@ -16,7 +16,8 @@ use super::backup::{BackupMeta, sha256_hex};
 use super::document::{ClientDocument, changed_keys, entry};
 use super::{BackupStore, ClientError, ClientErrorCode, Location};
 use crate::HostError;
-use crate::config::{ImportReport, ServerEntry, ServersFile, import, write_atomically};
+use crate::config::{ImportReport, ServerEntry, ServersFile, import};
+use crate::files::write_atomically;
 use crate::secrets::{SecretStore, SecretValue};
 
 pub struct ConnectRequest<'a> {

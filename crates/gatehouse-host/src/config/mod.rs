@@ -14,10 +14,10 @@ use serde_json::{Map, Value};
 use crate::HostError;
 use crate::secrets::{SecretStore, SecretValue, validate_name};
 
-mod atomic;
 mod import;
 
-pub use atomic::{write_atomically, write_new};
+// Temporary, for the CLI while it moves to `gatehouse_host::files` (removed at merge).
+pub use crate::files::{write_atomically, write_new};
 pub use import::{
     ImportRefusal, ImportReport, Quarantined, RefusedImport, import, import_servers_object,
 };
@@ -477,12 +477,12 @@ impl ServersFile {
         Ok(file)
     }
 
-    /// Writes the file atomically ([`write_atomically`]), mode 0600, so a crash never leaves half
+    /// Writes the file atomically ([`crate::files::write_atomically`]), mode 0600, so a crash never leaves half
     /// a file and other users cannot read it.
     pub fn save(&self, path: &Path) -> Result<(), HostError> {
         let mut text = serde_json::to_string_pretty(self).expect("config serializes");
         text.push('\n');
-        write_atomically(path, text.as_bytes(), 0o600)
+        crate::files::write_atomically(path, text.as_bytes(), 0o600)
             .map_err(|e| HostError::Config(format!("cannot write {}: {e}", path.display())))
     }
 

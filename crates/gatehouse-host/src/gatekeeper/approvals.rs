@@ -13,7 +13,7 @@ use serde_json::json;
 use super::{AuditEvent, Gatekeeper};
 use crate::HostError;
 use crate::admission::Verdict;
-use crate::config::write_atomically;
+use crate::files::write_atomically;
 
 /// Tool approvals made by the user where the posture allows (warn): server key → tool → pin.
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use crate::HostError;
 use crate::admission::Verdict;
 use crate::audit_event::EventPayload;
 use crate::audit_event::session::{ServerResumed, ServerSuspended};
-use crate::config::write_atomically;
+use crate::files::write_atomically;
 
 /// Why and when a server was suspended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

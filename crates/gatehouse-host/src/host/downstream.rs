@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::{ApiError, Change, Host};
 use crate::caller::{Caller, DownstreamTransport};
 
 /// How many recent calls a client row carries.
@@ -157,6 +158,23 @@ pub(crate) fn rows(sessions: &Sessions, records: &[Value]) -> Vec<ClientRow> {
     });
     rows.truncate(MAX_CLIENT_ROWS);
     rows.into_iter().map(|(_, row)| row).collect()
+}
+
+impl Host {
+    /// An AI client's gateway session opened: it is listed as connected until the guard
+    /// drops.
+    pub fn client_session(&self, caller: Caller) -> SessionGuard {
+        let notify = self.notify.clone();
+        (self.notify)(Change::Clients);
+        self.sessions
+            .open(caller, Box::new(move || notify(Change::Clients)))
+    }
+
+    /// The AI clients connected now or seen in the audit log, with their recent calls.
+    pub fn clients(&self) -> Result<Vec<ClientRow>, ApiError> {
+        let records = self.audit(None, Some(crate::gatekeeper::events::TOOL_CALL.into()))?;
+        Ok(rows(&self.sessions, &records))
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,6 @@
-//! Generic atomic file writing: a crash leaves the old file or the new one, never half.
+//! Generic atomic file writing for every part of the host and its front ends (configuration,
+//! approvals, client config files, saved resources, tokens): a crash leaves the old file or the
+//! new one, never half.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
