@@ -21,7 +21,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::cli::{AttestCommand, BundleCommand};
-use crate::commands::{Context, Failure, report};
+use crate::commands::{Context, report};
+use crate::failure::Failure;
 use crate::output;
 
 fn read(path: &Path) -> Result<Vec<u8>, Failure> {

@@ -19,11 +19,11 @@ use crate::cli::{
     Adhoc, CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, ReadArgs, ResourcesAction,
     ResourcesArgs, SubscribeArgs, Target,
 };
-use crate::commands::{
-    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, json_object, on_target,
-    print_pins, split_gated, terminal_consent,
-};
+use crate::commands::{Context, terminal_consent};
+use crate::failure::Failure;
+use crate::gated::{print_pins, split_gated};
 use crate::output;
+use crate::target::{EventLog, connect, ctrl_c_token, host_with_target, json_object, on_target};
 
 fn call_options() -> CallOptions {
     CallOptions {

@@ -14,9 +14,17 @@ mod commands;
 mod conformance;
 mod consent;
 mod context;
+mod dispatch;
+mod failure;
+mod gated;
 mod output;
 mod policy;
+mod secret;
 mod serve;
+mod servers;
+mod target;
+mod tools;
+mod trust;
 
 use std::process::ExitCode;
 
@@ -68,7 +76,7 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.json;
-    let outcome = runtime.block_on(commands::run(cli));
+    let outcome = runtime.block_on(dispatch::run(cli));
     let code = match outcome {
         Ok(code) => code,
         Err(failure) => {

@@ -15,7 +15,7 @@ use gatehouse_host::{Direction, HostEvent, TrafficEntry};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 pub fn print_json(value: &Value) {
     println!(
