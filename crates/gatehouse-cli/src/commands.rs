@@ -19,7 +19,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::broadcast;
 
-use crate::cli::Cli;
+use crate::cli::Flags;
 use crate::output;
 
 pub use crate::failure::Failure;
@@ -49,46 +49,58 @@ pub struct Context {
 
 impl Context {
     /// The context the command line describes.
-    pub(crate) fn from_cli(cli: &Cli) -> Result<Context, Failure> {
+    pub(crate) fn from_flags(flags: &Flags) -> Result<Context, Failure> {
         let mut tap = TrafficTap::new(TAP_CAPACITY, system_clock());
-        if let Some(path) = &cli.traffic_log {
+        if let Some(path) = &flags.connect.traffic_log {
             tap = tap
                 .with_jsonl_file(path)
                 .map_err(|e| Failure::usage(format!("--traffic-log {}: {e}", path.display())))?;
         }
         let (events, _) = broadcast::channel(256);
         Ok(Context {
-            json: cli.json,
-            config_path: cli.config.clone().unwrap_or_else(default_config_path),
+            json: flags.output.json,
+            config_path: flags
+                .servers_file
+                .config
+                .clone()
+                .unwrap_or_else(default_config_path),
             options: ConnectOptions {
-                era: cli.era,
+                era: flags.connect.era.unwrap_or_default(),
                 elicitation: ElicitationMode::DeclineAndLog,
-                connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
-                request_timeout: seconds(cli.timeout, "--timeout")?,
-                log_dir: cli.log_dir.clone().or_else(default_log_dir),
+                connect_timeout: seconds(
+                    flags.connect.connect_timeout.unwrap_or(30.0),
+                    "--connect-timeout",
+                )?,
+                request_timeout: seconds(flags.connect.timeout.unwrap_or(60.0), "--timeout")?,
+                log_dir: flags.connect.log_dir.clone().or_else(default_log_dir),
                 ..ConnectOptions::default()
             },
             tap: Arc::new(tap),
             secrets: Arc::new(KeyringStore),
             events,
             trust: TrustSettings {
-                system_dir: cli
+                system_dir: flags
+                    .trust_roots
                     .trust_roots
                     .clone()
                     .unwrap_or_else(|| PathBuf::from(SYSTEM_TRUST_ROOTS)),
                 user_dir: dirs::config_dir().map(|d| d.join("gatehouse").join("trust-roots")),
-                posture_override: cli.posture,
+                posture_override: flags.admission.posture,
                 demo_bundle: None,
             },
-            trust_roots_flag: cli.trust_roots.clone(),
-            demo: cli.demo,
-            audit_path: cli
+            trust_roots_flag: flags.trust_roots.trust_roots.clone(),
+            demo: flags.admission.demo,
+            audit_path: flags
+                .audit
                 .audit
                 .clone()
                 .unwrap_or_else(|| data_dir().join(AUDIT_FILE)),
-            policy_path: cli.policy.clone(),
-            prompt_timeout: seconds(cli.prompt_timeout, "--prompt-timeout")?,
-            traffic_log: cli.traffic_log.clone(),
+            policy_path: flags.policy.policy.clone(),
+            prompt_timeout: seconds(
+                flags.connect.prompt_timeout.unwrap_or(600.0),
+                "--prompt-timeout",
+            )?,
+            traffic_log: flags.connect.traffic_log.clone(),
         })
     }
 }
@@ -250,15 +262,15 @@ fn seconds(value: f64, what: &str) -> Result<Duration, Failure> {
 /// The flags (or their environment variables) that describe a host of their own: servers,
 /// trust, posture, policy or audit log other than the user's defaults. `serve` with any of
 /// them runs that host in-process instead of bridging to the desktop app's.
-pub(crate) fn own_host_flags(cli: &Cli) -> Vec<&'static str> {
+pub(crate) fn own_host_flags(flags: &Flags) -> Vec<&'static str> {
     [
-        ("--config", cli.config.is_some()),
-        ("--trust-roots", cli.trust_roots.is_some()),
-        ("--posture", cli.posture.is_some()),
-        ("--audit", cli.audit.is_some()),
-        ("--policy", cli.policy.is_some()),
-        ("--demo", cli.demo),
-        ("--log-dir", cli.log_dir.is_some()),
+        ("--config", flags.servers_file.config.is_some()),
+        ("--trust-roots", flags.trust_roots.trust_roots.is_some()),
+        ("--posture", flags.admission.posture.is_some()),
+        ("--audit", flags.audit.audit.is_some()),
+        ("--policy", flags.policy.policy.is_some()),
+        ("--demo", flags.admission.demo),
+        ("--log-dir", flags.connect.log_dir.is_some()),
     ]
     .into_iter()
     .filter_map(|(flag, given)| given.then_some(flag))

@@ -5,8 +5,8 @@ use crate::commands::Context;
 use crate::failure::Failure;
 
 pub async fn run(cli: Cli) -> Result<u8, Failure> {
-    let own_host = crate::commands::own_host_flags(&cli);
-    let context = Context::from_cli(&cli)?;
+    let own_host = crate::commands::own_host_flags(&cli.flags);
+    let context = Context::from_flags(&cli.flags)?;
     match cli.command {
         Command::Servers(command) => crate::servers::run(&context, command).await,
         Command::Secret(command) => crate::secret::run(&context, command).await,

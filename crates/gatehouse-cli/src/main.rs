@@ -28,8 +28,6 @@ mod trust;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // Rust ignores SIGPIPE, so `gatehouse … | head` makes println! panic on the closed
     // pipe. Restoring SIGPIPE needs unsafe code (forbidden here), so end quietly instead, with
@@ -47,7 +45,7 @@ fn main() -> ExitCode {
         }
         default_hook(info);
     }));
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(error) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
@@ -75,7 +73,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let json = cli.json;
+    let json = cli.flags.output.json;
     let outcome = runtime.block_on(dispatch::run(cli));
     let code = match outcome {
         Ok(code) => code,
