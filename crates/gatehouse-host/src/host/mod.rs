@@ -9,6 +9,7 @@
 mod auth;
 pub mod context;
 pub mod downstream;
+mod bundles;
 
 pub use auth::SignInRow;
 
