@@ -13,7 +13,7 @@ use gatehouse_host::fetch::{
     AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
 };
 use gatehouse_host::host::Host;
-use gatehouse_host::tap::system_clock;
+use gatehouse_host::system_clock;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_audit::OpenReport;
-use gatehouse_host::admission::{self, SYSTEM_TRUST_ROOTS, Trust, TrustSettings};
 use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
 use gatehouse_host::host::{Host, HostOptions, HostPaths};
-use gatehouse_host::security::{AUDIT_FILE, Finding};
-use gatehouse_host::tap::system_clock;
 use gatehouse_host::{
-    ConnectOptions, ElicitationMode, HostEvent, KeyringStore, SecretStore, TrafficTap, Verdict,
+    AUDIT_FILE, ConnectOptions, ElicitationMode, Finding, HostEvent, KeyringStore, LockGuard,
+    SYSTEM_TRUST_ROOTS, SecretStore, TrafficTap, Trust, TrustSettings, Verdict, Widening,
+    system_clock,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -124,10 +123,10 @@ pub(crate) fn data_dir() -> PathBuf {
 
 /// What this command was started with that a locked admin bundle forbids. The lock is read
 /// from the system's own admin directory, whatever --trust-roots says.
-pub(crate) fn lock_guard(context: &Context) -> admission::LockGuard {
-    admission::LockGuard {
+pub(crate) fn lock_guard(context: &Context) -> LockGuard {
+    LockGuard {
         system_dir: PathBuf::from(SYSTEM_TRUST_ROOTS),
-        asked: admission::Widening {
+        asked: Widening {
             trust_roots: context.trust_roots_flag.clone(),
             demo: context.demo,
             policy: context.policy_path.clone(),

@@ -1,6 +1,6 @@
 //! `trust`: the loaded trust-root bundles and the posture.
 
-use gatehouse_host::admission::BundleSource;
+use gatehouse_host::BundleSource;
 use serde_json::json;
 
 use crate::commands::{Context, load_trust};

@@ -55,6 +55,12 @@ pub use error::HostError;
 pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 pub use secrets::{KeyringStore, MemoryStore, SecretStore};
 pub use tap::{Clock, Direction, TrafficEntry, TrafficTap};
+// What the front ends print and pass back: the CLI names these from the root.
+pub use admission::{BundleSource, LockGuard, SYSTEM_TRUST_ROOTS, Widening};
+pub use config::ImportReport;
+pub use connection::{CompletionTarget, ServerSummary, Subscriber};
+pub use security::{AUDIT_FILE, Finding};
+pub use tap::system_clock;
 
 /// The largest single JSON-RPC message accepted from a server, in bytes (16 MiB).
 ///
