@@ -8,20 +8,19 @@ use ed25519_dalek::SigningKey;
 use gatehouse_attest::bundle::{AuditDurability, Bundle, BundleError, VerifiedBundle, sign_bundle};
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
-use gatehouse_host::Auditor;
-use gatehouse_host::admission::{check_record, read_versions, record_version};
 use gatehouse_host::config::write_atomically;
 use gatehouse_host::fetch::{
     AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
 };
-use gatehouse_host::gatekeeper::AuditEvent;
-use gatehouse_host::tap::system_clock;
+use gatehouse_host::host::Host;
+use gatehouse_host::system_clock;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::cli::{AttestCommand, BundleCommand};
-use crate::commands::{Context, Failure, report};
+use crate::commands::{Context, report};
+use crate::failure::Failure;
 use crate::output;
 
 fn read(path: &Path) -> Result<Vec<u8>, Failure> {
@@ -87,129 +86,32 @@ fn verify_bundle_file(
         .map_err(|e| bundle_failure(path, e))
 }
 
-/// What an install decision looked at, for its audit record whether it succeeds or not.
-#[derive(Default)]
-struct InstallSeen {
-    /// What the file claims to be, when it parses at all.
-    bundle_id: Option<String>,
-    version: Option<u64>,
-    /// The installed bundle of that id, when there is one that verifies.
-    installed: Option<String>,
-    /// The highest version recorded for that id.
-    highest_seen: Option<u64>,
-    target: Option<std::path::PathBuf>,
-}
-
-/// `bundle install`: verify against what is installed (rotation) and the highest version
-/// ever installed (rollback), record the decision in the audit log, then write the bundle and
-/// the new highest-version record. The audit log is opened first and every refusal is
-/// recorded; an install that cannot be recorded does not happen. The bytes written are the
-/// bytes that were verified: the file is read once.
+/// `bundle install`: the host decides (threshold, expiry, rotation, rollback), records the
+/// decision in the audit log and writes the bundle; this prints what it did.
 fn install(context: &Context, path: &Path, now: OffsetDateTime) -> Result<u8, Failure> {
-    let audit = Auditor::open(&context.audit_path, system_clock())?.0;
-    let dir = context.trust.system_dir.clone();
-    let mut seen = InstallSeen::default();
-    let (verified, bytes) = match decide_install(&dir, path, now, &mut seen) {
-        Ok(decided) => decided,
-        Err(failure) => {
-            audit.record(
-                AuditEvent::BundleRefused,
-                None,
-                json!({
-                    "bundle_id": seen.bundle_id,
-                    "version": seen.version,
-                    "installed": seen.installed,
-                    "highest_seen": seen.highest_seen,
-                    "file": path, "into": dir, "reason": failure.code, "detail": failure.message,
-                }),
-            )?;
-            return Err(failure);
-        }
-    };
-    let (installed, target) = (seen.installed, seen.target.expect("set before verifying"));
-    audit.record(
-        AuditEvent::BundleAccepted,
-        None,
-        json!({"bundle": verified.label(), "signers": verified.signers(), "sha256": verified.signed_sha256_hex(), "replaces": installed, "into": target}),
+    let accepted = Host::install_bundle(
+        path,
+        &context.trust.system_dir,
+        &context.audit_path,
+        now,
+        system_clock(),
     )?;
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
-    write_atomic(&target, &bytes, 0o644)?;
-    record_version(&dir, &verified).map_err(Failure::usage)?;
-    let replaced = installed
+    let replaced = accepted
+        .replaces
         .as_ref()
         .map(|old| format!(", replacing {old}"))
         .unwrap_or_default();
     report(
         context,
-        json!({"installed": verified.label(), "path": target, "signers": verified.signers(), "replaces": installed}),
+        json!({"installed": accepted.bundle, "path": accepted.into, "signers": accepted.signers, "replaces": accepted.replaces}),
         &format!(
             "installed {} into {} (signed by {}){replaced}",
-            verified.label(),
-            target.display(),
-            verified.signers().join(", ")
+            accepted.bundle,
+            accepted.into.display(),
+            accepted.signers.join(", ")
         ),
     );
     Ok(0)
-}
-
-/// The install decision: the bundle verified as of `now` (and as of the real time: `--now`
-/// cannot install a bundle that is already expired), against the installed bundle of its id
-/// and the highest-version record. Returns the verified bundle and the exact bytes verified.
-fn decide_install(
-    dir: &Path,
-    path: &Path,
-    now: OffsetDateTime,
-    seen: &mut InstallSeen,
-) -> Result<(VerifiedBundle, Vec<u8>), Failure> {
-    let bytes = read(path)?;
-    let bundle = Bundle::parse(&bytes).map_err(|e| bundle_failure(path, e))?;
-    let bundle_id = bundle.content().bundle_id.clone();
-    seen.bundle_id = Some(bundle_id.clone());
-    seen.version = Some(bundle.content().version);
-    let target = dir.join(format!("{bundle_id}.json"));
-    seen.target = Some(target.clone());
-    let installed = match std::fs::read(&target) {
-        Ok(old) => Some(
-            Bundle::parse(&old)
-                .and_then(|b| b.verify_as_installed())
-                .map_err(|e| Failure {
-                    code: e.code(),
-                    message: format!(
-                        "the installed {} does not verify ({e}); it cannot authorize a rotation. Move it aside deliberately to install afresh (the highest-version record still prevents rollback)",
-                        target.display()
-                    ),
-                    exit: 1,
-                })?,
-        ),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(Failure::usage(format!(
-                "cannot read {}: {e}",
-                target.display()
-            )));
-        }
-    };
-    seen.installed = installed.as_ref().map(VerifiedBundle::label);
-    let versions = read_versions(dir).map_err(|message| Failure {
-        code: "bundle_unreadable",
-        message,
-        exit: 1,
-    })?;
-    let record = versions.get(&bundle_id);
-    seen.highest_seen = record.map(|r| r.version);
-    let verify_at = |at: OffsetDateTime| {
-        bundle
-            .verify(at, installed.as_ref(), record.map(|r| r.version))
-            .and_then(|verified| check_record(&verified, record).map(|()| verified))
-            .map_err(|e| bundle_failure(path, e))
-    };
-    let verified = verify_at(now)?;
-    let real_now = OffsetDateTime::now_utc();
-    if real_now > now {
-        verify_at(real_now)?;
-    }
-    Ok((verified, bytes))
 }
 
 pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> {

@@ -8,7 +8,8 @@ use gatehouse_audit::{AuditError, ExportFormat, Filter, Record};
 use serde_json::{Value, json};
 
 use crate::cli::{AuditCommand, ExportFormatArg};
-use crate::commands::{Context, Failure};
+use crate::commands::Context;
+use crate::failure::Failure;
 use crate::output;
 
 fn failure(error: AuditError) -> Failure {

@@ -5,7 +5,8 @@
 use serde_json::json;
 
 use crate::cli::AuthCommand;
-use crate::commands::{Context, Failure, open_host, report, terminal_consent};
+use crate::commands::{Context, open_host, report, terminal_consent};
+use crate::failure::Failure;
 use crate::output::safe_line;
 
 pub async fn run(context: &Context, command: AuthCommand) -> Result<u8, Failure> {

@@ -2,11 +2,16 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::EraPreference;
 use gatehouse_host::clients::ClientId;
 
+/// The whole command line. Every option group is taken here, before the command's name (as
+/// in `gatehouse --demo tools demo`), and after the name by the commands it applies to
+/// ([`groups`]); an environment variable stands for a flag at the top level only, so a flag
+/// after the command name wins over both.
 #[derive(Debug, Parser)]
 #[command(
     name = "gatehouse",
@@ -14,61 +19,8 @@ use gatehouse_host::clients::ClientId;
     about = "Gatehouse: an MCP host that admits servers before it trusts them"
 )]
 pub struct Cli {
-    /// The servers file (mcpServers format). Default: $XDG_CONFIG_HOME/gatehouse/servers.json.
-    #[arg(long, global = true, env = "GATEHOUSE_CONFIG", value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Machine-readable output: one JSON document on stdout (JSON lines for `trace`).
-    #[arg(long, global = true)]
-    pub json: bool,
-
-    /// Protocol era: auto (try 2026-07-28, fall back to 2025-11-25), 2025-11-25 or 2026-07-28.
-    #[arg(long, global = true, default_value = "auto", value_name = "ERA")]
-    pub era: EraPreference,
-
-    /// Seconds to wait for one request before cancelling it.
-    #[arg(long, global = true, default_value_t = 60.0, value_name = "SECS")]
-    pub timeout: f64,
-
-    /// Seconds to wait for the handshake.
-    #[arg(long, global = true, default_value_t = 30.0, value_name = "SECS")]
-    pub connect_timeout: f64,
-
-    /// Also append every JSON-RPC message to this JSONL file.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub traffic_log: Option<PathBuf>,
-
-    /// Where stdio servers' stderr logs go. Default: $XDG_DATA_HOME/gatehouse/logs.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub log_dir: Option<PathBuf>,
-
-    /// The admin trust-root bundles directory. Default: /etc/gatehouse/trust-roots.
-    #[arg(long, global = true, env = "GATEHOUSE_TRUST_ROOTS", value_name = "DIR")]
-    pub trust_roots: Option<PathBuf>,
-
-    /// What to do with servers that are not admitted: deny-by-default (refuse them) or warn
-    /// (show why, connect anyway, never treat them as admitted). Ignored under a locked bundle.
-    #[arg(long, global = true, env = "GATEHOUSE_POSTURE", value_name = "POSTURE", value_parser = <Posture as std::str::FromStr>::from_str)]
-    pub posture: Option<Posture>,
-
-    /// The audit log. Default: $XDG_DATA_HOME/gatehouse/audit.jsonl.
-    #[arg(long, global = true, env = "GATEHOUSE_AUDIT", value_name = "FILE")]
-    pub audit: Option<PathBuf>,
-
-    /// The elicitation policy file (TOML). Default: the shipped policies/default.toml.
-    #[arg(long, global = true, env = "GATEHOUSE_POLICY", value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-
-    /// Seconds a person has to answer an elicitation or finish a URL flow (default 600).
-    /// Separate from --timeout: while someone is being asked, request timeouts pause.
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 600.0)]
-    pub prompt_timeout: f64,
-
-    /// Demo mode: also trust the DEMO-ONLY bundle for the embedded demo server, available as
-    /// the servers "demo" (2026-07-28) and "demo-2025" (2025-11-25). Verdicts it supports are
-    /// labelled DEMO.
-    #[arg(long, global = true)]
-    pub demo: bool,
+    #[command(flatten)]
+    pub flags: Flags,
 
     #[command(subcommand)]
     pub command: Command,
@@ -673,4 +625,288 @@ pub enum ExportFormatArg {
     Jsonl,
     /// A JSON array of the log's lines.
     Json,
+}
+
+/// `--json`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
+    /// Machine-readable output: one JSON document on stdout (JSON lines for `trace`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--config`: the servers file.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServersFileArgs {
+    /// The servers file (mcpServers format). Default: $XDG_CONFIG_HOME/gatehouse/servers.json.
+    #[arg(long, env = "GATEHOUSE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `--trust-roots`: the admin bundles' directory.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TrustRootsArgs {
+    /// The admin trust-root bundles directory. Default: /etc/gatehouse/trust-roots.
+    #[arg(long, env = "GATEHOUSE_TRUST_ROOTS", value_name = "DIR")]
+    pub trust_roots: Option<PathBuf>,
+}
+
+/// How servers are admitted: `--posture`, `--demo`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AdmissionArgs {
+    /// What to do with servers that are not admitted: deny-by-default (refuse them) or warn
+    /// (show why, connect anyway, never treat them as admitted). Ignored under a locked bundle.
+    #[arg(long, env = "GATEHOUSE_POSTURE", value_name = "POSTURE", value_parser = <Posture as std::str::FromStr>::from_str)]
+    pub posture: Option<Posture>,
+
+    /// Demo mode: also trust the DEMO-ONLY bundle for the embedded demo server, available as
+    /// the servers "demo" (2026-07-28) and "demo-2025" (2025-11-25). Verdicts it supports are
+    /// labelled DEMO.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+/// `--audit`: the audit log.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AuditArgs {
+    /// The audit log. Default: $XDG_DATA_HOME/gatehouse/audit.jsonl.
+    #[arg(long, env = "GATEHOUSE_AUDIT", value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+}
+
+/// `--policy`: the elicitation policy.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PolicyArgs {
+    /// The elicitation policy file (TOML). Default: the shipped policies/default.toml.
+    #[arg(long, env = "GATEHOUSE_POLICY", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+}
+
+/// How a command talks to a server: era, timeouts, logs.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConnectArgs {
+    /// Protocol era: auto (try 2026-07-28, fall back to 2025-11-25), 2025-11-25 or 2026-07-28.
+    /// Default: auto.
+    #[arg(long, value_name = "ERA")]
+    pub era: Option<EraPreference>,
+
+    /// Seconds to wait for one request before cancelling it (default 60).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+
+    /// Seconds to wait for the handshake (default 30).
+    #[arg(long, value_name = "SECS")]
+    pub connect_timeout: Option<f64>,
+
+    /// Also append every JSON-RPC message to this JSONL file.
+    #[arg(long, value_name = "FILE")]
+    pub traffic_log: Option<PathBuf>,
+
+    /// Where stdio servers' stderr logs go. Default: $XDG_DATA_HOME/gatehouse/logs.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+
+    /// Seconds a person has to answer an elicitation or finish a URL flow (default 600).
+    /// Separate from --timeout: while someone is being asked, request timeouts pause.
+    #[arg(long, value_name = "SECONDS")]
+    pub prompt_timeout: Option<f64>,
+}
+
+/// Every option group, as taken before the command's name.
+#[derive(Debug, Clone, Default, Args)]
+pub struct Flags {
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub servers_file: ServersFileArgs,
+    #[command(flatten)]
+    pub trust_roots: TrustRootsArgs,
+    #[command(flatten)]
+    pub admission: AdmissionArgs,
+    #[command(flatten)]
+    pub audit: AuditArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+}
+
+/// An option group a command takes after its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Output,
+    ServersFile,
+    TrustRoots,
+    Admission,
+    Audit,
+    Policy,
+    Connect,
+}
+
+impl Group {
+    fn augment(self, command: clap::Command) -> clap::Command {
+        match self {
+            Group::Output => OutputArgs::augment_args(command),
+            Group::ServersFile => ServersFileArgs::augment_args(command),
+            Group::TrustRoots => TrustRootsArgs::augment_args(command),
+            Group::Admission => AdmissionArgs::augment_args(command),
+            Group::Audit => AuditArgs::augment_args(command),
+            Group::Policy => PolicyArgs::augment_args(command),
+            Group::Connect => ConnectArgs::augment_args(command),
+        }
+    }
+}
+
+/// What opening a host reads: servers, trust, audit log, policy.
+const HOST: &[Group] = &[
+    Group::Output,
+    Group::ServersFile,
+    Group::TrustRoots,
+    Group::Admission,
+    Group::Audit,
+    Group::Policy,
+];
+/// A host and a connection to a server on it.
+const SERVER: &[Group] = &[
+    Group::Output,
+    Group::ServersFile,
+    Group::TrustRoots,
+    Group::Admission,
+    Group::Audit,
+    Group::Policy,
+    Group::Connect,
+];
+
+/// The option groups the command at `path` (its names from the top, space-separated) takes
+/// after its name. Every command is named here: an unnamed one is a mistake caught as soon as
+/// the command line is built (the help tests build it).
+pub fn groups(path: &str) -> &'static [Group] {
+    use Group::*;
+    match path {
+        // Only a choice of subcommand.
+        "servers" | "secret" | "auth" | "audit" | "bundle" | "attest" | "policy" | "clients" => &[],
+        "servers list" | "servers add" | "servers remove" | "servers resume" | "servers import" => {
+            HOST
+        }
+        "secret set" | "secret delete" => &[Output],
+        "auth login" => SERVER,
+        "auth status" | "auth logout" => HOST,
+        "connect" | "tools" | "tools pin" | "call" | "trace" | "resources"
+        | "resources approve" | "read" | "prompts" | "prompts pin" | "prompt" | "complete"
+        | "subscribe" | "conformance" => SERVER,
+        // serve prints no documents of its own: its stdout is the MCP stream.
+        "serve" => &SERVER[1..],
+        "audit verify" | "audit show" | "audit export" => &[Output, Audit],
+        "trust" => &[Output, TrustRoots, Admission, Policy],
+        "bundle keygen" | "bundle init" | "bundle sign" | "bundle verify" | "bundle inspect" => {
+            &[Output]
+        }
+        "bundle install" => &[Output, TrustRoots, Audit],
+        "attest sign" | "attest fetch" | "attest verify" => &[Output],
+        "policy show" | "policy check-url" | "policy check-form" => &[Output, Policy],
+        "clients list" | "clients token" => &[Output],
+        "clients connect" | "clients restore" => &[Output, ServersFile],
+        other => {
+            panic!("the command {other:?} is not in cli::groups: name the option groups it takes")
+        }
+    }
+}
+
+/// Where the shared options start in a command's help.
+const SHARED_ORDER: usize = 1000;
+
+/// The command line as parsed: [`Cli`]'s, with each command's option groups added after its
+/// name (without their environment variables, which are read at the top level only).
+pub fn command() -> clap::Command {
+    fn attach(command: clap::Command, path: &str) -> clap::Command {
+        let mut command = command;
+        if !path.is_empty() {
+            for group in groups(path) {
+                let args = group.augment(clap::Command::new("group"));
+                for arg in args.get_arguments() {
+                    // Listed after the command's own options, in the groups' order.
+                    let order = SHARED_ORDER + command.get_arguments().count();
+                    command = command.arg(arg.clone().env(None).display_order(order));
+                }
+            }
+        }
+        let names: Vec<String> = command
+            .get_subcommands()
+            .map(|sub| sub.get_name().to_string())
+            .collect();
+        for name in names {
+            let sub_path = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path} {name}")
+            };
+            command = command.mut_subcommand(&name, |sub| attach(sub, &sub_path));
+        }
+        command
+    }
+    attach(Cli::command(), "")
+}
+
+/// Parses the process's arguments: the command, and the option groups given before and after
+/// its name merged (after wins).
+pub fn parse() -> Result<Cli, clap::Error> {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] for these arguments (the first is the program's name).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let mut level = &matches;
+    while let Some((_, sub)) = level.subcommand() {
+        cli.flags.take_given(sub);
+        level = sub;
+    }
+    Ok(cli)
+}
+
+/// The value of `id` when it was given on the command line at this level.
+fn given<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Option<T> {
+    if !matches.try_contains_id(id).unwrap_or(false)
+        || matches.value_source(id) != Some(ValueSource::CommandLine)
+    {
+        return None;
+    }
+    matches.try_get_one::<T>(id).ok().flatten().cloned()
+}
+
+impl Flags {
+    /// Takes the flags given at a command's level over those given before it.
+    fn take_given(&mut self, matches: &ArgMatches) {
+        fn set<T: Clone + Send + Sync + 'static>(slot: &mut Option<T>, m: &ArgMatches, id: &str) {
+            if let Some(value) = given(m, id) {
+                *slot = Some(value);
+            }
+        }
+        if given::<bool>(matches, "json") == Some(true) {
+            self.output.json = true;
+        }
+        if given::<bool>(matches, "demo") == Some(true) {
+            self.admission.demo = true;
+        }
+        set(&mut self.servers_file.config, matches, "config");
+        set(&mut self.trust_roots.trust_roots, matches, "trust_roots");
+        set(&mut self.admission.posture, matches, "posture");
+        set(&mut self.audit.audit, matches, "audit");
+        set(&mut self.policy.policy, matches, "policy");
+        set(&mut self.connect.era, matches, "era");
+        set(&mut self.connect.timeout, matches, "timeout");
+        set(
+            &mut self.connect.connect_timeout,
+            matches,
+            "connect_timeout",
+        );
+        set(&mut self.connect.traffic_log, matches, "traffic_log");
+        set(&mut self.connect.log_dir, matches, "log_dir");
+        set(&mut self.connect.prompt_timeout, matches, "prompt_timeout");
+    }
 }

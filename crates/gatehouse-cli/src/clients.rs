@@ -10,7 +10,8 @@ use gatehouse_host::clients::{
 use serde_json::json;
 
 use crate::cli::ClientsCommand;
-use crate::commands::{Context, Failure, data_dir};
+use crate::commands::{Context, data_dir};
+use crate::failure::Failure;
 use crate::output::{self, safe_line};
 
 impl From<ClientError> for Failure {

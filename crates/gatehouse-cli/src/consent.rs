@@ -446,11 +446,11 @@ pub enum Consent {
 }
 
 impl Consent {
-    pub fn new(answers: Option<&std::path::Path>) -> Result<Consent, crate::commands::Failure> {
+    pub fn new(answers: Option<&std::path::Path>) -> Result<Consent, crate::failure::Failure> {
         Ok(match answers {
             Some(path) => Consent::Scripted(std::sync::Arc::new(
                 gatehouse_host::ScriptedConsent::load(path)
-                    .map_err(crate::commands::Failure::usage)?,
+                    .map_err(crate::failure::Failure::usage)?,
             )),
             None => Consent::Terminal(TerminalConsent::shared()),
         })

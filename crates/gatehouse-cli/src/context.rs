@@ -9,9 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use gatehouse_attest::resources::ResourceStatus;
-use gatehouse_host::connection::CompletionTarget;
 use gatehouse_host::content::{ContentView, Display};
-use gatehouse_host::{CallOptions, HostError, HostEvent};
+use gatehouse_host::{CallOptions, CompletionTarget, HostError, HostEvent, Subscriber};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -19,11 +18,11 @@ use crate::cli::{
     Adhoc, CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, ReadArgs, ResourcesAction,
     ResourcesArgs, SubscribeArgs, Target,
 };
-use crate::commands::{
-    Context, EventLog, Failure, connect, ctrl_c_token, host_with_target, json_object, on_target,
-    print_pins, split_gated, terminal_consent,
-};
+use crate::commands::{Context, terminal_consent};
+use crate::failure::Failure;
+use crate::gated::{print_pins, split_gated};
 use crate::output;
+use crate::target::{EventLog, connect, ctrl_c_token, host_with_target, json_object, on_target};
 
 fn call_options() -> CallOptions {
     CallOptions {
@@ -534,7 +533,7 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
     // Listening before subscribing, so an update right after the answer is not missed.
     let mut events = host.subscribe();
     if let Err(error) = connection
-        .subscribe_resource(&uri, gatehouse_host::connection::Subscriber::Person, None)
+        .subscribe_resource(&uri, Subscriber::Person, None)
         .await
     {
         drop(connection);
@@ -580,7 +579,7 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
         }
     };
     let unsubscribed = connection
-        .unsubscribe_resource(&uri, gatehouse_host::connection::Subscriber::Person)
+        .unsubscribe_resource(&uri, Subscriber::Person)
         .await;
     drop(connection);
     host.shutdown().await;

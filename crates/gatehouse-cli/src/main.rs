@@ -14,13 +14,19 @@ mod commands;
 mod conformance;
 mod consent;
 mod context;
+mod dispatch;
+mod failure;
+mod gated;
 mod output;
 mod policy;
+mod secret;
 mod serve;
+mod servers;
+mod target;
+mod tools;
+mod trust;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 fn main() -> ExitCode {
     // Rust ignores SIGPIPE, so `gatehouse … | head` makes println! panic on the closed
@@ -39,7 +45,7 @@ fn main() -> ExitCode {
         }
         default_hook(info);
     }));
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(error) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
@@ -67,8 +73,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let json = cli.json;
-    let outcome = runtime.block_on(commands::run(cli));
+    let json = cli.flags.output.json;
+    let outcome = runtime.block_on(dispatch::run(cli));
     let code = match outcome {
         Ok(code) => code,
         Err(failure) => {

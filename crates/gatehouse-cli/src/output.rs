@@ -9,13 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use gatehouse_host::config::ImportReport;
-use gatehouse_host::connection::ServerSummary;
-use gatehouse_host::{Direction, HostEvent, TrafficEntry};
+use gatehouse_host::{Direction, HostEvent, ImportReport, ServerSummary, TrafficEntry};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 pub fn print_json(value: &Value) {
     println!(

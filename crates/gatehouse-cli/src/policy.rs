@@ -13,7 +13,8 @@ use gatehouse_policy::{
 use serde_json::{Value, json};
 
 use crate::cli::PolicyCommand;
-use crate::commands::{Context, Failure};
+use crate::commands::Context;
+use crate::failure::Failure;
 use crate::output;
 
 /// The policy for this command: `--policy FILE` (or GATEHOUSE_POLICY), else the shipped

@@ -14,7 +14,8 @@ use gatehouse_host::caller::{UNNAMED_CLIENT, validate_client_id};
 use gatehouse_host::host::Host;
 
 use crate::cli::ServeArgs;
-use crate::commands::{Context, Failure, data_dir};
+use crate::commands::{Context, data_dir};
+use crate::failure::Failure;
 
 pub async fn run(
     context: &Context,

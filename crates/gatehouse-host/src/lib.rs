@@ -59,6 +59,11 @@ pub use error::HostError;
 pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 pub use secrets::{KeyringStore, MemoryStore, SecretStore};
 pub use tap::{Clock, Direction, TrafficEntry, TrafficTap, system_clock};
+// What the front ends print and pass back: they name these from the root.
+pub use admission::{BundleSource, LockGuard, Widening};
+pub use config::ImportReport;
+pub use connection::ServerSummary;
+pub use security::{AUDIT_FILE, Finding};
 
 /// The largest single JSON-RPC message accepted from a server, in bytes (16 MiB).
 ///

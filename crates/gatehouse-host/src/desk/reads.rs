@@ -171,15 +171,15 @@ fn variant(name: &str, n: u32) -> String {
 /// Writes `bytes` into `dir` as `name` (or the first free ` (N)` variant), atomically and
 /// never over an existing file; returns the path written.
 pub fn save_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    crate::files::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes).map_err(
-        |e| match e.kind() {
+    crate::files::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes).map_err(|e| {
+        match e.kind() {
             std::io::ErrorKind::AlreadyExists => std::io::Error::new(
                 e.kind(),
                 format!("{name} and {MAX_VARIANTS} variants of it exist already"),
             ),
             _ => e,
-        },
-    )
+        }
+    })
 }
 
 impl Desk {

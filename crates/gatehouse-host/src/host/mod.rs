@@ -19,10 +19,12 @@
 //!   connects, start and server changes, host events;
 //! - `calls.rs`: tool calls; `context.rs`: prompts, resources, completions, subscriptions,
 //!   approvals; `auth.rs`: sign-ins; `downstream.rs`: the gateway's AI client sessions;
-//! - `records.rs`: the audit log and the traffic; `settings.rs`: the Settings view.
+//! - `records.rs`: the audit log and the traffic; `settings.rs`: the Settings view;
+//! - `bundles.rs`: installing an admin's trust-root bundle (decision, audit, atomic write).
 
 mod api;
 mod auth;
+mod bundles;
 mod calls;
 mod connections;
 pub mod context;

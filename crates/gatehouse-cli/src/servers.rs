@@ -1,0 +1,148 @@
+//! `servers list | add | remove | resume | import`.
+
+use std::path::Path;
+
+use gatehouse_host::HostError;
+use gatehouse_host::ServersFile;
+use gatehouse_host::host::{AddServer, ApiError};
+use serde_json::{Value, json};
+
+use crate::cli::{AddArgs, Adhoc, ServersCommand};
+use crate::commands::{Context, open_host, report, terminal_consent};
+use crate::failure::Failure;
+use crate::output;
+use crate::target::{adhoc_spec, host_with_target, load_config};
+
+pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failure> {
+    let path = &context.config_path;
+    match command {
+        ServersCommand::List => {
+            // Each server's admission is decided (and audited) now by the host: an
+            // attestation fetched, a binary hashed. Nothing is said to the servers themselves.
+            let host = open_host(context, terminal_consent())?;
+            let admissions = host.admissions().await;
+            host.shutdown().await;
+            let rows: Vec<Value> = admissions?
+                .into_iter()
+                .map(|admission| {
+                    json!({
+                        "name": admission.name,
+                        "transport": admission.transport,
+                        "target": admission.target,
+                        "secrets": admission.secrets,
+                        "admission": admission.verdict,
+                        "verdict": admission.verdict.headline(),
+                    })
+                })
+                .collect();
+            if context.json {
+                output::print_json(&json!({"config": path, "servers": rows}));
+            } else {
+                output::print_servers(path, &rows);
+            }
+            Ok(0)
+        }
+        ServersCommand::Add(args) => {
+            let add = add_server(&args)?;
+            let host = open_host(context, terminal_consent())?;
+            let added = host.add_server_entry(add).await;
+            host.shutdown().await;
+            added.map_err(|error| add_failure(error, &args, path))?;
+            report(
+                context,
+                json!({"added": args.name, "config": path}),
+                &format!("added {:?} to {}", args.name, path.display()),
+            );
+            Ok(0)
+        }
+        ServersCommand::Remove { name } => {
+            let mut config = load_config(context)?;
+            if config.servers.remove(&name).is_none() {
+                return Err(config.unknown(&name, path).into());
+            }
+            config.save(path)?;
+            report(
+                context,
+                json!({"removed": name, "config": path}),
+                &format!("removed {name:?} from {}", path.display()),
+            );
+            Ok(0)
+        }
+        ServersCommand::Resume { name } => {
+            // A configured server, or the demo's in --demo; nothing connects.
+            let (host, name, _) =
+                host_with_target(context, terminal_consent(), Some(&name), &Adhoc::default())?;
+            let resumed = host.resume_server(&name).await;
+            host.shutdown().await;
+            let resumed = resumed?.resumed;
+            report(
+                context,
+                json!({"server": name, "resumed": resumed}),
+                &if resumed {
+                    format!("{name:?} is no longer suspended")
+                } else {
+                    format!("{name:?} was not suspended")
+                },
+            );
+            Ok(0)
+        }
+        ServersCommand::Import {
+            path: source,
+            replace,
+            allow_launch_settings,
+        } => {
+            let text = std::fs::read_to_string(&source)
+                .map_err(|e| HostError::Config(format!("cannot read {}: {e}", source.display())))?;
+            let host = open_host(context, terminal_consent())?;
+            let imported = host
+                .import_servers_from(&text, &source, replace, &allow_launch_settings)
+                .await;
+            host.shutdown().await;
+            let report_data = imported?;
+            if context.json {
+                output::print_json(&json!({"config": path, "import": report_data}));
+            } else {
+                output::print_import(&source, path, &report_data);
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn split_pair<'a>(raw: &'a str, flag: &str) -> Result<(&'a str, &'a str), Failure> {
+    raw.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| Failure::usage(format!("{flag} {raw:?}: expected KEY=VALUE")))
+}
+
+/// The server `servers add` describes, for the host to check and add.
+fn add_server(args: &AddArgs) -> Result<AddServer, Failure> {
+    let mut add = AddServer::new(args.name.clone(), adhoc_spec(&args.server)?);
+    for raw in &args.env {
+        let (k, v) = split_pair(raw, "--env")?;
+        add.env.push((k.into(), v.into()));
+    }
+    for raw in &args.headers {
+        let (k, v) = split_pair(raw, "--header")?;
+        add.headers.push((k.into(), v.into()));
+    }
+    add.cwd = args.cwd.as_ref().map(|p| p.display().to_string());
+    add.bearer_token_secret = args.bearer_secret.clone();
+    add.replace = args.replace;
+    Ok(add)
+}
+
+/// The host's refusal of `servers add`, saying how to replace a listed server from here.
+fn add_failure(error: ApiError, args: &AddArgs, path: &Path) -> Failure {
+    let listed = error.code == "server_exists"
+        && ServersFile::load(path).is_ok_and(|config| config.servers.contains_key(&args.name));
+    if listed {
+        return HostError::Config(format!(
+            "{}: a server named {:?} exists; use --replace to overwrite it",
+            path.display(),
+            args.name
+        ))
+        .into();
+    }
+    error.into()
+}

@@ -1,0 +1,226 @@
+//! `connect`, `tools` (and `tools pin`), `call` and `trace`.
+
+use gatehouse_attest::gate::ToolStatus;
+use gatehouse_host::CallOptions;
+use serde_json::{Value, json};
+
+use crate::cli::{CallArgs, Target, ToolsAction, ToolsArgs, TraceArgs};
+use crate::commands::{Context, terminal_consent};
+use crate::failure::Failure;
+use crate::gated::{print_pins, split_gated};
+use crate::output;
+use crate::target::{EventLog, connect, ctrl_c_token, host_with_target, json_object, on_target};
+
+pub async fn connect_command(context: &Context, target: &Target) -> Result<u8, Failure> {
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        target.server.as_deref(),
+        &target.adhoc,
+    )?;
+    let log = EventLog::start(context, &host);
+    let connection = connect(context, &host, &name, &spec).await?;
+    let summary = connection.summary();
+    let tools = connection.gated_tools().await;
+    let events = log.finish().await;
+    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
+    let headline = connection.verdict().headline();
+    let detail = connection.verdict().detail.clone();
+    drop(connection);
+    host.shutdown().await;
+    let tools = tools?;
+    let allowed = tools
+        .iter()
+        .filter(|t| t.status == ToolStatus::Allowed)
+        .count();
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "connected": true,
+            "admission": verdict,
+            "summary": summary,
+            "tools": tools.len(),
+            "tools_allowed": allowed,
+            "events": events,
+        }));
+    } else {
+        output::print_verdict(&headline, &detail, &verdict);
+        output::print_summary(&name, &summary, tools.len());
+        println!("  tools allowed:   {allowed} of {}", tools.len());
+    }
+    Ok(0)
+}
+
+pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
+    if let Some(ToolsAction::Pin { target, tools }) = &args.action {
+        return pin_tools(context, target, tools).await;
+    }
+    let listed = on_target(context, &args.target, async |connection| {
+        connection.gated_tools().await
+    })
+    .await?;
+    let tools = split_gated(listed.found.into_iter().map(|g| (g.tool, g.status)));
+    if context.json {
+        output::print_json(&json!({
+            "server": listed.name,
+            "admission": listed.verdict,
+            "tools": tools.allowed,
+            "hidden": tools.hidden,
+            "blocked": tools.blocked_json("tool"),
+        }));
+    } else {
+        println!("{}: {}", listed.name, output::safe(&listed.headline));
+        output::print_tools(&tools.allowed);
+        output::print_gated(&tools.hidden, &tools.blocked);
+    }
+    Ok(0)
+}
+
+async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
+    let pinned = on_target(context, target, async |connection| {
+        connection.approve_tools(names).await
+    })
+    .await?;
+    print_pins(context, &pinned.name, "tool", &pinned.found);
+    Ok(0)
+}
+
+fn parse_arguments(raw: Option<&str>) -> Result<Option<serde_json::Map<String, Value>>, Failure> {
+    json_object(raw, "--args", r#"{"message": "hi"}"#)
+}
+
+pub async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
+    let (server, tool) = match (args.words.as_slice(), args.adhoc.given()) {
+        ([tool], true) => (None, tool.clone()),
+        ([server, tool], false) => (Some(server.as_str()), tool.clone()),
+        ([_], false) => {
+            return Err(Failure::usage(
+                "call needs SERVER TOOL (or TOOL with --stdio / --url)",
+            ));
+        }
+        (_, true) => {
+            return Err(Failure::usage(
+                "with --stdio or --url, give only the TOOL name",
+            ));
+        }
+        _ => return Err(Failure::usage("call needs SERVER TOOL")),
+    };
+    let arguments = parse_arguments(args.args.as_deref())?;
+    let consent = crate::consent::Consent::new(args.answers.as_deref())?;
+    let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
+    let log = EventLog::start(context, &host);
+    let connection = connect(context, &host, &name, &spec).await?;
+    let options = CallOptions {
+        cancel: Some(ctrl_c_token()),
+        ..CallOptions::default()
+    };
+    let (outcome, failed_records) = connection
+        .call_tool_traced(&tool, arguments, &options)
+        .await;
+    let events = log.finish().await;
+    drop(connection);
+    host.shutdown().await;
+    let notes = consent.notes();
+    if !context.json {
+        for note in &notes {
+            eprintln!("gatehouse: answers file: {note}");
+        }
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            if context.json {
+                // One JSON document: the error, and what was asked before it.
+                let failure = Failure::from(error);
+                output::print_json(&json!({
+                    "server": name,
+                    "tool": tool,
+                    "error": {"code": failure.code, "message": failure.message},
+                    "elicitations": failed_records,
+                    "answers_notes": notes,
+                }));
+                return Ok(failure.exit);
+            }
+            output::print_elicitations(&failed_records);
+            return Err(error.into());
+        }
+    };
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "tool": tool,
+            "is_error": outcome.is_error(),
+            "rounds": outcome.rounds,
+            "result": outcome.result,
+            "elicitations": outcome.elicitations,
+            "answers_notes": notes,
+            "events": events,
+        }));
+    } else {
+        output::print_elicitations(&outcome.elicitations);
+        output::print_result(&outcome.result);
+    }
+    if outcome.is_error() {
+        if !context.json {
+            eprintln!("gatehouse: the tool {tool:?} returned an error result (isError)");
+        }
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+pub async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
+    let arguments = parse_arguments(args.args.as_deref())?;
+    // Elicitations during a traced call are asked on the terminal, like `call`.
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        args.target.server.as_deref(),
+        &args.target.adhoc,
+    )?;
+    let log = EventLog::start(context, &host);
+    let mut exit = 0;
+    let mut failure = None;
+    match connect(context, &host, &name, &spec).await {
+        Ok(connection) => {
+            if let Err(e) = connection.tools().await {
+                failure = Some(Failure::from(e));
+            } else if let Some(tool) = &args.tool {
+                match connection
+                    .call_tool(
+                        tool,
+                        arguments,
+                        &CallOptions {
+                            cancel: Some(ctrl_c_token()),
+                            ..CallOptions::default()
+                        },
+                    )
+                    .await
+                {
+                    Ok(outcome) if outcome.is_error() => exit = 1,
+                    Ok(_) => {}
+                    Err(e) => failure = Some(e.into()),
+                }
+            }
+        }
+        Err(e) => failure = Some(e),
+    }
+    host.shutdown().await;
+    log.finish().await;
+    // The traffic is printed even when the run failed: that is when it is most useful.
+    let entries = host.traffic(Some(&name));
+    if context.json {
+        for entry in &entries {
+            println!(
+                "{}",
+                serde_json::to_string(entry).expect("entry serializes")
+            );
+        }
+    } else {
+        output::print_traffic(&entries);
+    }
+    match failure {
+        Some(failure) => Err(failure),
+        None => Ok(exit),
+    }
+}
