@@ -15,7 +15,7 @@ pub fn same_origin(entry: &str, connected: &str) -> bool {
 }
 
 /// Which signed statement bound an HTTP connection's origin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OriginBinding {
     /// The attestation's `netAllowedHosts` names it (the signer's word).

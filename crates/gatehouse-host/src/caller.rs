@@ -2,10 +2,10 @@
 //! gateway. Recorded with every gate decision for its calls, so the audit log says which AI
 //! client drove a tool, over which transport.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a downstream client reached Gatehouse.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DownstreamTransport {
     /// `gatehouse serve` launched by the client, MCP on its stdin/stdout.
@@ -27,7 +27,7 @@ impl DownstreamTransport {
 pub const MAX_CLAIMED_BYTES: usize = 128;
 
 /// A downstream client.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Caller {
     /// The client as Gatehouse set it up (`serve --client ID`, written by `clients
     /// connect`), or `unnamed`.
