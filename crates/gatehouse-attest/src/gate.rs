@@ -77,7 +77,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn noun(self) -> &'static str {
+    /// `tool` or `prompt`, as details name it.
+    pub fn noun(self) -> &'static str {
         match self {
             Kind::Tool => "tool",
             Kind::Prompt => "prompt",
@@ -98,7 +99,8 @@ impl Kind {
         }
     }
 
-    fn not_listed(self) -> GateReason {
+    /// Pinned, but not in the server's current listing.
+    pub fn not_listed(self) -> GateReason {
         match self {
             Kind::Tool => GateReason::ToolNotListed,
             Kind::Prompt => GateReason::PromptNotListed,

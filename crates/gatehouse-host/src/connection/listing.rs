@@ -258,10 +258,7 @@ impl Connection {
                     .then(|| (name.to_string(), tool_pin(value)))
             })
             .collect();
-        let (noun, reason) = match kind {
-            Kind::Tool => ("tool", "tool_not_listed"),
-            Kind::Prompt => ("prompt", "prompt_not_listed"),
-        };
+        let (noun, reason) = (kind.noun(), kind.not_listed().as_str());
         match names.iter().find(|n| !pins.iter().any(|(p, _)| p == *n)) {
             Some(missing) => Err(HostError::ToolDenied {
                 server: self.server.clone(),
