@@ -101,7 +101,7 @@ fn invalid<T>(detail: impl Into<String>) -> Result<T, BundleError> {
 }
 
 /// How a host treats servers that are not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Posture {
     /// Refuse any failure and any unattested server.

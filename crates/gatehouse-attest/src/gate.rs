@@ -70,7 +70,7 @@ struct Slot {
 
 /// What a name gate guards: tools and prompts are both named, listed, allow-listed by exact
 /// name and pinned by the hash of their whole definition; only the words and codes differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Tool,
@@ -78,7 +78,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn noun(self) -> &'static str {
+    /// `tool` or `prompt`, as details name it.
+    pub fn noun(self) -> &'static str {
         match self {
             Kind::Tool => "tool",
             Kind::Prompt => "prompt",
@@ -99,7 +100,8 @@ impl Kind {
         }
     }
 
-    fn not_listed(self) -> GateReason {
+    /// Pinned, but not in the server's current listing.
+    pub fn not_listed(self) -> GateReason {
         match self {
             Kind::Tool => GateReason::ToolNotListed,
             Kind::Prompt => GateReason::PromptNotListed,
@@ -219,7 +221,7 @@ impl AllowList {
 
 /// Why a tool call was refused. The snake_case name is stable: it appears unchanged in the CLI's
 /// JSON, the audit log and the UI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GateReason {
     /// ATSA registry code 9: the name is not on the allow-list (compared byte for byte).

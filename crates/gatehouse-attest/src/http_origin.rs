@@ -6,7 +6,7 @@ use crate::origin::same_origin;
 use crate::verify::{Admitted, Reason, Refusal};
 
 /// Which signed statement bound an HTTP connection's origin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OriginBinding {
     /// The attestation's `netAllowedHosts` names it (the signer's word).

@@ -25,7 +25,7 @@ pub const SYSTEM_TRUST_ROOTS: &str = "/etc/gatehouse/trust-roots";
 pub const VERSIONS_FILE: &str = ".versions.json";
 
 /// Where a loaded bundle came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BundleSource {
     /// The admin directory (`/etc/gatehouse/trust-roots` or `--trust-roots`).

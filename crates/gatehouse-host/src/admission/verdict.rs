@@ -64,7 +64,7 @@ impl Status {
 }
 
 /// The verified identity of an admitted server.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
     pub id: String,
     pub clearance: String,
@@ -79,7 +79,7 @@ pub struct Identity {
 }
 
 /// What the server says about itself and nobody verified.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claimed {
     /// The attestation's `publisher`: signed, but not bound to the key.
     pub publisher: Option<String>,
@@ -216,20 +216,10 @@ impl Verdict {
         }
     }
 
-    /// The audit record's data.
+    /// The audit record's data: its [`crate::audit_event::gate::Admission`] payload.
     pub fn audit_data(&self) -> Value {
-        let decision = match (self.status, self.proceeds) {
-            (Status::Admitted, _) => "admitted",
-            (_, true) => "allowed_by_posture",
-            (_, false) => "refused",
-        };
-        let mut data = serde_json::to_value(self).expect("verdict serializes");
-        if let Value::Object(map) = &mut data {
-            map.insert("decision".into(), Value::String(decision.into()));
-            map.insert("name".into(), Value::String(self.server.clone()));
-            map.remove("server");
-        }
-        data
+        serde_json::to_value(crate::audit_event::gate::Admission::from(self))
+            .expect("an admission serializes")
     }
 
     /// The audit record's server field: the verified id when admitted, else the name.

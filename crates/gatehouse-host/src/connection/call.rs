@@ -19,6 +19,7 @@ use super::Connection;
 use crate::broker::{Arrival, ElicitationRecord, Session, WaitOutcome};
 use crate::client::{answer_elicitation, brokered_event};
 use crate::consent::WaitPhase;
+use crate::gatekeeper::Tools;
 use crate::{Era, HostError};
 
 /// The most `input_required` rounds one call may take (2026-07-28 MRTR), so a server cannot
@@ -187,7 +188,7 @@ impl Connection {
         }
         let gate = self.tool_gate.lock().expect("tool gate poisoned");
         self.gatekeeper
-            .authorize(&self.verdict, &gate, name, caller)
+            .authorize::<Tools>(&self.verdict, &gate, name, caller)
     }
 
     /// Calls a tool. Each round is one `tools/call` ([`Connection::call_tool_round`]):

@@ -15,15 +15,17 @@ use rmcp::model::{
 };
 use tokio::task::AbortHandle;
 
-use gatehouse_attest::gate::{Kind, ToolGate, ToolStatus};
-use gatehouse_attest::resources::{ResourceGate, ResourceStatus};
+use gatehouse_attest::gate::{GateReason, ToolStatus};
+use gatehouse_attest::resources::ResourceStatus;
 use gatehouse_attest::uri_template::Template;
 
 use super::call::{Answer, Ask};
 use super::{CallOptions, Connection};
+use crate::audit_event::gate::{ResourceAction, ResourceDecision, ResourceEntry, ResourceTarget};
 use crate::broker::ElicitationRecord;
 use crate::client::HostEvent;
 use crate::content::{ContentView, MessageView, view_contents, view_messages};
+use crate::gatekeeper::{Prompts, ResourceRequest, Resources};
 use crate::{Era, HostError};
 
 /// Most resources one connection may be subscribed to upstream at once.
@@ -182,31 +184,7 @@ impl Connection {
                     .map(|page| (page.prompts, page.next_cursor))
             })
             .await?;
-        let values: Vec<_> = prompts
-            .iter()
-            .map(|p| serde_json::to_value(p).expect("a prompt serializes"))
-            .collect();
-        let mismatches = self
-            .prompt_gate
-            .lock()
-            .expect("prompt gate poisoned")
-            .observe(&values);
-        let new: Vec<_> = {
-            let seen = self.mismatches_seen.lock().expect("mismatch set poisoned");
-            mismatches
-                .into_iter()
-                .filter(|m| !seen.contains(&(format!("prompt:{}", m.tool), m.actual.clone())))
-                .collect()
-        };
-        self.gatekeeper
-            .record_pin_mismatches(&self.verdict, Kind::Prompt, &new)?;
-        self.mismatches_seen
-            .lock()
-            .expect("mismatch set poisoned")
-            .extend(
-                new.into_iter()
-                    .map(|m| (format!("prompt:{}", m.tool), m.actual)),
-            );
+        self.observe_listing::<Prompts>(&self.prompt_gate, &prompt_definitions(&prompts))?;
         Ok(prompts)
     }
 
@@ -238,7 +216,7 @@ impl Connection {
             self.prompts().await?;
             let permit = {
                 let gate = self.prompt_gate.lock().expect("prompt gate poisoned");
-                self.gatekeeper.authorize_prompt(
+                self.gatekeeper.authorize::<Prompts>(
                     &self.verdict,
                     &gate,
                     name,
@@ -362,11 +340,13 @@ impl Connection {
             self.clear_challenge();
             let permit = {
                 let gate = self.resource_gate.lock().expect("resource gate poisoned");
-                self.gatekeeper.authorize_resource(
+                self.gatekeeper.authorize::<Resources>(
                     &self.verdict,
                     &gate,
-                    uri,
-                    "read",
+                    ResourceRequest {
+                        uri,
+                        action: ResourceAction::Read,
+                    },
                     options.caller.as_ref(),
                 )?
             };
@@ -461,7 +441,7 @@ impl Connection {
                 if gate.check(name).is_err() {
                     let _denied =
                         self.gatekeeper
-                            .authorize_prompt(&self.verdict, &gate, name, caller)?;
+                            .authorize::<Prompts>(&self.verdict, &gate, name, caller)?;
                 }
                 Reference::for_prompt(name.clone())
             }
@@ -482,13 +462,13 @@ impl Connection {
                     } else {
                         "the server does not list this template"
                     };
-                    self.gatekeeper.record_template_denial(
-                        &self.verdict,
-                        uri_template,
-                        "complete",
-                        detail,
-                        caller,
-                    )?;
+                    let denied = ResourceDecision::Denied {
+                        action: ResourceAction::Complete,
+                        target: ResourceTarget::Template(uri_template.clone()),
+                        reason: GateReason::ResourceNotAdmitted,
+                        detail: detail.into(),
+                    };
+                    self.gatekeeper.record(&self.verdict, denied, caller)?;
                     return Err(HostError::ToolDenied {
                         server: self.server.clone(),
                         tool: uri_template.clone(),
@@ -540,8 +520,15 @@ impl Connection {
         }
         let permit = {
             let gate = self.resource_gate.lock().expect("resource gate poisoned");
-            self.gatekeeper
-                .authorize_resource(&self.verdict, &gate, uri, "subscribe", caller)?
+            self.gatekeeper.authorize::<Resources>(
+                &self.verdict,
+                &gate,
+                ResourceRequest {
+                    uri,
+                    action: ResourceAction::Subscribe,
+                },
+                caller,
+            )?
         };
         let uri = permit.uri().to_string();
         // One change of the holders at a time: two holders of one URI subscribe upstream once.
@@ -778,16 +765,7 @@ impl Connection {
         names: &[String],
     ) -> Result<Vec<(String, String)>, HostError> {
         let prompts = self.prompts().await?;
-        let values: Vec<_> = prompts
-            .iter()
-            .map(|p| serde_json::to_value(p).expect("a prompt serializes"))
-            .collect();
-        let pins = self.pins_to_approve(&values, names, Kind::Prompt)?;
-        self.gatekeeper.approve_prompts(&self.verdict, &pins)?;
-        let mut gate = ToolGate::for_prompts(self.gatekeeper.prompt_allow_list(&self.verdict));
-        let _ = gate.observe(&values);
-        *self.prompt_gate.lock().expect("prompt gate poisoned") = gate;
-        Ok(pins)
+        self.approve_listed::<Prompts>(&self.prompt_gate, &prompt_definitions(&prompts), names)
     }
 
     /// Approves exact resource URIs as the user (warn posture only).
@@ -802,10 +780,13 @@ impl Connection {
         uris: &[String],
         prefixes: &[String],
     ) -> Result<(), HostError> {
+        let entries: Vec<_> = (uris.iter().cloned().map(ResourceEntry::Uri))
+            .chain(prefixes.iter().cloned().map(ResourceEntry::Prefix))
+            .collect();
         self.gatekeeper
-            .approve_resources(&self.verdict, uris, prefixes)?;
+            .approve::<Resources>(&self.verdict, &entries)?;
         *self.resource_gate.lock().expect("resource gate poisoned") =
-            ResourceGate::new(self.gatekeeper.resource_allow_list(&self.verdict));
+            self.gatekeeper.gate::<Resources>(&self.verdict);
         Ok(())
     }
 
@@ -828,6 +809,14 @@ impl Connection {
             detail,
         }
     }
+}
+
+/// Listed prompts as JSON, the form the prompt gate hashes.
+fn prompt_definitions(prompts: &[Prompt]) -> Vec<serde_json::Value> {
+    prompts
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("a prompt serializes"))
+        .collect()
 }
 
 /// The kind of a stream task, so [`Connection`] can keep subscriptions in one map.

@@ -14,6 +14,7 @@ use gatehouse_attest::pins::tool_pin;
 
 use super::{CallOptions, Connection};
 use crate::HostError;
+use crate::gatekeeper::{NamedPin, Pinned, Tools};
 
 /// A listing (tools, resources, prompts) stops with an error past this many pages…
 pub const MAX_LIST_PAGES: usize = 100;
@@ -164,22 +165,27 @@ impl Connection {
         }
     }
 
-    /// Gives the gate the definitions just listed, and records new pin mismatches (a mismatch
-    /// counts as recorded only once its record is on disk).
+    /// Gives the gate the tool definitions just listed, and records new pin mismatches.
     fn observe(&self, tools: &[Tool]) -> Result<(), HostError> {
-        let values = definitions(tools);
-        let mismatches = self
-            .tool_gate
-            .lock()
-            .expect("tool gate poisoned")
-            .observe(&values);
+        self.observe_listing::<Tools>(&self.tool_gate, &definitions(tools))
+    }
+
+    /// Gives `gate` (of `P`) the definitions just listed, and records the pin mismatches not
+    /// recorded before (a mismatch counts as recorded only once its record is on disk).
+    pub(super) fn observe_listing<P: Pinned>(
+        &self,
+        gate: &Mutex<ToolGate>,
+        definitions: &[serde_json::Value],
+    ) -> Result<(), HostError> {
+        let mismatches = gate.lock().expect("gate poisoned").observe(definitions);
         let mut seen = self.mismatches_seen.lock().expect("mismatch set poisoned");
         let new: Vec<_> = mismatches
             .into_iter()
-            .filter(|m| !seen.contains(&(m.tool.clone(), m.actual.clone())))
+            .filter(|m| !seen.contains(&(P::KIND, m.tool.clone(), m.actual.clone())))
             .collect();
-        self.gatekeeper.record_mismatches(&self.verdict, &new)?;
-        seen.extend(new.into_iter().map(|m| (m.tool, m.actual)));
+        self.gatekeeper
+            .record_pin_mismatches::<P>(&self.verdict, &new)?;
+        seen.extend(new.into_iter().map(|m| (P::KIND, m.tool, m.actual)));
         Ok(())
     }
 
@@ -216,12 +222,22 @@ impl Connection {
         names: &[String],
     ) -> Result<Vec<(String, String)>, HostError> {
         let tools = self.tools().await?;
-        let values = definitions(&tools);
-        let pins = self.pins_to_approve(&values, names, Kind::Tool)?;
-        self.gatekeeper.approve(&self.verdict, &pins)?;
-        let mut gate = ToolGate::new(self.gatekeeper.allow_list(&self.verdict));
-        let _ = gate.observe(&values);
-        *self.tool_gate.lock().expect("tool gate poisoned") = gate;
+        self.approve_listed::<Tools>(&self.tool_gate, &definitions(&tools), names)
+    }
+
+    /// Approves the listed definitions of `P` named in `names` (every one when empty) with
+    /// their pins, then puts a fresh gate that has seen them in `gate`.
+    pub(super) fn approve_listed<P: Pinned<Entry = NamedPin>>(
+        &self,
+        gate: &Mutex<ToolGate>,
+        definitions: &[serde_json::Value],
+        names: &[String],
+    ) -> Result<Vec<NamedPin>, HostError> {
+        let pins = self.pins_to_approve(definitions, names, P::KIND)?;
+        self.gatekeeper.approve::<P>(&self.verdict, &pins)?;
+        let mut fresh = self.gatekeeper.gate::<P>(&self.verdict);
+        let _ = fresh.observe(definitions);
+        *gate.lock().expect("gate poisoned") = fresh;
         Ok(pins)
     }
 
@@ -242,10 +258,7 @@ impl Connection {
                     .then(|| (name.to_string(), tool_pin(value)))
             })
             .collect();
-        let (noun, reason) = match kind {
-            Kind::Tool => ("tool", "tool_not_listed"),
-            Kind::Prompt => ("prompt", "prompt_not_listed"),
-        };
+        let (noun, reason) = (kind.noun(), kind.not_listed().as_str());
         match names.iter().find(|n| !pins.iter().any(|(p, _)| p == *n)) {
             Some(missing) => Err(HostError::ToolDenied {
                 server: self.server.clone(),

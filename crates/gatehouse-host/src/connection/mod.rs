@@ -23,14 +23,14 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use gatehouse_attest::gate::ToolGate;
+use gatehouse_attest::gate::{Kind, ToolGate};
 
 use crate::admission::Verdict;
 use crate::broker::{ElicitationBroker, Session};
 use crate::client::{ElicitationMode, HostClient, HostEvent};
 use crate::config::ServerSpec;
 use crate::error::explain;
-use crate::gatekeeper::Gatekeeper;
+use crate::gatekeeper::{Gatekeeper, Prompts, Resources, Tools};
 use crate::http;
 use crate::secrets::SecretStore;
 use crate::stdio::{StdioTransport, TransportState};
@@ -157,9 +157,9 @@ pub struct Connection {
     holders: context::Holders,
     /// Held while subscriptions change, so two holders of one URI subscribe upstream once.
     subscribing: tokio::sync::Mutex<()>,
-    /// Pin mismatches already recorded (tool, actual pin), so a repeated listing does not
-    /// flood the audit log.
-    mismatches_seen: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Pin mismatches already recorded (kind, name, actual pin), so a repeated listing does
+    /// not flood the audit log.
+    mismatches_seen: Mutex<std::collections::HashSet<(Kind, String, String)>>,
     /// A server reached with MCP authorization: how to step up when it asks for more scope.
     oauth: Option<OAuthLink>,
 }
@@ -429,13 +429,9 @@ impl Connection {
                 closing.cancel();
             });
         }
-        let tool_gate = Mutex::new(ToolGate::new(gatekeeper.allow_list(&verdict)));
-        let prompt_gate = Mutex::new(ToolGate::for_prompts(
-            gatekeeper.prompt_allow_list(&verdict),
-        ));
-        let resource_gate = Mutex::new(gatehouse_attest::resources::ResourceGate::new(
-            gatekeeper.resource_allow_list(&verdict),
-        ));
+        let tool_gate = Mutex::new(gatekeeper.gate::<Tools>(&verdict));
+        let prompt_gate = Mutex::new(gatekeeper.gate::<Prompts>(&verdict));
+        let resource_gate = Mutex::new(gatekeeper.gate::<Resources>(&verdict));
         Ok(Connection {
             server: server.to_string(),
             spec: spec.clone(),

@@ -6,14 +6,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
 use gatehouse_attest::bundle::Posture;
-use gatehouse_attest::gate::{AllowList, Denial, Kind, Permit, PinMismatch, Scope, ToolGate};
-use gatehouse_attest::pins::parse_pin;
-use gatehouse_attest::resources::{ResourceAllowList, ResourceGate, ResourcePermit};
+use gatehouse_attest::gate::{Denial, PinMismatch};
 use gatehouse_audit::{AuditLog, Durability, OpenReport};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 pub use crate::audit_event::AuditEvent;
+use crate::audit_event::EventPayload;
+use crate::audit_event::gate::{
+    Admission, Decided, DurabilityChanged, LockRefused, TrustReloaded, TrustState,
+};
 
 use crate::HostError;
 use crate::admission::{LockGuard, Trust, TrustSettings, Verdict};
@@ -22,9 +24,11 @@ use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
 
 mod approvals;
+mod primitive;
 mod suspensions;
 
-pub use approvals::{Approvals, Approved};
+pub use approvals::{Approvals, ApprovalsFile};
+pub use primitive::{NamedPin, Pinned, Primitive, Prompts, ResourceRequest, Resources, Tools};
 pub use suspensions::{Suspension, Suspensions};
 
 /// Audit event names as `&str`, for readers (filters, tests): each is [`AuditEvent::as_str`] of
@@ -58,21 +62,6 @@ pub mod events {
     pub const TRUST_RELOADED: &str = AuditEvent::TrustReloaded.as_str();
     pub const DURABILITY_CHANGED: &str = AuditEvent::DurabilityChanged.as_str();
     pub const LOCK_REFUSED: &str = AuditEvent::LockRefused.as_str();
-}
-
-/// What a trust decides with, for telling whether a reload changed anything: the bundles
-/// (label, lock, servers, signers, expiry, digest), the posture and the problems.
-fn trust_state(trust: &Trust) -> Value {
-    json!({
-        "bundles": trust.summaries().iter().map(|b| json!({
-            "bundle": b.bundle, "locked": b.locked, "expires": b.expires,
-            "servers": b.servers, "signers": b.signers, "source": b.source,
-        })).collect::<Vec<_>>(),
-        "sha256": trust.digests(),
-        "posture": trust.posture(),
-        "locked_by": trust.locked_by(),
-        "problems": trust.problems().iter().map(|p| json!({"code": p.code, "message": p.message})).collect::<Vec<_>>(),
-    })
 }
 
 /// The audit log, shared by every connection of a process.
@@ -326,11 +315,11 @@ impl Gatekeeper {
         if let Some(guard) = &self.guard
             && let Err(error) = guard.check(now)
         {
-            self.audit.record(
-                AuditEvent::LockRefused,
-                None,
-                json!({"code": error.code(), "detail": error.to_string()}),
-            )?;
+            let refused = LockRefused {
+                code: error.code().to_string(),
+                detail: error.to_string(),
+            };
+            self.audit.write(None, &refused)?;
             return Err(error);
         }
         let Some(settings) = &self.reload else {
@@ -338,24 +327,21 @@ impl Gatekeeper {
         };
         let fresh = Trust::load(settings, now);
         let mut current = self.trust.write().expect("trust poisoned");
-        let (before, after) = (trust_state(&current), trust_state(&fresh));
+        let (before, after) = (TrustState::from(&**current), TrustState::from(&fresh));
         if before != after {
-            self.audit.record(
-                AuditEvent::TrustReloaded,
-                None,
-                json!({"before": before, "after": after}),
-            )?;
+            self.audit.write(None, &TrustReloaded { before, after })?;
         }
         if let Some(policy) = &self.audit_policy {
             let wanted = crate::durability::effective(policy, &fresh);
             let now_in = self.audit.durability()?;
             if wanted.durability != now_in {
                 self.audit.set_durability(wanted.durability)?;
-                self.audit.record(
-                    AuditEvent::DurabilityChanged,
-                    None,
-                    json!({"before": now_in, "after": wanted.durability, "set_by": wanted.set_by}),
-                )?;
+                let changed = DurabilityChanged {
+                    before: now_in.into(),
+                    after: wanted.durability.into(),
+                    set_by: wanted.set_by,
+                };
+                self.audit.write(None, &changed)?;
             }
         }
         // Always the fresh one: it is what is installed now, even where the summary above
@@ -396,234 +382,84 @@ impl Gatekeeper {
         let now = (self.clock)();
         let trust = self.reload_trust(now)?;
         let verdict = trust.admit(server, spec, now, DEFAULT_FETCH_TIMEOUT).await;
-        self.audit.record(
-            AuditEvent::Admission,
-            Some(&verdict.audit_server()),
-            verdict.audit_data(),
-        )?;
+        self.audit
+            .write(Some(&verdict.audit_server()), &Admission::from(&verdict))?;
         Ok(verdict)
     }
 
-    /// The closed allow-list for a server: the bundle's entries for an admitted server, then,
-    /// only in the warn posture, the user's approvals (which replace a bundle pin for the same
-    /// tool: in warn the user may re-approve a changed definition).
-    pub fn allow_list(&self, verdict: &Verdict) -> AllowList {
-        // A policy whose pins do not parse (already refused when the bundle loaded) grants
+    /// The closed allow-list of `P` for a server: the bundle's entries for an admitted server,
+    /// then, only in the warn posture, the user's approvals (which replace a bundle pin for
+    /// the same name: in warn the user may re-approve a changed definition).
+    pub fn allow_list<P: Primitive>(&self, verdict: &Verdict) -> P::AllowList {
+        // A policy whose entries do not parse (already refused when the bundle loaded) grants
         // nothing: never a tool that should have been pinned, unpinned.
         let mut list = match (verdict.policy(), verdict.bundle.as_ref()) {
             (Some(policy), Some(bundle)) if verdict.is_admitted() => {
-                AllowList::from_policy(policy, bundle).unwrap_or_default()
+                P::from_policy(policy, bundle).unwrap_or_default()
             }
-            _ => AllowList::new(),
+            _ => P::AllowList::default(),
         };
         if self.user_may_approve() {
-            for (tool, pin) in self.approvals.for_server(&verdict.approval_key) {
-                if let Ok(pin) = parse_pin(&pin) {
-                    list.allow(tool, Scope::User, Some(pin));
-                }
+            for entry in self.approvals.of::<P>(&verdict.approval_key) {
+                P::allow_user(&mut list, &entry);
             }
         }
         list
     }
 
-    /// The prompt allow-list for a server: the bundle's `allowedPrompts`/`promptPins` for an
-    /// admitted server, then, only in the warn posture, the user's prompt approvals.
-    pub fn prompt_allow_list(&self, verdict: &Verdict) -> AllowList {
-        let mut list = match (verdict.policy(), verdict.bundle.as_ref()) {
-            (Some(policy), Some(bundle)) if verdict.is_admitted() => {
-                AllowList::prompts_from_policy(policy, bundle).unwrap_or_default()
-            }
-            _ => AllowList::new(),
-        };
-        if self.user_may_approve() {
-            for (name, pin) in self
-                .approvals
-                .named(&verdict.approval_key, Approved::Prompts)
-            {
-                if let Ok(pin) = parse_pin(&pin) {
-                    list.allow(name, Scope::User, Some(pin));
-                }
-            }
-        }
-        list
+    /// A fresh gate of `P` for a server, over [`Gatekeeper::allow_list`].
+    pub fn gate<P: Primitive>(&self, verdict: &Verdict) -> P::Gate {
+        P::gate(self.allow_list::<P>(verdict))
     }
 
-    /// The resource allow-list for a server: the bundle's `allowedResources` and
-    /// `allowedResourcePrefixes` for an admitted server, then, only in the warn posture, the
-    /// exact URIs the user approved.
-    pub fn resource_allow_list(&self, verdict: &Verdict) -> ResourceAllowList {
-        let mut list = match (verdict.policy(), verdict.bundle.as_ref()) {
-            (Some(policy), Some(bundle)) if verdict.is_admitted() => {
-                ResourceAllowList::from_policy(policy, bundle).unwrap_or_default()
-            }
-            _ => ResourceAllowList::new(),
-        };
-        if self.user_may_approve() {
-            let (uris, prefixes) = self.approvals.resources(&verdict.approval_key);
-            // An entry the gate would not accept grants nothing.
-            for uri in uris {
-                let _ = list.allow_uri(&uri, Scope::User);
-            }
-            for prefix in prefixes {
-                let _ = list.allow_prefix(&prefix, Scope::User);
-            }
-        }
-        list
-    }
-
-    /// The gate's decision on a prompt, recorded before it takes effect.
-    pub fn authorize_prompt(
+    /// The gate's decision on a request for `P`, recorded before it takes effect: `Err` when
+    /// it was denied or could not be recorded.
+    pub fn authorize<P: Primitive>(
         &self,
         verdict: &Verdict,
-        gate: &ToolGate,
-        prompt: &str,
+        gate: &P::Gate,
+        request: P::Request<'_>,
         caller: Option<&crate::caller::Caller>,
-    ) -> Result<Permit, HostError> {
-        let decided = gate.check(prompt);
-        let data = match &decided {
-            Ok(permit) => json!({
-                "decision": "allowed",
-                "prompt": prompt,
-                "scope": permit.scope().label(),
-                "pinned": permit.pinned(),
-            }),
-            Err(denial) => json!({
-                "decision": "denied",
-                "prompt": prompt,
-                "reason": denial.reason.as_str(),
-                "detail": denial.detail,
-            }),
-        };
-        self.record_decision(AuditEvent::PromptGet, verdict, data, caller)?;
+    ) -> Result<P::Permit, HostError>
+    where
+        Decided<P::Decision>: EventPayload,
+    {
+        let decided = P::check(gate, request);
+        self.record(verdict, P::decision(request, &decided), caller)?;
         decided.map_err(|denial| tool_denied(&verdict.server, denial))
     }
 
-    /// The gate's decision on a resource URI (`action`: read, subscribe, complete), recorded
-    /// before it takes effect.
-    pub fn authorize_resource(
+    /// Records a decision on a request to `verdict`'s server (with its caller, a downstream
+    /// client's): [`Gatekeeper::authorize`]'s, or a refusal decided before the gate (a
+    /// completion for a template the gate does not show as allowed).
+    pub fn record<D>(
         &self,
         verdict: &Verdict,
-        gate: &ResourceGate,
-        uri: &str,
-        action: &'static str,
+        decision: D,
         caller: Option<&crate::caller::Caller>,
-    ) -> Result<ResourcePermit, HostError> {
-        let decided = gate.check(uri);
-        let data = match &decided {
-            Ok(permit) => json!({
-                "decision": "allowed",
-                "action": action,
-                "uri": uri,
-                "scope": permit.scope().label(),
-                "prefix": permit.prefix(),
-            }),
-            Err(denial) => json!({
-                "decision": "denied",
-                "action": action,
-                "uri": uri,
-                "reason": denial.reason.as_str(),
-                "detail": denial.detail,
-            }),
+    ) -> Result<u64, HostError>
+    where
+        Decided<D>: EventPayload,
+    {
+        let payload = Decided {
+            decision,
+            admission: verdict.status,
+            name: verdict.server.clone(),
+            caller: caller.cloned(),
         };
-        self.record_decision(AuditEvent::ResourceRead, verdict, data, caller)?;
-        decided.map_err(|denial| tool_denied(&verdict.server, denial))
+        self.audit.write(Some(&verdict.audit_server()), &payload)
     }
 
-    /// Records a refused request about a resource template (`action`: complete) that the gate
-    /// does not show as allowed: nothing was sent.
-    pub fn record_template_denial(
-        &self,
-        verdict: &Verdict,
-        template: &str,
-        action: &'static str,
-        detail: &str,
-        caller: Option<&crate::caller::Caller>,
-    ) -> Result<(), HostError> {
-        let data = json!({
-            "decision": "denied",
-            "action": action,
-            "template": template,
-            "reason": "resource_not_admitted",
-            "detail": detail,
-        });
-        self.record_decision(AuditEvent::ResourceRead, verdict, data, caller)
-            .map(|_| ())
-    }
-
-    fn record_decision(
-        &self,
-        event: AuditEvent,
-        verdict: &Verdict,
-        mut data: Value,
-        caller: Option<&crate::caller::Caller>,
-    ) -> Result<u64, HostError> {
-        data["admission"] = json!(verdict.status.as_str());
-        data["name"] = json!(verdict.server);
-        if let Some(caller) = caller {
-            data["caller"] = json!(caller);
-        }
-        self.audit
-            .record(event, Some(&verdict.audit_server()), data)
-    }
-
-    /// The per-call decision, recorded before it takes effect.
-    pub fn authorize(
-        &self,
-        verdict: &Verdict,
-        gate: &ToolGate,
-        tool: &str,
-        caller: Option<&crate::caller::Caller>,
-    ) -> Result<Permit, HostError> {
-        let decided = gate.check(tool);
-        let data = match &decided {
-            Ok(permit) => json!({
-                "decision": "allowed",
-                "tool": tool,
-                "scope": permit.scope().label(),
-                "pinned": permit.pinned(),
-            }),
-            Err(denial) => json!({
-                "decision": "denied",
-                "tool": tool,
-                "reason": denial.reason.as_str(),
-                "code": denial.reason.code(),
-                "detail": denial.detail,
-            }),
-        };
-        self.record_decision(AuditEvent::ToolCall, verdict, data, caller)?;
-        decided.map_err(|denial| tool_denied(&verdict.server, denial))
-    }
-
-    /// Records pin mismatches found in a fresh tools/list (or prompts/list, by `kind`).
-    pub fn record_mismatches(
+    /// Records pin mismatches found in a fresh listing of `P`.
+    pub fn record_pin_mismatches<P: Pinned>(
         &self,
         verdict: &Verdict,
         mismatches: &[PinMismatch],
     ) -> Result<(), HostError> {
-        self.record_pin_mismatches(verdict, Kind::Tool, mismatches)
-    }
-
-    pub fn record_pin_mismatches(
-        &self,
-        verdict: &Verdict,
-        kind: Kind,
-        mismatches: &[PinMismatch],
-    ) -> Result<(), HostError> {
-        let (event, key) = match kind {
-            Kind::Tool => (AuditEvent::ToolPinMismatch, "tool"),
-            Kind::Prompt => (AuditEvent::PromptPinMismatch, "prompt"),
-        };
         for m in mismatches {
-            self.audit.record(
-                event,
+            self.audit.write(
                 Some(&verdict.audit_server()),
-                json!({
-                    key: m.tool,
-                    "expected": m.expected,
-                    "actual": m.actual,
-                    "scope": m.scope.label(),
-                    "name": verdict.server,
-                }),
+                &P::mismatch(m, &verdict.server),
             )?;
         }
         Ok(())

@@ -9,6 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{ApiError, Change, Host};
+use crate::audit_event::gate::ToolCall;
+use crate::audit_event::read_payload;
 use crate::caller::{Caller, DownstreamTransport};
 
 /// How many recent calls a client row carries.
@@ -115,27 +117,31 @@ pub(crate) fn rows(sessions: &Sessions, records: &[Value]) -> Vec<ClientRow> {
         recent_calls: Vec::new(),
     };
     for (order, record) in records.iter().enumerate() {
-        if record["event"] != crate::AuditEvent::ToolCall.as_str() {
-            continue;
-        }
-        let Some(client) = record["data"]["caller"]["client"].as_str() else {
+        // A call from the person (no caller), or a record that does not parse, is no client's.
+        let Some(Ok(ToolCall {
+            decision,
+            name,
+            caller: Some(caller),
+            ..
+        })) = read_payload::<ToolCall>(record)
+        else {
             continue;
         };
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         let call = RecentCall {
-            time: text(&record["time"]),
-            server: text(&record["data"]["name"]),
-            tool: text(&record["data"]["tool"]),
-            decision: text(&record["data"]["decision"]),
-            code: record["data"]["reason"].as_str().map(str::to_string),
-            transport: text(&record["data"]["caller"]["transport"]),
+            time: record["time"].as_str().unwrap_or_default().to_string(),
+            server: name,
+            tool: decision.tool().to_string(),
+            decision: decision.code().to_string(),
+            code: decision.reason().map(|r| r.as_str().to_string()),
+            transport: caller.transport.as_str().to_string(),
         };
+        let client = caller.client.as_str();
         let entry = rows
             .entry(client.to_string())
             .or_insert_with(|| (order, row(client)));
         entry.0 = order;
-        if let Some(claimed) = record["data"]["caller"]["claimed"].as_str() {
-            entry.1.claimed = Some(claimed.to_string());
+        if let Some(claimed) = caller.claimed {
+            entry.1.claimed = Some(claimed);
         }
         entry.1.recent_calls.insert(0, call);
         entry.1.recent_calls.truncate(RECENT_CALLS);
@@ -183,10 +189,13 @@ mod tests {
     use serde_json::json;
 
     fn call(client: &str, tool: &str, decision: &str) -> Value {
-        json!({"event": "tool_call", "time": format!("t-{tool}"), "data": {
-            "name": "demo", "tool": tool, "decision": decision,
-            "reason": if decision == "denied" { json!("tool_not_admitted") } else { Value::Null },
-            "caller": {"client": client, "transport": "stdio", "claimed": format!("{client} app")}}})
+        let mut call = ToolCall::sample(tool, decision == "denied");
+        call.caller = Some(Caller::new(
+            client,
+            DownstreamTransport::Stdio,
+            Some(&format!("{client} app")),
+        ));
+        json!({"event": "tool_call", "time": format!("t-{tool}"), "data": call})
     }
 
     #[test]

@@ -58,7 +58,10 @@ fn audit_log_with_records(dir: &std::path::Path) -> PathBuf {
     let (auditor, _) = Auditor::open(&audit, clock()).unwrap();
     for n in 0..3 {
         auditor
-            .record(crate::AuditEvent::ToolCall, Some("demo"), json!({ "n": n }))
+            .write(
+                Some("demo"),
+                &crate::audit_event::gate::ToolCall::sample(&format!("t{n}"), false),
+            )
             .unwrap();
     }
     audit
