@@ -57,7 +57,7 @@ fn write_atomic(path: &Path, text: &[u8], mode: u32) -> Result<(), Failure> {
 
 fn bundle_failure(path: &Path, error: BundleError) -> Failure {
     Failure {
-        code: error.code(),
+        code: (&error).into(),
         message: format!("{}: {error}", path.display()),
         exit: 1,
     }
@@ -174,7 +174,7 @@ fn decide_install(
             Bundle::parse(&old)
                 .and_then(|b| b.verify_as_installed())
                 .map_err(|e| Failure {
-                    code: e.code(),
+                    code: (&e).into(),
                     message: format!(
                         "the installed {} does not verify ({e}); it cannot authorize a rotation. Move it aside deliberately to install afresh (the highest-version record still prevents rollback)",
                         target.display()
@@ -192,7 +192,7 @@ fn decide_install(
     };
     seen.installed = installed.as_ref().map(VerifiedBundle::label);
     let versions = read_versions(dir).map_err(|message| Failure {
-        code: "bundle_unreadable",
+        code: gatehouse_host::ErrorCode::BundleUnreadable,
         message,
         exit: 1,
     })?;
@@ -453,7 +453,7 @@ async fn fetch(context: &Context, url: &str, out: Option<&Path>) -> Result<u8, F
                 | FetchError::InvalidUrl { .. }
         );
         Failure {
-            code: e.code(),
+            code: (&e).into(),
             message: e.to_string(),
             exit: if refusal { 1 } else { 2 },
         }
@@ -464,7 +464,7 @@ async fn fetch(context: &Context, url: &str, out: Option<&Path>) -> Result<u8, F
         .map_err(fail)?
     else {
         return Err(Failure {
-            code: "not_mcp_server",
+            code: gatehouse_host::ErrorCode::NotMcpServer,
             message: format!(
                 "{} publishes no attestation (HTTP 404 at {})",
                 source.origin, source.url

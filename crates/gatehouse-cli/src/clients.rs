@@ -16,7 +16,7 @@ use crate::output::{self, safe_line};
 impl From<ClientError> for Failure {
     fn from(error: ClientError) -> Self {
         Failure {
-            code: error.code_str(),
+            code: error.error_code(),
             exit: if error.is_refusal() { 1 } else { 2 },
             message: error.message,
         }
@@ -284,7 +284,7 @@ fn token(context: &Context, client: &str, rotate: bool, revoke: bool) -> Result<
     let index = gatehouse_gateway::tokens::index_path(&crate::commands::data_dir());
     let store = context.secrets.as_ref();
     let failed = |message: String| Failure {
-        code: "client_token_failed",
+        code: gatehouse_host::ErrorCode::ClientTokenFailed,
         message,
         exit: 2,
     };

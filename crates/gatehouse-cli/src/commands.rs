@@ -31,7 +31,7 @@ use crate::output::{self, Spinner};
 /// A command that did not succeed: what to print and how to exit.
 #[derive(Debug)]
 pub struct Failure {
-    pub code: &'static str,
+    pub code: gatehouse_host::ErrorCode,
     pub message: String,
     pub exit: u8,
 }
@@ -39,7 +39,7 @@ pub struct Failure {
 impl Failure {
     pub fn usage(message: impl Into<String>) -> Self {
         Failure {
-            code: "usage",
+            code: gatehouse_host::ErrorCode::Usage,
             message: message.into(),
             exit: 2,
         }
@@ -982,7 +982,7 @@ fn add_server(args: &AddArgs) -> Result<AddServer, Failure> {
 
 /// The host's refusal of `servers add`, saying how to replace a listed server from here.
 fn add_failure(error: ApiError, args: &AddArgs, path: &Path) -> Failure {
-    let listed = error.code == "server_exists"
+    let listed = error.code == gatehouse_host::ErrorCode::ServerExists
         && ServersFile::load(path).is_ok_and(|config| config.servers.contains_key(&args.name));
     if listed {
         return HostError::Config(format!(

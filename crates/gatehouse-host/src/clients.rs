@@ -358,10 +358,10 @@ impl ClientError {
     }
 
     /// The stable code: the host error's own when there is one.
-    pub fn code_str(&self) -> &'static str {
+    pub fn error_code(&self) -> crate::ErrorCode {
         match &self.host {
             Some(host) => host.code(),
-            None => self.code.as_str(),
+            None => self.code.into(),
         }
     }
 

@@ -32,6 +32,7 @@ pub mod desk;
 pub mod durability;
 pub mod era;
 pub mod error;
+pub mod error_code;
 pub mod fetch;
 pub mod gatekeeper;
 pub mod host;
@@ -52,6 +53,7 @@ pub use connection::{CallOptions, CallProgress, ConnectOptions, Connection, Tool
 pub use consent::{ConsentUi, Prompt, ScriptedConsent, SystemBrowser, UrlOpener};
 pub use era::{Era, EraPreference};
 pub use error::HostError;
+pub use error_code::ErrorCode;
 pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 pub use secrets::{KeyringStore, MemoryStore, SecretStore};
 pub use tap::{Clock, Direction, TrafficEntry, TrafficTap};

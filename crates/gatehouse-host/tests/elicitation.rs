@@ -880,7 +880,7 @@ async fn an_elicitation_after_the_host_gave_up_on_the_call_is_tied_to_no_request
         )
         .await
         .unwrap_err();
-    assert_eq!(error.code(), "timeout", "{error}");
+    assert_eq!(error.code().as_str(), "timeout", "{error}");
 
     let receipt = eventually("the receipt", Duration::from_secs(5), || {
         host.records_of(events::ELICITATION_RECEIPT).pop()

@@ -542,7 +542,7 @@ fn a_locked_admin_bundle_that_no_longer_verifies_still_locks() {
     };
     let error =
         gatehouse_host::admission::refuse_widening_under_lock(&admin, &asked, LATER).unwrap_err();
-    assert_eq!(error.code(), "locked_by_admin");
+    assert_eq!(error.code().as_str(), "locked_by_admin");
     let message = error.to_string();
     assert!(
         message.contains("test-bundle@1")

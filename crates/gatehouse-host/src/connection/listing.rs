@@ -13,7 +13,7 @@ use gatehouse_attest::gate::{Kind, ToolGate, ToolStatus};
 use gatehouse_attest::pins::tool_pin;
 
 use super::{CallOptions, Connection};
-use crate::HostError;
+use crate::{ErrorCode, HostError};
 
 /// A listing (tools, resources, prompts) stops with an error past this many pages…
 pub const MAX_LIST_PAGES: usize = 100;
@@ -243,8 +243,8 @@ impl Connection {
             })
             .collect();
         let (noun, reason) = match kind {
-            Kind::Tool => ("tool", "tool_not_listed"),
-            Kind::Prompt => ("prompt", "prompt_not_listed"),
+            Kind::Tool => ("tool", ErrorCode::ToolNotListed),
+            Kind::Prompt => ("prompt", ErrorCode::PromptNotListed),
         };
         match names.iter().find(|n| !pins.iter().any(|(p, _)| p == *n)) {
             Some(missing) => Err(HostError::ToolDenied {

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
+use crate::ErrorCode;
 use crate::consent::{
     ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody, PromptUpdate, UiFuture, WaitChoice,
     WaitPhase,
@@ -193,7 +194,7 @@ impl PromptDesk {
                 Ok(schema.validate(content).err().unwrap_or_default())
             }
             PromptBody::Url { .. } | PromptBody::Unsupported { .. } => Err(DeskError::new(
-                "prompt_not_a_form",
+                ErrorCode::PromptNotAForm,
                 format!("prompt {prompt_id} is not a form; there is nothing to validate"),
             )),
         }
@@ -212,7 +213,7 @@ impl PromptDesk {
                 }
                 (WindowReply::Submit, PromptBody::Form { .. }, None) => {
                     return Err(DeskError::new(
-                        "answer_invalid",
+                        ErrorCode::AnswerInvalid,
                         "a submitted form needs its content",
                     ));
                 }
@@ -221,7 +222,7 @@ impl PromptDesk {
                 (WindowReply::Cancel, _, None) => ConsentReply::Cancel,
                 (reply, body, _) => {
                     return Err(DeskError::new(
-                        "answer_invalid",
+                        ErrorCode::AnswerInvalid,
                         format!(
                             "{reply:?} is not an answer to a {} prompt (content only goes with a form's submit)",
                             body.mode()
@@ -231,7 +232,7 @@ impl PromptDesk {
             };
             if slot.card.state != CardState::Asking {
                 return Err(DeskError::new(
-                    "prompt_not_asking",
+                    ErrorCode::PromptNotAsking,
                     format!(
                         "prompt {prompt_id} is not waiting for an answer (it is {:?})",
                         slot.card.state
@@ -240,7 +241,7 @@ impl PromptDesk {
             }
             let Some(sender) = slot.answer.take() else {
                 return Err(DeskError::new(
-                    "prompt_not_asking",
+                    ErrorCode::PromptNotAsking,
                     format!("prompt {prompt_id} is no longer waiting for an answer"),
                 ));
             };
@@ -274,7 +275,7 @@ impl PromptDesk {
                 && slot.card.phase == Some(WaitPhase::InCall)
             {
                 return Err(DeskError::new(
-                    "prompt_not_retryable",
+                    ErrorCode::PromptNotRetryable,
                     format!(
                         "prompt {prompt_id} cannot be retried: the tool call that asked is still running and goes on when the server hears back; wait, or cancel it"
                     ),
@@ -291,7 +292,7 @@ impl PromptDesk {
                 }
                 (state, _, _) => {
                     return Err(DeskError::new(
-                        "prompt_not_waiting",
+                        ErrorCode::PromptNotWaiting,
                         format!(
                             "prompt {prompt_id} is not waiting for completion (it is {state:?})"
                         ),
@@ -313,7 +314,7 @@ impl PromptDesk {
                 .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
             if !slot.card.state.finished() {
                 return Err(DeskError::new(
-                    "prompt_not_finished",
+                    ErrorCode::PromptNotFinished,
                     format!("prompt {prompt_id} still waits for you; answer or cancel it first"),
                 ));
             }
@@ -565,7 +566,10 @@ mod tests {
         desk.wait_choice(7, WaitChoice::Cancel).unwrap();
         // A second early choice is refused rather than queued behind the first.
         assert_eq!(
-            desk.wait_choice(7, WaitChoice::Retry).unwrap_err().code,
+            desk.wait_choice(7, WaitChoice::Retry)
+                .unwrap_err()
+                .code
+                .as_str(),
             "prompt_not_waiting"
         );
         let choice = tokio::time::timeout(
@@ -581,14 +585,20 @@ mod tests {
             phase: WaitPhase::Completion,
         });
         assert_eq!(
-            desk.wait_choice(7, WaitChoice::Cancel).unwrap_err().code,
+            desk.wait_choice(7, WaitChoice::Cancel)
+                .unwrap_err()
+                .code
+                .as_str(),
             "prompt_not_waiting"
         );
         // A card that never showed waiting refuses a choice.
         let other = refused(8);
         let _other = desk.ask(&other, &[]);
         assert_eq!(
-            desk.wait_choice(8, WaitChoice::Cancel).unwrap_err().code,
+            desk.wait_choice(8, WaitChoice::Cancel)
+                .unwrap_err()
+                .code
+                .as_str(),
             "prompt_not_waiting"
         );
     }

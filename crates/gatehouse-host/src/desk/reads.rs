@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use super::{Desk, DeskError};
+use crate::ErrorCode;
 use crate::content::{ContentView, Display, decode};
 use crate::host::context::{ReadTarget, ReadView};
 
@@ -102,7 +103,7 @@ impl ReadShelf {
             .find(|k| k.id == read_id)
             .ok_or_else(|| {
                 DeskError::new(
-                    "read_not_kept",
+                    ErrorCode::ReadNotKept,
                     format!(
                         "read {read_id} is no longer kept (Gatehouse keeps the last {SHELF_SIZE} reads); read the resource again, then save"
                     ),
@@ -110,7 +111,7 @@ impl ReadShelf {
             })?;
         let item = kept.items.get(index).ok_or_else(|| {
             DeskError::new(
-                "read_item_missing",
+                ErrorCode::ReadItemMissing,
                 format!(
                     "read {read_id} has {} item(s); there is no item {index}",
                     kept.items.len()
@@ -121,14 +122,13 @@ impl ReadShelf {
             Display::Binary { base64, .. } | Display::Image { base64, .. } => base64,
             Display::Text { .. } => {
                 return Err(DeskError::new(
-                    "not_binary",
+                    ErrorCode::NotBinary,
                     format!("item {index} of read {read_id} is text; only binary content is saved"),
                 ));
             }
         };
-        let bytes = decode(data).map_err(|fault| {
-            DeskError::new(fault.as_str(), "the item's data is not valid base64")
-        })?;
+        let bytes = decode(data)
+            .map_err(|fault| DeskError::new(fault.into(), "the item's data is not valid base64"))?;
         let uri = if item.uri.is_empty() {
             &kept.uri
         } else {
@@ -205,7 +205,7 @@ impl Desk {
             },
             _ => {
                 return Err(DeskError::new(
-                    "read_target_invalid",
+                    ErrorCode::ReadTargetInvalid,
                     "give either a uri, or a template with values for its variables",
                 ));
             }
@@ -220,20 +220,20 @@ impl Desk {
         let (name, bytes) = self.reads.item(read_id, index)?;
         let dir = self.reads.download_dir().ok_or_else(|| {
             DeskError::new(
-                "no_download_dir",
+                ErrorCode::NoDownloadDir,
                 "Gatehouse found no download directory to save into",
             )
         })?;
         tokio::task::spawn_blocking(move || {
             save_new(&dir, &name, &bytes).map_err(|e| {
                 DeskError::new(
-                    "save_failed",
+                    ErrorCode::SaveFailed,
                     format!("could not save {name} in {}: {e}", dir.display()),
                 )
             })
         })
         .await
-        .map_err(|e| DeskError::new("save_failed", e.to_string()))?
+        .map_err(|e| DeskError::new(ErrorCode::SaveFailed, e.to_string()))?
     }
 }
 
@@ -339,12 +339,21 @@ mod tests {
             shelf.item(first, 0).unwrap(),
             ("sample.bin".to_string(), vec![0, 1, 2])
         );
-        assert_eq!(shelf.item(first, 1).unwrap_err().code, "not_binary");
-        assert_eq!(shelf.item(first, 2).unwrap_err().code, "read_item_missing");
+        assert_eq!(
+            shelf.item(first, 1).unwrap_err().code.as_str(),
+            "not_binary"
+        );
+        assert_eq!(
+            shelf.item(first, 2).unwrap_err().code.as_str(),
+            "read_item_missing"
+        );
         for _ in 0..SHELF_SIZE {
             shelf.keep(&view("demo://other", Vec::new()));
         }
-        assert_eq!(shelf.item(first, 0).unwrap_err().code, "read_not_kept");
+        assert_eq!(
+            shelf.item(first, 0).unwrap_err().code.as_str(),
+            "read_not_kept"
+        );
         assert_eq!(shelf.lock().kept.len(), SHELF_SIZE);
     }
 }

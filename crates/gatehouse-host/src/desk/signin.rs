@@ -14,6 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
+use crate::ErrorCode;
 use crate::auth::{SignInAnswer, SignInCode, SignInRequest, SignInUi};
 use crate::consent::UiFuture;
 use crate::host::ApiError;
@@ -141,7 +142,7 @@ fn now_ms() -> u64 {
 
 fn unknown(id: u64) -> ApiError {
     ApiError::new(
-        "unknown_sign_in",
+        ErrorCode::UnknownSignIn,
         format!("there is no sign-in {id} waiting; it may have ended already"),
     )
 }
@@ -217,7 +218,7 @@ impl SignInDesk {
                 }
                 (SignInState::Waiting, SignInReply::Open) => {
                     return Err(ApiError::new(
-                        "sign_in_not_asking",
+                        ErrorCode::SignInNotAsking,
                         format!(
                             "sign-in {id} is already open in the browser; finish it there, or cancel it"
                         ),
@@ -418,7 +419,10 @@ mod tests {
         assert_eq!(asking.await.unwrap(), SignInAnswer::Open);
         assert_eq!(desk.cards().cards[0].state, SignInState::Waiting);
         assert_eq!(
-            desk.answer(id, SignInReply::Open).unwrap_err().code,
+            desk.answer(id, SignInReply::Open)
+                .unwrap_err()
+                .code
+                .as_str(),
             "sign_in_not_asking"
         );
         // Cancel pressed before the wait began still ends it.
@@ -433,7 +437,10 @@ mod tests {
         assert!(!after.results[0].signed_in);
         assert_eq!(after.results[0].code, Some("sign_in_cancelled"));
         assert_eq!(
-            desk.answer(id, SignInReply::Cancel).unwrap_err().code,
+            desk.answer(id, SignInReply::Cancel)
+                .unwrap_err()
+                .code
+                .as_str(),
             "unknown_sign_in"
         );
     }

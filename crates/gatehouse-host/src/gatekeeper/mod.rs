@@ -15,11 +15,11 @@ use time::OffsetDateTime;
 
 pub use crate::audit_event::AuditEvent;
 
-use crate::HostError;
 use crate::admission::{LockGuard, Trust, TrustSettings, Verdict};
 use crate::config::ServerSpec;
 use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
+use crate::{ErrorCode, HostError};
 
 mod approvals;
 mod suspensions;
@@ -490,7 +490,7 @@ impl Gatekeeper {
             Err(denial) => json!({
                 "decision": "denied",
                 "prompt": prompt,
-                "reason": denial.reason.as_str(),
+                "reason": ErrorCode::from(denial.reason),
                 "detail": denial.detail,
             }),
         };
@@ -521,7 +521,7 @@ impl Gatekeeper {
                 "decision": "denied",
                 "action": action,
                 "uri": uri,
-                "reason": denial.reason.as_str(),
+                "reason": ErrorCode::from(denial.reason),
                 "detail": denial.detail,
             }),
         };
@@ -543,7 +543,7 @@ impl Gatekeeper {
             "decision": "denied",
             "action": action,
             "template": template,
-            "reason": "resource_not_admitted",
+            "reason": ErrorCode::ResourceNotAdmitted,
             "detail": detail,
         });
         self.record_decision(AuditEvent::ResourceRead, verdict, data, caller)
@@ -585,7 +585,7 @@ impl Gatekeeper {
             Err(denial) => json!({
                 "decision": "denied",
                 "tool": tool,
-                "reason": denial.reason.as_str(),
+                "reason": ErrorCode::from(denial.reason),
                 "code": denial.reason.code(),
                 "detail": denial.detail,
             }),
@@ -634,7 +634,7 @@ fn tool_denied(server: &str, denial: Denial) -> HostError {
     HostError::ToolDenied {
         server: server.to_string(),
         tool: denial.tool,
-        reason: denial.reason.as_str(),
+        reason: denial.reason.into(),
         detail: denial.detail,
     }
 }

@@ -25,6 +25,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, broadcast, watch};
 
+use crate::ErrorCode;
 use crate::admission::{BundleProblem, BundleSummary, TrustSettings};
 use crate::broker::{BrokerOptions, ElicitationBroker, ElicitationRecord};
 use crate::caller::Caller;
@@ -70,8 +71,8 @@ pub type FindingsSink = Arc<dyn Fn(&Finding<'_>) + Send + Sync>;
 /// An error for the window: a stable code and a sentence saying what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApiError {
-    /// Stable snake_case, one of the host's codes.
-    pub code: &'static str,
+    /// The stable code, serialized as its snake_case name.
+    pub code: ErrorCode,
     pub message: String,
     /// The server or the gate said no (see [`HostError::is_refusal`]), rather than the
     /// config, the machine or the network failing: the CLI exits 1 for these, 2 otherwise.
@@ -84,7 +85,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
             message: message.into(),
@@ -95,7 +96,7 @@ impl ApiError {
 
     pub(crate) fn unknown_prompt(prompt_id: u64) -> ApiError {
         ApiError::new(
-            "unknown_prompt",
+            ErrorCode::UnknownPrompt,
             format!("there is no prompt {prompt_id}; it may have been dismissed"),
         )
     }
@@ -184,7 +185,9 @@ impl HostOptions {
     fn demo_server(&self) -> Result<PathBuf, ApiError> {
         match &self.demo_server {
             Some(path) => Ok(path.clone()),
-            None => demo::locate_demo_server().map_err(|e| ApiError::new("demo_unavailable", e)),
+            None => {
+                demo::locate_demo_server().map_err(|e| ApiError::new(ErrorCode::DemoUnavailable, e))
+            }
         }
     }
 
@@ -529,7 +532,7 @@ impl Host {
         };
         guard.check((options.clock)())?;
         let policy = crate::config::load_policy(options.policy.as_deref())
-            .map_err(|e| ApiError::new("policy_invalid", e))?;
+            .map_err(|e| ApiError::new(ErrorCode::PolicyInvalid, e))?;
         let mut trust = TrustSettings {
             system_dir: options
                 .admin_trust_roots
@@ -544,7 +547,7 @@ impl Host {
             let server = options.demo_server()?;
             trust.demo_bundle = Some(
                 demo::demo_bundle(&server, now)
-                    .map_err(|e| ApiError::new("demo_unavailable", e))?,
+                    .map_err(|e| ApiError::new(ErrorCode::DemoUnavailable, e))?,
             );
         }
         // The window learns what opening found from the result: if a step fails the desk does
@@ -591,7 +594,7 @@ impl Host {
         if let Some(path) = &options.traffic_log {
             tap = tap.with_jsonl_file(path).map_err(|e| {
                 ApiError::new(
-                    "traffic_log_unavailable",
+                    ErrorCode::TrafficLogUnavailable,
                     format!("the traffic log {}: {e}", path.display()),
                 )
             })?;
@@ -672,7 +675,7 @@ impl Host {
             .map(|(_, spec, demo)| (spec, demo))
             .ok_or_else(|| {
                 ApiError::new(
-                    "unknown_server",
+                    ErrorCode::UnknownServer,
                     format!("no server named {name:?}; add it in Servers first"),
                 )
             })
@@ -760,7 +763,7 @@ impl Host {
                 }
                 Some(Slot::Connecting) => {
                     return Err(ApiError::new(
-                        "connecting",
+                        ErrorCode::Connecting,
                         format!("{name:?} is still connecting; try again in a moment"),
                     ));
                 }
@@ -851,7 +854,7 @@ impl Host {
             };
             if let Some(why) = down {
                 return Err(ApiError::new(
-                    "server_not_connected",
+                    ErrorCode::ServerNotConnected,
                     format!(
                         "{name:?} is not connected ({why}); an AI client's request never connects or re-admits a server: connect it in Gatehouse (the app's Connect, or `gatehouse connect {name}`)"
                     ),
@@ -862,7 +865,7 @@ impl Host {
                 _ = started.changed() => {}
                 () = tokio::time::sleep_until(deadline) => {
                     return Err(ApiError::new(
-                        "connecting",
+                        ErrorCode::Connecting,
                         format!(
                             "{name:?} is still connecting after {}s; try again in a moment",
                             wait.as_secs()
@@ -900,7 +903,7 @@ impl Host {
             let mut slots = self.slots.lock().await;
             if let Some(Slot::Connecting) = slots.get(name) {
                 return Err(ApiError::new(
-                    "connecting",
+                    ErrorCode::Connecting,
                     format!("{name:?} is still connecting; try again in a moment"),
                 ));
             }
@@ -1140,14 +1143,14 @@ impl Host {
             (ServerKind::Http, None, Some(url)) => ServerSpec::adhoc_http(url.trim())?,
             _ => {
                 return Err(ApiError::new(
-                    "server_invalid",
+                    ErrorCode::ServerInvalid,
                     "a stdio server needs a command (and optional arguments); an HTTP server needs a URL",
                 ));
             }
         };
         if new.bearer_token.is_some() && new.kind != ServerKind::Http {
             return Err(ApiError::new(
-                "server_invalid",
+                ErrorCode::ServerInvalid,
                 "a bearer token only goes with an HTTP server",
             ));
         }
@@ -1203,7 +1206,7 @@ impl Host {
     ) -> Result<(), ApiError> {
         if self.options.demo && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&name) {
             return Err(ApiError::new(
-                "server_exists",
+                ErrorCode::ServerExists,
                 format!(
                     "{name:?} is the built-in demo server's name in demo mode; choose another name"
                 ),
@@ -1211,7 +1214,7 @@ impl Host {
         }
         if config.servers.contains_key(name) && !replace {
             return Err(ApiError::new(
-                "server_exists",
+                ErrorCode::ServerExists,
                 format!("a server named {name:?} exists; choose another name"),
             ));
         }
@@ -1265,7 +1268,7 @@ impl Host {
                 .find(|name| servers.contains_key(*name))
         {
             return Err(ApiError::new(
-                "server_exists",
+                ErrorCode::ServerExists,
                 format!(
                     "the file names a server {taken:?}, which is the built-in demo server's name in demo mode; rename it in the file and import again (nothing was imported)"
                 ),
@@ -1355,7 +1358,7 @@ impl Host {
         event: Option<String>,
     ) -> Result<Vec<Value>, ApiError> {
         let records = gatehouse_audit::read(self.options.audit_path())
-            .map_err(|e| ApiError::new("audit_unreadable", e.to_string()))?;
+            .map_err(|e| ApiError::new(ErrorCode::AuditUnreadable, e.to_string()))?;
         let filter = gatehouse_audit::Filter { server, event };
         Ok(filter
             .apply(records)
@@ -1367,14 +1370,14 @@ impl Host {
     /// Verifies the audit log's hash chain.
     pub fn verify_audit(&self) -> Result<AuditVerdict, ApiError> {
         let report = gatehouse_audit::verify(self.options.audit_path())
-            .map_err(|e| ApiError::new("audit_unreadable", e.to_string()))?;
+            .map_err(|e| ApiError::new(ErrorCode::AuditUnreadable, e.to_string()))?;
         Ok(AuditVerdict {
             ok: report.ok,
             records: report.records,
             problem: report
                 .first_broken
                 .as_ref()
-                .map(|b| ApiError::new(b.kind.code(), format!("line {}: {}", b.line, b.detail))),
+                .map(|b| ApiError::new(b.kind.into(), format!("line {}: {}", b.line, b.detail))),
         })
     }
 
@@ -1474,7 +1477,7 @@ async fn off_runtime<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work).await.map_err(|e| {
         ApiError::new(
-            "secret_unavailable",
+            ErrorCode::SecretUnavailable,
             format!("the keychain task failed: {e}"),
         )
     })
@@ -1624,7 +1627,7 @@ mod tests {
 
         let missing = dir.path().join("missing.toml");
         let error = open_with_policy(dir.path(), Some(missing.clone())).unwrap_err();
-        assert_eq!(error.code, "policy_invalid");
+        assert_eq!(error.code.as_str(), "policy_invalid");
         assert!(
             error.message.contains(&missing.display().to_string()),
             "{}",
@@ -1634,7 +1637,7 @@ mod tests {
         let broken = dir.path().join("broken.toml");
         std::fs::write(&broken, "this is = = not toml").unwrap();
         let error = open_with_policy(dir.path(), Some(broken.clone())).unwrap_err();
-        assert_eq!(error.code, "policy_invalid");
+        assert_eq!(error.code.as_str(), "policy_invalid");
         assert!(error.message.contains("broken.toml"), "{}", error.message);
 
         // The shipped default, as a file, is accepted.
