@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use gatehouse_attest::bundle::Posture;
 use gatehouse_host::EraPreference;
-use gatehouse_host::clients::ClientId;
+use gatehouse_clients::ClientId;
 
 #[derive(Debug, Parser)]
 #[command(

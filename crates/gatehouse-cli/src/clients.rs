@@ -1,11 +1,12 @@
-//! `gatehouse clients list | connect | restore`: thin over `gatehouse_host::clients`, which
+//! `gatehouse clients list | connect | restore`: thin over `gatehouse_clients`, which
 //! takes every path from here (HOME, XDG_CONFIG_HOME and XDG_DATA_HOME through `dirs`, the
 //! current directory, this binary's own path).
 
 use std::path::PathBuf;
 
-use gatehouse_host::clients::{
-    self, BackupStore, ClientError, ClientId, ClientStatus, ConnectRequest, Location, Roots, Scope,
+use gatehouse_clients::{
+    self as clients, BackupStore, ClientError, ClientId, ClientStatus, ConnectRequest, Location,
+    Roots, Scope,
 };
 use serde_json::json;
 

@@ -189,7 +189,7 @@ error_codes! {
     BundleConflict => "bundle_conflict",
     BundleUnreadable => "bundle_unreadable",
 
-    // AI clients' config files (`clients::ClientErrorCode`).
+    // AI clients' config files (`gatehouse_clients::ClientErrorCode`).
     ClientConfigMissing => "client_config_missing",
     ClientConfigInvalid => "client_config_invalid",
     ClientAlreadyConnected => "client_already_connected",

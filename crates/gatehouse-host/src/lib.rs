@@ -22,7 +22,6 @@ pub mod auth;
 pub mod broker;
 pub mod caller;
 pub mod client;
-pub mod clients;
 pub mod config;
 pub mod connection;
 pub mod consent;

@@ -10,7 +10,6 @@ use gatehouse_audit::{AuditError, BreakKind};
 use super::ErrorCode;
 use crate::admission::AdmissionReason;
 use crate::auth::SignInCode;
-use crate::clients::ClientErrorCode;
 use crate::content::ContentFault;
 use crate::fetch::FetchError;
 
@@ -88,19 +87,6 @@ codes_from!(BreakKind, EVERY_BREAK_KIND, {
     BadSeq => BadSeq,
     TornTail => TornTail,
     Truncated => Truncated,
-});
-
-codes_from!(ClientErrorCode, EVERY_CLIENT_ERROR_CODE, {
-    ClientConfigMissing => ClientConfigMissing,
-    ClientConfigInvalid => ClientConfigInvalid,
-    ClientAlreadyConnected => ClientAlreadyConnected,
-    ClientBackupExists => ClientBackupExists,
-    ClientImportIncomplete => ClientImportIncomplete,
-    ClientServerConflict => ClientServerConflict,
-    ClientBackupMissing => ClientBackupMissing,
-    ClientChangedSinceConnect => ClientChangedSinceConnect,
-    ClientIo => ClientIo,
-    Usage => Usage,
 });
 
 impl From<AdmissionReason> for ErrorCode {

@@ -7,8 +7,7 @@ use gatehouse_audit::AuditError;
 
 use super::ErrorCode;
 use super::convert::{
-    EVERY_BREAK_KIND, EVERY_CLIENT_ERROR_CODE, EVERY_CONTENT_FAULT, EVERY_GATE_REASON,
-    EVERY_REASON, EVERY_SIGN_IN_CODE,
+    EVERY_BREAK_KIND, EVERY_CONTENT_FAULT, EVERY_GATE_REASON, EVERY_REASON, EVERY_SIGN_IN_CODE,
 };
 use crate::admission::AdmissionReason;
 use crate::fetch::FetchError;
@@ -61,11 +60,6 @@ fn each_reason_maps_to_the_code_of_its_own_name() {
     );
     pairs.extend(EVERY_SIGN_IN_CODE.iter().map(|r| (r.code(), (*r).into())));
     pairs.extend(EVERY_BREAK_KIND.iter().map(|r| (r.code(), (*r).into())));
-    pairs.extend(
-        EVERY_CLIENT_ERROR_CODE
-            .iter()
-            .map(|r| (r.as_str(), (*r).into())),
-    );
     for (name, code) in pairs {
         assert_eq!(code.as_str(), name);
     }
