@@ -27,7 +27,6 @@ pub mod connection;
 pub mod consent;
 pub mod content;
 pub mod demo;
-pub mod desk;
 pub mod durability;
 pub mod era;
 pub mod error;

@@ -25,13 +25,13 @@ use std::time::{Duration, Instant};
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_audit::Record;
+use gatehouse_desk::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 use gatehouse_host::broker::BrokerOptions;
 use gatehouse_host::config::StdioSpec;
 use gatehouse_host::connection::log_file_name;
 use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, PromptBody, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
-use gatehouse_host::desk::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 use gatehouse_host::gatekeeper::events;
 use gatehouse_host::tap::{Direction, system_clock};
 use gatehouse_host::{

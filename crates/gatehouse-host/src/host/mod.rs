@@ -1,7 +1,7 @@
 //! The host API every front end calls: one long-lived host (one gatekeeper, one audit log, one
 //! broker, live connections by name, the demo servers) behind one method per action. The
 //! front ends add only their surface: the desktop app its window and card UI
-//! ([`crate::desk`]), the gateway its downstream MCP server. Each passes in its paths, the
+//! (the `gatehouse-desk` crate), the gateway its downstream MCP server. Each passes in its paths, the
 //! [`ConsentUi`] that asks its person, and a [`Notifier`] for [`Change`]s.
 //!
 //! Decisions never arrive here as events: a consent UI answers through its own typed calls.
@@ -92,13 +92,6 @@ impl ApiError {
             refusal: false,
             server_code: None,
         }
-    }
-
-    pub(crate) fn unknown_prompt(prompt_id: u64) -> ApiError {
-        ApiError::new(
-            ErrorCode::UnknownPrompt,
-            format!("there is no prompt {prompt_id}; it may have been dismissed"),
-        )
     }
 }
 

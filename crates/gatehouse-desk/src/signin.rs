@@ -14,10 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use crate::ErrorCode;
-use crate::auth::{SignInAnswer, SignInCode, SignInRequest, SignInUi};
-use crate::consent::UiFuture;
-use crate::host::ApiError;
+use gatehouse_host::ErrorCode;
+use gatehouse_host::auth::{SignInAnswer, SignInCode, SignInRequest, SignInUi};
+use gatehouse_host::consent::UiFuture;
+use gatehouse_host::host::ApiError;
 
 /// At most this many sign-ins wait for the user at once; one more is answered Cancel at
 /// once, without a card (a server, or many, cannot stack sign-ins up without bound).
@@ -364,7 +364,7 @@ impl SignInUi for SignInDesk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::SignInReason;
+    use gatehouse_host::auth::SignInReason;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn request(server: &str, n: u32) -> SignInRequest {

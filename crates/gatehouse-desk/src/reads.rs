@@ -16,9 +16,9 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use super::{Desk, DeskError};
-use crate::ErrorCode;
-use crate::content::{ContentView, Display, decode};
-use crate::host::context::{ReadTarget, ReadView};
+use gatehouse_host::ErrorCode;
+use gatehouse_host::content::{ContentView, Display, decode};
+use gatehouse_host::host::context::{ReadTarget, ReadView};
 
 /// How many reads the shelf keeps; the oldest goes first.
 pub const SHELF_SIZE: usize = 8;
@@ -171,15 +171,14 @@ fn variant(name: &str, n: u32) -> String {
 /// Writes `bytes` into `dir` as `name` (or the first free ` (N)` variant), atomically and
 /// never over an existing file; returns the path written.
 pub fn save_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    crate::config::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes).map_err(
-        |e| match e.kind() {
+    gatehouse_host::config::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes)
+        .map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => std::io::Error::new(
                 e.kind(),
                 format!("{name} and {MAX_VARIANTS} variants of it exist already"),
             ),
             _ => e,
-        },
-    )
+        })
 }
 
 impl Desk {
@@ -287,10 +286,10 @@ mod tests {
     }
 
     fn view(uri: &str, contents: Vec<ContentView>) -> ReadView {
-        use crate::consent::{ClaimedNames, IdentityBanner};
+        use gatehouse_host::consent::{ClaimedNames, IdentityBanner};
         let banner = IdentityBanner {
             server: "s".into(),
-            status: crate::admission::Status::Admitted,
+            status: gatehouse_host::admission::Status::Admitted,
             verified_id: None,
             clearance: None,
             signer: None,
@@ -305,7 +304,7 @@ mod tests {
             },
         };
         ReadView {
-            sender: crate::host::context::Sender {
+            sender: gatehouse_host::host::context::Sender {
                 server: "s".into(),
                 banner,
             },

@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use crate::ErrorCode;
-use crate::consent::{
+use gatehouse_host::ErrorCode;
+use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody, PromptUpdate, UiFuture, WaitChoice,
     WaitPhase,
 };
@@ -188,7 +188,7 @@ impl PromptDesk {
         let slots = self.slots();
         let slot = slots
             .get(&prompt_id)
-            .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+            .ok_or_else(|| unknown_prompt(prompt_id))?;
         match &slot.card.prompt.body {
             PromptBody::Form { schema, .. } => {
                 Ok(schema.validate(content).err().unwrap_or_default())
@@ -206,7 +206,7 @@ impl PromptDesk {
             let mut slots = self.slots();
             let slot = slots
                 .get_mut(&prompt_id)
-                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+                .ok_or_else(|| unknown_prompt(prompt_id))?;
             let reply = match (answer.reply, &slot.card.prompt.body, answer.content) {
                 (WindowReply::Submit, PromptBody::Form { .. }, Some(content)) => {
                     ConsentReply::Submit(content)
@@ -269,7 +269,7 @@ impl PromptDesk {
             let mut slots = self.slots();
             let slot = slots
                 .get_mut(&prompt_id)
-                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+                .ok_or_else(|| unknown_prompt(prompt_id))?;
             if slot.card.state == CardState::Waiting
                 && choice == WaitChoice::Retry
                 && slot.card.phase == Some(WaitPhase::InCall)
@@ -311,7 +311,7 @@ impl PromptDesk {
             let mut slots = self.slots();
             let slot = slots
                 .get(&prompt_id)
-                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+                .ok_or_else(|| unknown_prompt(prompt_id))?;
             if !slot.card.state.finished() {
                 return Err(DeskError::new(
                     ErrorCode::PromptNotFinished,
@@ -484,10 +484,17 @@ impl ConsentUi for PromptDesk {
     }
 }
 
+fn unknown_prompt(prompt_id: u64) -> DeskError {
+    DeskError::new(
+        ErrorCode::UnknownPrompt,
+        format!("there is no prompt {prompt_id}; it may have been dismissed"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consent::{ClaimedNames, IdentityBanner, PromptBody};
+    use gatehouse_host::consent::{ClaimedNames, IdentityBanner, PromptBody};
     use gatehouse_policy::Assessment;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -498,7 +505,7 @@ mod tests {
             server: "flood".into(),
             banner: IdentityBanner {
                 server: "flood".into(),
-                status: crate::admission::Status::Unattested,
+                status: gatehouse_host::admission::Status::Unattested,
                 verified_id: None,
                 clearance: None,
                 signer: None,
@@ -512,10 +519,10 @@ mod tests {
                     server_version: None,
                 },
             },
-            era: crate::Era::V2025_11_25,
+            era: gatehouse_host::Era::V2025_11_25,
             message: "refused".into(),
             origin: None,
-            attribution: crate::caller::Attribution::None,
+            attribution: gatehouse_host::caller::Attribution::None,
             assessment: Assessment::allow(),
             body: PromptBody::Unsupported {
                 detail: "outside the subset".into(),
