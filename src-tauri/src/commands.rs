@@ -5,14 +5,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gatehouse_host::TrafficEntry;
-use gatehouse_host::consent::WaitChoice;
-use gatehouse_host::desk::FieldError;
-use gatehouse_host::desk::{
+use gatehouse_desk::FieldError;
+use gatehouse_desk::{
     AuditVerdict, CallOutcome, CompletionTarget, Desk, DeskError, ImportOutcome, NewServer,
     PromptCard, PromptGroups, PromptView, ResourceGroups, ServerDetail, ServerRow, ServerSignIn,
     Settings, ShelvedRead, SignInCards, SignInReply, SignInRow, WindowAnswer,
 };
+use gatehouse_host::TrafficEntry;
+use gatehouse_host::consent::WaitChoice;
 use gatehouse_host::host::downstream::ClientRow;
 use serde_json::{Map, Value};
 use tauri::{Runtime, State};

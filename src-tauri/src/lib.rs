@@ -1,4 +1,4 @@
-//! The Gatehouse desktop app: a thin Tauri shell over `gatehouse_host::desk`.
+//! The Gatehouse desktop app: a thin Tauri shell over `gatehouse_desk`.
 //!
 //! Each command is one call into the desk. The desk's change notices become window events
 //! that carry no decision; decisions come back only as typed commands (`prompt_answer`,
@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_attest::bundle::Posture;
+use gatehouse_desk::{
+    Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
+};
 use gatehouse_gateway::bridge;
 use gatehouse_host::HostEvent;
 use gatehouse_host::KeyringStore;
 use gatehouse_host::SecretStore;
-use gatehouse_host::desk::{
-    Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
-};
 use gatehouse_host::{SYSTEM_TRUST_ROOTS, system_clock};
 use serde_json::json;
 use tauri::{Builder, Emitter, Manager, Runtime, UserAttentionType};

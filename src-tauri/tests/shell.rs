@@ -13,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gatehouse_attest::bundle::Posture;
+use gatehouse_desk::{Desk, DeskPaths};
 use gatehouse_desktop::commands::names::ALL;
 use gatehouse_desktop::{Launch, MAIN_WINDOW, events};
-use gatehouse_host::desk::{Desk, DeskPaths};
 use gatehouse_host::{MemoryStore, UrlOpener};
 use gatehouse_testkit as kit;
 use serde_json::{Value, json};

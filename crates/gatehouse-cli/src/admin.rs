@@ -56,7 +56,7 @@ fn write_atomic(path: &Path, text: &[u8], mode: u32) -> Result<(), Failure> {
 
 fn bundle_failure(path: &Path, error: BundleError) -> Failure {
     Failure {
-        code: error.code(),
+        code: (&error).into(),
         message: format!("{}: {error}", path.display()),
         exit: 1,
     }
@@ -355,7 +355,7 @@ async fn fetch(context: &Context, url: &str, out: Option<&Path>) -> Result<u8, F
                 | FetchError::InvalidUrl { .. }
         );
         Failure {
-            code: e.code(),
+            code: (&e).into(),
             message: e.to_string(),
             exit: if refusal { 1 } else { 2 },
         }
@@ -366,7 +366,7 @@ async fn fetch(context: &Context, url: &str, out: Option<&Path>) -> Result<u8, F
         .map_err(fail)?
     else {
         return Err(Failure {
-            code: "not_mcp_server",
+            code: gatehouse_host::ErrorCode::NotMcpServer,
             message: format!(
                 "{} publishes no attestation (HTTP 404 at {})",
                 source.origin, source.url

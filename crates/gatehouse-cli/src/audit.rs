@@ -18,7 +18,7 @@ fn failure(error: AuditError) -> Failure {
         _ => 1,
     };
     Failure {
-        code: error.code(),
+        code: (&error).into(),
         message: error.to_string(),
         exit,
     }

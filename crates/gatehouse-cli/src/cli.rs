@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use gatehouse_attest::bundle::Posture;
+use gatehouse_clients::ClientId;
 use gatehouse_host::EraPreference;
-use gatehouse_host::clients::ClientId;
 
 /// The whole command line. Every option group is taken here, before the command's name (as
 /// in `gatehouse --demo tools demo`), and after the name by the commands it applies to

@@ -1,11 +1,12 @@
-//! `gatehouse clients list | connect | restore`: thin over `gatehouse_host::clients`, which
+//! `gatehouse clients list | connect | restore`: thin over `gatehouse_clients`, which
 //! takes every path from here (HOME, XDG_CONFIG_HOME and XDG_DATA_HOME through `dirs`, the
 //! current directory, this binary's own path).
 
 use std::path::PathBuf;
 
-use gatehouse_host::clients::{
-    self, BackupStore, ClientError, ClientId, ClientStatus, ConnectRequest, Location, Roots, Scope,
+use gatehouse_clients::{
+    self as clients, BackupStore, ClientError, ClientId, ClientStatus, ConnectRequest, Location,
+    Roots, Scope,
 };
 use serde_json::json;
 
@@ -17,7 +18,7 @@ use crate::output::{self, safe_line};
 impl From<ClientError> for Failure {
     fn from(error: ClientError) -> Self {
         Failure {
-            code: error.code_str(),
+            code: error.error_code(),
             exit: if error.is_refusal() { 1 } else { 2 },
             message: error.message,
         }
@@ -285,7 +286,7 @@ fn token(context: &Context, client: &str, rotate: bool, revoke: bool) -> Result<
     let index = gatehouse_gateway::tokens::index_path(&crate::commands::data_dir());
     let store = context.secrets.as_ref();
     let failed = |message: String| Failure {
-        code: "client_token_failed",
+        code: gatehouse_host::ErrorCode::ClientTokenFailed,
         message,
         exit: 2,
     };

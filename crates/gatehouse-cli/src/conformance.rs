@@ -59,7 +59,7 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     let installed = crate::commands::load_trust(context)?;
     if let Some(label) = installed.locked_by() {
         return Err(Failure {
-            code: "posture_forbids",
+            code: gatehouse_host::ErrorCode::PostureForbids,
             message: format!(
                 "the admin bundle {label} is locked (deny-by-default), and the conformance client talks to unattested servers; run the suite on a machine without a locked bundle"
             ),

@@ -212,7 +212,7 @@ fn payload(contents: &[ContentView]) -> Result<Option<(usize, Vec<u8>)>, Failure
     if let Some((index, data)) = blob {
         // The host checked it is strict base64; decoded again here for the bytes.
         let bytes = gatehouse_host::content::decode(data).map_err(|fault| Failure {
-            code: fault.as_str(),
+            code: fault.into(),
             message: format!("the content {:?} is not valid base64", contents[index].uri),
             exit: 1,
         })?;
@@ -306,7 +306,7 @@ pub async fn read(context: &Context, args: &ReadArgs) -> Result<u8, Failure> {
     if let Some(out) = &args.out {
         let Some((index, bytes)) = payload(&outcome.contents)? else {
             return Err(Failure {
-                code: "nothing_to_save",
+                code: gatehouse_host::ErrorCode::NothingToSave,
                 message: format!("{} returned no content to save", outcome.uri),
                 exit: 1,
             });
@@ -316,7 +316,7 @@ pub async fn read(context: &Context, args: &ReadArgs) -> Result<u8, Failure> {
                 exists_failure(out)
             } else {
                 Failure {
-                    code: "out_unwritable",
+                    code: gatehouse_host::ErrorCode::OutUnwritable,
                     message: format!("cannot write --out {}: {e}", out.display()),
                     exit: 2,
                 }
@@ -586,7 +586,7 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
     let failure = match waited {
         Waited::Done => None,
         Waited::TimedOut => Some(Failure {
-            code: "timeout",
+            code: gatehouse_host::ErrorCode::Timeout,
             message: format!(
                 "{updates} of {} update(s) of {uri:?} arrived within {}s (--wait); unsubscribed",
                 args.count, args.wait
@@ -598,7 +598,7 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
             what: format!("the subscription to {uri:?}"),
         })),
         Waited::Closed => Some(Failure {
-            code: "transport_failed",
+            code: gatehouse_host::ErrorCode::TransportFailed,
             message: format!("the connection to {name} ended while waiting for updates"),
             exit: 2,
         }),

@@ -6,7 +6,7 @@ use gatehouse_host::host::ApiError;
 /// A command that did not succeed: what to print and how to exit.
 #[derive(Debug)]
 pub struct Failure {
-    pub code: &'static str,
+    pub code: gatehouse_host::ErrorCode,
     pub message: String,
     pub exit: u8,
 }
@@ -14,7 +14,7 @@ pub struct Failure {
 impl Failure {
     pub fn usage(message: impl Into<String>) -> Self {
         Failure {
-            code: "usage",
+            code: gatehouse_host::ErrorCode::Usage,
             message: message.into(),
             exit: 2,
         }

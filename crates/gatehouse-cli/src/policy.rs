@@ -22,7 +22,7 @@ use crate::output;
 /// the host (and so the desktop app and every other command) gives for the same file.
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, Failure> {
     gatehouse_host::config::load_policy(path).map_err(|message| Failure {
-        code: "policy_invalid",
+        code: gatehouse_host::ErrorCode::PolicyInvalid,
         message,
         exit: 2,
     })

@@ -55,7 +55,7 @@ pub async fn run(
             .pipe(tokio::io::stdin(), tokio::io::stdout())
             .await
             .map_err(|e| Failure {
-                code: e.code.as_str(),
+                code: e.code.into(),
                 message: e.message,
                 exit: 2,
             })?;
@@ -82,7 +82,7 @@ pub async fn run(
     {
         host.shutdown().await;
         return Err(Failure {
-            code: "unknown_server",
+            code: gatehouse_host::ErrorCode::UnknownServer,
             message: format!(
                 "--server: no server named {name:?} in {}: see `gatehouse servers list`",
                 context.config_path.display()
@@ -98,7 +98,7 @@ pub async fn run(
         }
     };
     served.map_err(|message| Failure {
-        code: "serve_failed",
+        code: gatehouse_host::ErrorCode::ServeFailed,
         message,
         exit: 2,
     })?;
@@ -197,7 +197,7 @@ async fn bridge(
             Ok(None)
         }
         Err(error) => Err(Failure {
-            code: error.code.as_str(),
+            code: error.code.into(),
             message: format!(
                 "{}; or run gatehouse serve --no-bridge to use a host of its own",
                 error.message

@@ -134,7 +134,7 @@ fn add_server(args: &AddArgs) -> Result<AddServer, Failure> {
 
 /// The host's refusal of `servers add`, saying how to replace a listed server from here.
 fn add_failure(error: ApiError, args: &AddArgs, path: &Path) -> Failure {
-    let listed = error.code == "server_exists"
+    let listed = error.code == gatehouse_host::ErrorCode::ServerExists
         && ServersFile::load(path).is_ok_and(|config| config.servers.contains_key(&args.name));
     if listed {
         return HostError::Config(format!(

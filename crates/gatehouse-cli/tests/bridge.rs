@@ -1,5 +1,5 @@
 //! `gatehouse serve` bridged to a running app: the app here is this test process holding the
-//! desktop app's host (gatehouse_host::desk: the host with the card desk as its consent UI)
+//! desktop app's host (gatehouse_desk: the host with the card desk as its consent UI)
 //! and its bridge listener; the client is the reference TypeScript client launching the real
 //! `gatehouse serve`, as Claude Desktop would.
 
@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{client_run, demo_bin, offered, result_text as text, ts_client_command};
+use gatehouse_desk::{CardState, Desk, DeskOptions, DeskPaths, WindowAnswer, WindowReply};
 use gatehouse_gateway::bridge::{BridgeListener, socket_path_in};
 use gatehouse_host::MemoryStore;
-use gatehouse_host::desk::{CardState, Desk, DeskOptions, DeskPaths, WindowAnswer, WindowReply};
 use gatehouse_host::tap::system_clock;
 use serde_json::{Value, json};
 
@@ -274,7 +274,7 @@ impl gatehouse_host::UrlOpener for SubmittingBrowser {
 }
 
 /// Waits for a card of `server` in `state`, and returns it.
-fn card_in(desk: &Desk, server: &str, state: CardState) -> gatehouse_host::desk::PromptCard {
+fn card_in(desk: &Desk, server: &str, state: CardState) -> gatehouse_desk::PromptCard {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(card) = desk

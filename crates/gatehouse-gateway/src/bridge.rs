@@ -98,6 +98,23 @@ impl BridgeCode {
     }
 }
 
+/// The bridge's codes as the CLI prints them: the same names, in the one set of codes.
+impl From<BridgeCode> for gatehouse_host::ErrorCode {
+    fn from(code: BridgeCode) -> Self {
+        use gatehouse_host::ErrorCode as Code;
+        match code {
+            BridgeCode::NoRuntimeDir => Code::BridgeNoRuntimeDir,
+            BridgeCode::UnsafeDir => Code::BridgeUnsafeDir,
+            BridgeCode::InUse => Code::BridgeInUse,
+            BridgeCode::PeerNotSameUser => Code::BridgePeerNotSameUser,
+            BridgeCode::BadHello => Code::BridgeBadHello,
+            BridgeCode::Refused => Code::BridgeRefused,
+            BridgeCode::Busy => Code::BridgeBusy,
+            BridgeCode::Io => Code::BridgeIo,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BridgeError {
     pub code: BridgeCode,
@@ -637,5 +654,20 @@ impl Bridged {
         };
         let _ = output.flush().await;
         result.map_err(|e| BridgeError::new(BridgeCode::Io, format!("the bridge broke: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod code_tests {
+    use super::BridgeCode;
+
+    #[test]
+    fn each_bridge_code_is_the_error_code_of_its_name() {
+        for code in BridgeCode::ALL {
+            assert_eq!(
+                gatehouse_host::ErrorCode::from(code).as_str(),
+                code.as_str()
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@
 //! is left out rather than guessed. With one server (`--server`), everything goes to it, so
 //! what the client asks for is always decided (and recorded) by that server's gate.
 
+use gatehouse_host::ErrorCode as Code;
 use gatehouse_host::host::ApiError;
 use gatehouse_host::host::context::ReadTarget;
 use gatehouse_host::{CallOptions, CompletionTarget, HostEvent};
@@ -57,7 +58,11 @@ pub(crate) fn rpc_error_about(error: &ApiError, uri: Option<&str>) -> ErrorData 
         Some(code) => ErrorData::new(ErrorCode(code), error.message.clone(), data),
         // What the gate hides is not offered to the client: for it, the resource does not
         // exist (the refusal is still audited with the client named).
-        None if matches!(error.code, "resource_not_admitted" | "resource_uri_refused") => {
+        None if matches!(
+            error.code,
+            Code::ResourceNotAdmitted | Code::ResourceUriRefused
+        ) =>
+        {
             ErrorData::new(
                 ErrorCode(RESOURCE_NOT_FOUND),
                 format!(
@@ -69,7 +74,7 @@ pub(crate) fn rpc_error_about(error: &ApiError, uri: Option<&str>) -> ErrorData 
         }
         None if matches!(
             error.code,
-            "prompt_not_admitted" | "prompt_pin_mismatch" | "prompt_not_listed"
+            Code::PromptNotAdmitted | Code::PromptPinMismatch | Code::PromptNotListed
         ) =>
         {
             ErrorData::invalid_params(

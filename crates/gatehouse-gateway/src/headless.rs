@@ -9,7 +9,7 @@ use std::future::ready;
 use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
-use gatehouse_host::desk::FieldError;
+use gatehouse_host::host::FieldError;
 use gatehouse_host::{ConsentUi, Prompt};
 
 /// Declines every prompt; ends every URL wait.

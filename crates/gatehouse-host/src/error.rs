@@ -1,8 +1,10 @@
 //! The host's error type. Every variant names what went wrong and what to do, and carries a
-//! stable snake_case [`HostError::code`] shared by the CLI's JSON output and, later, the audit
-//! log and the UI.
+//! stable [`ErrorCode`] ([`HostError::code`]) shared by the CLI's JSON output, the window's
+//! IPC and the audit log.
 
 use std::time::Duration;
+
+use crate::error_code::ErrorCode;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -78,7 +80,7 @@ pub enum HostError {
         server: String,
         /// Refused or unattested: what the admission found.
         status: crate::admission::Status,
-        reason: &'static str,
+        reason: ErrorCode,
         code: Option<u8>,
         detail: String,
     },
@@ -90,7 +92,7 @@ pub enum HostError {
     ToolDenied {
         server: String,
         tool: String,
-        reason: &'static str,
+        reason: ErrorCode,
         detail: String,
     },
 
@@ -100,7 +102,7 @@ pub enum HostError {
     ContentRefused {
         server: String,
         what: String,
-        reason: &'static str,
+        reason: ErrorCode,
         detail: String,
     },
 
@@ -163,31 +165,31 @@ pub enum HostError {
 }
 
 impl HostError {
-    /// Stable snake_case reason code.
-    pub fn code(&self) -> &'static str {
+    /// The stable code: what the CLI prints, the window gets and the audit log records.
+    pub fn code(&self) -> ErrorCode {
         match self {
-            HostError::Config(_) => "config_invalid",
-            HostError::UnknownServer { .. } => "unknown_server",
-            HostError::Secret { .. } => "secret_unavailable",
-            HostError::Spawn { .. } => "spawn_failed",
-            HostError::Connect { .. } => "connect_failed",
-            HostError::SignIn { code, .. } => code.code(),
-            HostError::Transport { .. } => "transport_failed",
-            HostError::Timeout { .. } => "timeout",
-            HostError::Cancelled { .. } => "cancelled",
-            HostError::ServerError { .. } => "server_error",
-            HostError::Protocol { .. } => "protocol_error",
-            HostError::NotAdmitted { reason, .. } => reason,
-            HostError::ToolDenied { reason, .. } => reason,
-            HostError::ContentRefused { reason, .. } => reason,
-            HostError::NotOffered { .. } => "not_offered",
-            HostError::SubscriptionLimit { .. } => "subscription_limit",
-            HostError::AuditUnavailable { .. } => "audit_unavailable",
-            HostError::PostureForbids { .. } => "posture_forbids",
-            HostError::LockedByAdmin { .. } => "locked_by_admin",
-            HostError::Suspended { .. } => "server_suspended",
-            HostError::SessionKilled { .. } => "kill_session_on_elicitation_abuse",
-            HostError::ElicitationIncomplete { .. } => "elicitation_incomplete",
+            HostError::Config(_) => ErrorCode::ConfigInvalid,
+            HostError::UnknownServer { .. } => ErrorCode::UnknownServer,
+            HostError::Secret { .. } => ErrorCode::SecretUnavailable,
+            HostError::Spawn { .. } => ErrorCode::SpawnFailed,
+            HostError::Connect { .. } => ErrorCode::ConnectFailed,
+            HostError::SignIn { code, .. } => (*code).into(),
+            HostError::Transport { .. } => ErrorCode::TransportFailed,
+            HostError::Timeout { .. } => ErrorCode::Timeout,
+            HostError::Cancelled { .. } => ErrorCode::Cancelled,
+            HostError::ServerError { .. } => ErrorCode::ServerError,
+            HostError::Protocol { .. } => ErrorCode::ProtocolError,
+            HostError::NotAdmitted { reason, .. } => *reason,
+            HostError::ToolDenied { reason, .. } => *reason,
+            HostError::ContentRefused { reason, .. } => *reason,
+            HostError::NotOffered { .. } => ErrorCode::NotOffered,
+            HostError::SubscriptionLimit { .. } => ErrorCode::SubscriptionLimit,
+            HostError::AuditUnavailable { .. } => ErrorCode::AuditUnavailable,
+            HostError::PostureForbids { .. } => ErrorCode::PostureForbids,
+            HostError::LockedByAdmin { .. } => ErrorCode::LockedByAdmin,
+            HostError::Suspended { .. } => ErrorCode::ServerSuspended,
+            HostError::SessionKilled { .. } => ErrorCode::KillSessionOnElicitationAbuse,
+            HostError::ElicitationIncomplete { .. } => ErrorCode::ElicitationIncomplete,
         }
     }
 
@@ -315,7 +317,8 @@ mod tests {
             message: "m".into(),
         };
         assert!(refusal.is_refusal());
-        assert_eq!(refusal.code(), "server_error");
+        assert_eq!(refusal.code(), ErrorCode::ServerError);
+        assert_eq!(refusal.code().as_str(), "server_error");
         let timeout = HostError::Timeout {
             server: "s".into(),
             what: "w".into(),

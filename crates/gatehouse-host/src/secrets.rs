@@ -167,7 +167,7 @@ mod tests {
         assert!(validate_name("github-token.v2_x").is_ok());
         for bad in ["", "a b", "a/b", "${x}", &"x".repeat(129)] {
             assert_eq!(
-                validate_name(bad).unwrap_err().code(),
+                validate_name(bad).unwrap_err().code().as_str(),
                 "secret_unavailable",
                 "{bad:?}"
             );

@@ -147,7 +147,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(seen, ["trust", "audit"]);
-        assert_eq!(error.code(), "config_invalid");
+        assert_eq!(error.code().as_str(), "config_invalid");
         assert!(
             error.to_string().contains(APPROVALS_FILE),
             "names the file: {error}"
@@ -172,7 +172,7 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(seen, [true]);
-        assert_eq!(error.code(), "audit_unavailable");
+        assert_eq!(error.code().as_str(), "audit_unavailable");
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn a_rollback_is_refused_recorded_and_not_written() {
     admin.install(&v2).unwrap();
     let installed = std::fs::read(admin.trust_roots().join("test-bundle.json")).unwrap();
     let refusal = admin.install(&v1).unwrap_err();
-    assert_eq!(refusal.code, "bundle_rollback");
+    assert_eq!(refusal.code.as_str(), "bundle_rollback");
     assert!(refusal.refusal, "a rollback is a refusal (exit 1)");
     assert_eq!(
         std::fs::read(admin.trust_roots().join("test-bundle.json")).unwrap(),
@@ -120,7 +120,7 @@ fn a_rollback_is_refused_recorded_and_not_written() {
             highest_seen: Some(2),
             file: v1,
             into: admin.trust_roots(),
-            reason: "bundle_rollback".into(),
+            reason: gatehouse_host::ErrorCode::BundleRollback,
             detail: refusal.message,
         }
     );
@@ -152,7 +152,7 @@ fn a_bad_signature_is_refused_recorded_and_not_written() {
     let forged = admin.bundle_file("forged.json", &version(2), &version(1));
     let refusal = admin.install(&forged).unwrap_err();
     assert!(refusal.refusal, "{refusal:?}");
-    assert!(refusal.code.starts_with("bundle_"), "{refusal:?}");
+    assert!(refusal.code.as_str().starts_with("bundle_"), "{refusal:?}");
     assert!(!admin.trust_roots().join("test-bundle.json").exists());
     assert!(!admin.trust_roots().join(".versions.json").exists());
     let records = admin.records();

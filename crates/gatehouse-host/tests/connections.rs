@@ -82,13 +82,13 @@ async fn a_broken_server_does_not_disturb_a_healthy_one() {
             .call_tool("t", None, &CallOptions::default())
             .await
             .unwrap_err();
-        assert_eq!(error.code(), "transport_failed", "{mode}: {error}");
+        assert_eq!(error.code().as_str(), "transport_failed", "{mode}: {error}");
         // The broken connection stays broken, with the same explanation.
         let again = broken
             .call_tool("t", None, &CallOptions::default())
             .await
             .unwrap_err();
-        assert_eq!(again.code(), "transport_failed", "{mode}: {again}");
+        assert_eq!(again.code().as_str(), "transport_failed", "{mode}: {again}");
         let ok = healthy
             .call_tool("t", None, &CallOptions::default())
             .await
@@ -134,7 +134,7 @@ async fn a_timeout_cancels_the_request_on_the_wire() {
         ..CallOptions::default()
     };
     let error = server.call_tool("t", None, &options).await.unwrap_err();
-    assert_eq!(error.code(), "timeout");
+    assert_eq!(error.code().as_str(), "timeout");
     let cancelled =
         host.tap.entries(Some("silent")).into_iter().any(|e| {
             e.direction == Direction::Out && e.message["method"] == "notifications/cancelled"
@@ -163,7 +163,7 @@ async fn a_user_abort_cancels_the_request() {
         ..CallOptions::default()
     };
     let error = server.call_tool("t", None, &options).await.unwrap_err();
-    assert_eq!(error.code(), "cancelled");
+    assert_eq!(error.code().as_str(), "cancelled");
     server.close().await;
     assert!(host.log("silent").contains("got notifications/cancelled"));
 }
@@ -317,7 +317,7 @@ async fn a_listing_that_repeats_its_cursor_or_never_ends_is_stopped() {
     let host = Host::new();
     let repeat = host.connect_only("repeat", "cursor-repeat").await;
     let error = repeat.tools().await.unwrap_err();
-    assert_eq!(error.code(), "protocol_error", "{error}");
+    assert_eq!(error.code().as_str(), "protocol_error", "{error}");
     assert!(
         error.to_string().contains("repeated the cursor \"again\""),
         "{error}"

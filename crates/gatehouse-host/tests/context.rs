@@ -98,7 +98,7 @@ fn args(value: Value) -> Option<Map<String, Value>> {
 
 fn reason(error: &HostError) -> &'static str {
     match error {
-        HostError::ToolDenied { reason, .. } => reason,
+        HostError::ToolDenied { reason, .. } => reason.as_str(),
         other => panic!("expected a gate denial, got {other:?}"),
     }
 }
@@ -442,7 +442,7 @@ async fn a_server_that_declares_neither_is_never_asked() {
             .await
             .unwrap_err(),
     ] {
-        assert_eq!(error.code(), "not_offered", "{error}");
+        assert_eq!(error.code().as_str(), "not_offered", "{error}");
     }
     assert_eq!(server.bytes_sent(), sent, "a request went to the server");
     server.close().await;

@@ -28,12 +28,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gatehouse_audit::Record;
+use gatehouse_desk::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 use gatehouse_host::broker::BrokerOptions;
 use gatehouse_host::config::StdioSpec;
 use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, PromptBody, PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
-use gatehouse_host::desk::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 use gatehouse_host::gatekeeper::events;
 use gatehouse_host::tap::Direction;
 use gatehouse_host::{
@@ -813,7 +813,7 @@ async fn an_elicitation_after_the_host_gave_up_on_the_call_is_tied_to_no_request
         )
         .await
         .unwrap_err();
-    assert_eq!(error.code(), "timeout", "{error}");
+    assert_eq!(error.code().as_str(), "timeout", "{error}");
 
     let receipt = eventually("the receipt", Duration::from_secs(5), || {
         kit::audit::payloads::<ElicitationReceipt>(&host.audit_path()).pop()

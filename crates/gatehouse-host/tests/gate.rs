@@ -131,7 +131,7 @@ fn assert_denied(error: &HostError, tool: &str, reason: &str) {
             ..
         } => {
             assert_eq!(denied, tool, "{error}");
-            assert_eq!(*why, reason, "{error}");
+            assert_eq!(why.as_str(), reason, "{error}");
         }
         other => panic!("{tool:?}: expected ToolDenied ({reason}), got {other:?}"),
     }
@@ -285,7 +285,7 @@ async fn deny_by_default_never_starts_an_unattested_server() {
     match &error {
         HostError::NotAdmitted { server, reason, .. } => {
             assert_eq!(server, "unattested");
-            assert_eq!(*reason, "not_mcp_server");
+            assert_eq!(reason.as_str(), "not_mcp_server");
         }
         other => panic!("expected NotAdmitted, got {other:?}"),
     }

@@ -110,7 +110,12 @@ async fn admit(dir: &Path, endpoint: &str) -> Verdict {
 
 fn assert_refused_unbound(verdict: &Verdict) {
     assert_eq!(verdict.status, Status::Refused, "{}", verdict.detail);
-    assert_eq!(verdict.reason, Some("host_not_bound"), "{}", verdict.detail);
+    assert_eq!(
+        verdict.reason.map(|r| r.as_str()),
+        Some("host_not_bound"),
+        "{}",
+        verdict.detail
+    );
     assert!(!verdict.proceeds);
     assert!(verdict.identity.is_none());
 }

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use gatehouse_desk::{Desk, DeskOptions, DeskPaths};
 use gatehouse_host::admission::{Trust, TrustSettings};
-use gatehouse_host::desk::{Desk, DeskOptions, DeskPaths};
 use gatehouse_host::host::RowStatus;
 use gatehouse_host::{Clock, MemoryStore};
 use gatehouse_testkit as kit;
@@ -219,7 +219,7 @@ impl Running {
         bundles::install(&self.admin, &signed);
     }
 
-    async fn reconnect(&self) -> gatehouse_host::desk::ServerDetail {
+    async fn reconnect(&self) -> gatehouse_desk::ServerDetail {
         self.desk
             .connect("weather")
             .await
@@ -542,7 +542,7 @@ fn a_locked_admin_bundle_that_no_longer_verifies_still_locks() {
     };
     let error =
         gatehouse_host::admission::refuse_widening_under_lock(&admin, &asked, LATER).unwrap_err();
-    assert_eq!(error.code(), "locked_by_admin");
+    assert_eq!(error.code().as_str(), "locked_by_admin");
     let message = error.to_string();
     assert!(
         message.contains("test-bundle@1")

@@ -98,7 +98,7 @@ pub struct Verdict {
     /// warn posture (never treated as admitted: no bundle allow-list applies).
     pub proceeds: bool,
     pub posture: Posture,
-    pub reason: Option<&'static str>,
+    pub reason: Option<crate::error_code::ErrorCode>,
     pub code: Option<u8>,
     pub detail: String,
     pub identity: Option<Identity>,
@@ -150,7 +150,7 @@ impl Verdict {
 
     pub(super) fn refused(mut self, reason: AdmissionReason, detail: String) -> Verdict {
         self.status = Status::Refused;
-        self.reason = Some(reason.as_str());
+        self.reason = Some(reason.into());
         self.code = reason.code();
         self.detail = detail;
         self
@@ -171,7 +171,7 @@ impl Verdict {
     pub(super) fn unattested(mut self, detail: String) -> Verdict {
         let reason = AdmissionReason::Atsa(Reason::NotMcpServer);
         self.status = Status::Unattested;
-        self.reason = Some(reason.as_str());
+        self.reason = Some(reason.into());
         self.code = reason.code();
         self.detail = detail;
         self

@@ -41,7 +41,7 @@ pub struct BundleRefused {
     /// The admin directory it was to go into.
     pub into: PathBuf,
     /// The refusal's stable code.
-    pub reason: String,
+    pub reason: crate::ErrorCode,
     pub detail: String,
 }
 

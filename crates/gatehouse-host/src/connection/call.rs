@@ -617,7 +617,7 @@ impl Connection {
             return Err(RoundError::Host(HostError::ToolDenied {
                 server: self.server.clone(),
                 tool: params.name.to_string(),
-                reason: "tool_not_admitted",
+                reason: crate::error_code::ErrorCode::ToolNotAdmitted,
                 detail: format!(
                     "the permit is for {:?}, not this tool; each call needs its own authorization",
                     permit.tool()

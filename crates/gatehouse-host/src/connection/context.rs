@@ -472,7 +472,7 @@ impl Connection {
                     return Err(HostError::ToolDenied {
                         server: self.server.clone(),
                         tool: uri_template.clone(),
-                        reason: "resource_not_admitted",
+                        reason: crate::error_code::ErrorCode::ResourceNotAdmitted,
                         detail: detail.into(),
                     });
                 }
@@ -805,7 +805,7 @@ impl Connection {
         HostError::ContentRefused {
             server: self.server.clone(),
             what: what.to_string(),
-            reason: fault.as_str(),
+            reason: fault.into(),
             detail,
         }
     }

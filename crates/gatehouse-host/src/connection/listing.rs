@@ -13,8 +13,8 @@ use gatehouse_attest::gate::{Kind, ToolGate, ToolStatus};
 use gatehouse_attest::pins::tool_pin;
 
 use super::{CallOptions, Connection};
-use crate::HostError;
 use crate::gatekeeper::{NamedPin, Pinned, Tools};
+use crate::{ErrorCode, HostError};
 
 /// A listing (tools, resources, prompts) stops with an error past this many pages…
 pub const MAX_LIST_PAGES: usize = 100;
@@ -258,7 +258,7 @@ impl Connection {
                     .then(|| (name.to_string(), tool_pin(value)))
             })
             .collect();
-        let (noun, reason) = (kind.noun(), kind.not_listed().as_str());
+        let (noun, reason) = (kind.noun(), ErrorCode::from(kind.not_listed()));
         match names.iter().find(|n| !pins.iter().any(|(p, _)| p == *n)) {
             Some(missing) => Err(HostError::ToolDenied {
                 server: self.server.clone(),

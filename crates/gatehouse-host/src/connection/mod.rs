@@ -230,7 +230,9 @@ impl Connection {
             return Err(HostError::NotAdmitted {
                 server: server.to_string(),
                 status: verdict.status,
-                reason: verdict.reason.unwrap_or("not_admitted"),
+                reason: verdict
+                    .reason
+                    .unwrap_or(crate::error_code::ErrorCode::NotAdmitted),
                 code: verdict.code,
                 detail: verdict.detail.clone(),
             });

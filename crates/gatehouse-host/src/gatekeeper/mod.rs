@@ -470,7 +470,7 @@ fn tool_denied(server: &str, denial: Denial) -> HostError {
     HostError::ToolDenied {
         server: server.to_string(),
         tool: denial.tool,
-        reason: denial.reason.as_str(),
+        reason: denial.reason.into(),
         detail: denial.detail,
     }
 }

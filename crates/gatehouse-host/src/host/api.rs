@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::ErrorCode;
 use crate::HostError;
 
 /// What changed, for the window to refetch. Never a decision.
@@ -32,8 +33,8 @@ pub type Notifier = Arc<dyn Fn(Change) + Send + Sync>;
 /// An error for the window: a stable code and a sentence saying what to do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ApiError {
-    /// Stable snake_case, one of the host's codes.
-    pub code: &'static str,
+    /// The stable code, serialized as its snake_case name.
+    pub code: ErrorCode,
     pub message: String,
     /// The server or the gate said no (see [`HostError::is_refusal`]), rather than the
     /// config, the machine or the network failing: the CLI exits 1 for these, 2 otherwise.
@@ -46,20 +47,13 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
             message: message.into(),
             refusal: false,
             server_code: None,
         }
-    }
-
-    pub(crate) fn unknown_prompt(prompt_id: u64) -> ApiError {
-        ApiError::new(
-            "unknown_prompt",
-            format!("there is no prompt {prompt_id}; it may have been dismissed"),
-        )
     }
 }
 

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::{ApiError, Host};
+use crate::ErrorCode;
 use crate::HostError;
 use crate::auth::{self, Record, SignInReason};
 use crate::config::ServerSpec;
@@ -60,13 +61,13 @@ impl Host {
         match self.spec(name)?.0 {
             ServerSpec::Http(http) if http.uses_oauth() => Ok(http),
             ServerSpec::Http(_) => Err(ApiError::new(
-                "config_invalid",
+                ErrorCode::ConfigInvalid,
                 format!(
                     "server {name:?} is configured with a static credential (bearerTokenSecret or an Authorization header); signing in applies to servers without one"
                 ),
             )),
             ServerSpec::Stdio(_) => Err(ApiError::new(
-                "config_invalid",
+                ErrorCode::ConfigInvalid,
                 format!(
                     "server {name:?} is a stdio server; MCP authorization applies to HTTP servers (stdio servers take credentials through env)"
                 ),
@@ -85,7 +86,9 @@ impl Host {
             return Err(HostError::NotAdmitted {
                 server: name.to_string(),
                 status: verdict.status,
-                reason: verdict.reason.unwrap_or("not_admitted"),
+                reason: verdict
+                    .reason
+                    .unwrap_or(crate::error_code::ErrorCode::NotAdmitted),
                 code: verdict.code,
                 detail: verdict.detail.clone(),
             }
@@ -109,7 +112,7 @@ impl Host {
             .await?
             .into_iter()
             .next()
-            .ok_or_else(|| ApiError::new("keychain_failed", "the sign-in was not stored"))
+            .ok_or_else(|| ApiError::new(ErrorCode::KeychainFailed, "the sign-in was not stored"))
     }
 
     /// Every configured HTTP server's stored sign-in.
@@ -136,7 +139,7 @@ impl Host {
             Ok::<_, HostError>(rows)
         })
         .await
-        .map_err(|e| ApiError::new("keychain_failed", e.to_string()))?
+        .map_err(|e| ApiError::new(ErrorCode::KeychainFailed, e.to_string()))?
         .map_err(ApiError::from)
     }
 
@@ -152,7 +155,7 @@ impl Host {
             auth::logout(secrets.as_ref(), &gatekeeper, &server)
         })
         .await
-        .map_err(|e| ApiError::new("keychain_failed", e.to_string()))??;
+        .map_err(|e| ApiError::new(ErrorCode::KeychainFailed, e.to_string()))??;
         if removed {
             self.disconnect(name).await;
         }

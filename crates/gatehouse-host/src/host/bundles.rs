@@ -14,6 +14,7 @@ use gatehouse_attest::bundle::{Bundle, BundleError, VerifiedBundle};
 use time::OffsetDateTime;
 
 use super::{ApiError, Host};
+use crate::ErrorCode;
 use crate::admission::{check_record, read_versions, record_version};
 use crate::audit_event::bundle::{BundleAccepted, BundleRefused};
 use crate::gatekeeper::Auditor;
@@ -63,7 +64,7 @@ impl Host {
                         highest_seen: seen.highest_seen,
                         file: file.to_path_buf(),
                         into: dir.to_path_buf(),
-                        reason: refusal.code.to_string(),
+                        reason: refusal.code,
                         detail: refusal.message.clone(),
                     },
                 )?;
@@ -81,7 +82,7 @@ impl Host {
         audit.write(None, &accepted)?;
         std::fs::create_dir_all(dir)
             .map_err(|e| usage(format!("cannot create {}: {e}", dir.display())))?;
-        crate::config::write_atomically(&target, &bytes, 0o644)
+        crate::files::write_atomically(&target, &bytes, 0o644)
             .map_err(|e| usage(format!("cannot write {}: {e}", target.display())))?;
         record_version(dir, &verified).map_err(usage)?;
         Ok(accepted)
@@ -89,7 +90,7 @@ impl Host {
 }
 
 /// A refusal by the bundle's own rules: the CLI exits 1.
-fn refused(code: &'static str, message: String) -> ApiError {
+fn refused(code: ErrorCode, message: String) -> ApiError {
     ApiError {
         refusal: true,
         ..ApiError::new(code, message)
@@ -98,11 +99,11 @@ fn refused(code: &'static str, message: String) -> ApiError {
 
 /// A file that cannot be read or written: not a refusal, the CLI exits 2.
 fn usage(message: String) -> ApiError {
-    ApiError::new("usage", message)
+    ApiError::new(ErrorCode::Usage, message)
 }
 
 fn bundle_refused(path: &Path, error: BundleError) -> ApiError {
-    refused(error.code(), format!("{}: {error}", path.display()))
+    refused((&error).into(), format!("{}: {error}", path.display()))
 }
 
 /// The install decision: the bundle verified as of `now` (and as of the real time: a past
@@ -129,7 +130,7 @@ fn decide(
                 .and_then(|b| b.verify_as_installed())
                 .map_err(|e| {
                     refused(
-                        e.code(),
+                        (&e).into(),
                         format!(
                             "the installed {} does not verify ({e}); it cannot authorize a rotation. Move it aside deliberately to install afresh (the highest-version record still prevents rollback)",
                             target.display()
@@ -141,7 +142,8 @@ fn decide(
         Err(e) => return Err(usage(format!("cannot read {}: {e}", target.display()))),
     };
     seen.installed = installed.as_ref().map(VerifiedBundle::label);
-    let versions = read_versions(dir).map_err(|message| refused("bundle_unreadable", message))?;
+    let versions =
+        read_versions(dir).map_err(|message| refused(ErrorCode::BundleUnreadable, message))?;
     let record = versions.get(&bundle_id);
     seen.highest_seen = record.map(|r| r.version);
     let verify_at = |at: OffsetDateTime| {

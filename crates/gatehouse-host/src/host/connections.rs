@@ -9,6 +9,7 @@ use rmcp::model::Tool;
 use serde::Serialize;
 
 use super::{Answering, ApiError, Change, Host, ServerRow, Slot, failed_row};
+use crate::ErrorCode;
 use crate::consent::IdentityBanner;
 use crate::era::Era;
 use crate::{ConnectOptions, Connection, ElicitationMode, ServerSpec, demo};
@@ -48,7 +49,7 @@ impl Host {
                 }
                 Some(Slot::Connecting) => {
                     return Err(ApiError::new(
-                        "connecting",
+                        ErrorCode::Connecting,
                         format!("{name:?} is still connecting; try again in a moment"),
                     ));
                 }
@@ -118,7 +119,7 @@ impl Host {
             let mut slots = self.slots.lock().await;
             if let Some(Slot::Connecting) = slots.get(name) {
                 return Err(ApiError::new(
-                    "connecting",
+                    ErrorCode::Connecting,
                     format!("{name:?} is still connecting; try again in a moment"),
                 ));
             }

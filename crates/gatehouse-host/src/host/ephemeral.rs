@@ -6,6 +6,7 @@ use std::sync::Arc;
 use gatehouse_attest::bundle::Posture;
 
 use super::{ApiError, HostOptions, HostPaths};
+use crate::ErrorCode;
 use crate::tap::Clock;
 
 impl HostOptions {
@@ -20,7 +21,7 @@ impl HostOptions {
             .tempdir()
             .map_err(|e| {
                 ApiError::new(
-                    "scratch_unavailable",
+                    ErrorCode::ScratchUnavailable,
                     format!(
                         "cannot create the host's scratch directory in {}: {e}; set TMPDIR to a writable directory",
                         std::env::temp_dir().display()

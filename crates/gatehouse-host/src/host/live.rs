@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 
 use super::{ApiError, Host, Slot};
+use crate::ErrorCode;
 use crate::{CallOptions, Connection, HostEvent};
 
 /// How much longer than the connect timeout a downstream client's request waits for a server
@@ -63,7 +64,7 @@ impl Host {
             };
             if let Some(why) = down {
                 return Err(ApiError::new(
-                    "server_not_connected",
+                    ErrorCode::ServerNotConnected,
                     format!(
                         "{name:?} is not connected ({why}); an AI client's request never connects or re-admits a server: connect it in Gatehouse (the app's Connect, or `gatehouse connect {name}`)"
                     ),
@@ -74,7 +75,7 @@ impl Host {
                 _ = started.changed() => {}
                 () = tokio::time::sleep_until(deadline) => {
                     return Err(ApiError::new(
-                        "connecting",
+                        ErrorCode::Connecting,
                         format!(
                             "{name:?} is still connecting after {}s; try again in a moment",
                             wait.as_secs()

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{ApiError, Change, DEMO_LEGACY_NAME, Host, ServerRow, close_slot};
+use crate::ErrorCode;
 use crate::config::{ServerEntry, ServerKind, ServersFile, import, validate_server_name};
 use crate::secrets::SecretValue;
 use crate::{ServerSpec, demo};
@@ -136,14 +137,14 @@ impl Host {
             (ServerKind::Http, None, Some(url)) => ServerSpec::adhoc_http(url.trim())?,
             _ => {
                 return Err(ApiError::new(
-                    "server_invalid",
+                    ErrorCode::ServerInvalid,
                     "a stdio server needs a command (and optional arguments); an HTTP server needs a URL",
                 ));
             }
         };
         if new.bearer_token.is_some() && new.kind != ServerKind::Http {
             return Err(ApiError::new(
-                "server_invalid",
+                ErrorCode::ServerInvalid,
                 "a bearer token only goes with an HTTP server",
             ));
         }
@@ -199,7 +200,7 @@ impl Host {
     ) -> Result<(), ApiError> {
         if self.options.demo && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&name) {
             return Err(ApiError::new(
-                "server_exists",
+                ErrorCode::ServerExists,
                 format!(
                     "{name:?} is the built-in demo server's name in demo mode; choose another name"
                 ),
@@ -207,7 +208,7 @@ impl Host {
         }
         if config.servers.contains_key(name) && !replace {
             return Err(ApiError::new(
-                "server_exists",
+                ErrorCode::ServerExists,
                 format!("a server named {name:?} exists; choose another name"),
             ));
         }
@@ -261,7 +262,7 @@ impl Host {
                 .find(|name| servers.contains_key(*name))
         {
             return Err(ApiError::new(
-                "server_exists",
+                ErrorCode::ServerExists,
                 format!(
                     "the file names a server {taken:?}, which is the built-in demo server's name in demo mode; rename it in the file and import again (nothing was imported)"
                 ),
@@ -322,7 +323,7 @@ async fn off_runtime<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work).await.map_err(|e| {
         ApiError::new(
-            "secret_unavailable",
+            ErrorCode::SecretUnavailable,
             format!("the keychain task failed: {e}"),
         )
     })

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, broadcast, watch};
 
 use super::{ApiError, AuditWarning, Change, Host, HostOptions, Notifier, close_slot};
+use crate::ErrorCode;
 use crate::admission::TrustSettings;
 use crate::broker::{BrokerOptions, ElicitationBroker};
 use crate::consent::ConsentUi;
@@ -40,7 +41,7 @@ impl Host {
         };
         guard.check((options.clock)())?;
         let policy = crate::config::load_policy(options.policy.as_deref())
-            .map_err(|e| ApiError::new("policy_invalid", e))?;
+            .map_err(|e| ApiError::new(ErrorCode::PolicyInvalid, e))?;
         let mut trust = TrustSettings {
             system_dir: options
                 .admin_trust_roots
@@ -55,7 +56,7 @@ impl Host {
             let server = options.demo_server()?;
             trust.demo_bundle = Some(
                 demo::demo_bundle(&server, now)
-                    .map_err(|e| ApiError::new("demo_unavailable", e))?,
+                    .map_err(|e| ApiError::new(ErrorCode::DemoUnavailable, e))?,
             );
         }
         // The window learns what opening found from the result: if a step fails the desk does
@@ -102,7 +103,7 @@ impl Host {
         if let Some(path) = &options.traffic_log {
             tap = tap.with_jsonl_file(path).map_err(|e| {
                 ApiError::new(
-                    "traffic_log_unavailable",
+                    ErrorCode::TrafficLogUnavailable,
                     format!("the traffic log {}: {e}", path.display()),
                 )
             })?;

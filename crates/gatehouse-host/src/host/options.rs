@@ -9,6 +9,7 @@ use gatehouse_attest::bundle::Posture;
 
 use super::ApiError;
 use crate::ConnectOptions;
+use crate::ErrorCode;
 use crate::consent::{SystemBrowser, UrlOpener};
 use crate::demo;
 use crate::era::EraPreference;
@@ -97,7 +98,9 @@ impl HostOptions {
     pub(super) fn demo_server(&self) -> Result<PathBuf, ApiError> {
         match &self.demo_server {
             Some(path) => Ok(path.clone()),
-            None => demo::locate_demo_server().map_err(|e| ApiError::new("demo_unavailable", e)),
+            None => {
+                demo::locate_demo_server().map_err(|e| ApiError::new(ErrorCode::DemoUnavailable, e))
+            }
         }
     }
 

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{ApiError, Host};
+use crate::ErrorCode;
 use crate::tap::TrafficEntry;
 
 #[derive(Debug, Clone, Serialize)]
@@ -21,7 +22,7 @@ impl Host {
         event: Option<String>,
     ) -> Result<Vec<Value>, ApiError> {
         let records = gatehouse_audit::read(self.options.audit_path())
-            .map_err(|e| ApiError::new("audit_unreadable", e.to_string()))?;
+            .map_err(|e| ApiError::new(ErrorCode::AuditUnreadable, e.to_string()))?;
         let filter = gatehouse_audit::Filter { server, event };
         Ok(filter
             .apply(records)
@@ -33,14 +34,14 @@ impl Host {
     /// Verifies the audit log's hash chain.
     pub fn verify_audit(&self) -> Result<AuditVerdict, ApiError> {
         let report = gatehouse_audit::verify(self.options.audit_path())
-            .map_err(|e| ApiError::new("audit_unreadable", e.to_string()))?;
+            .map_err(|e| ApiError::new(ErrorCode::AuditUnreadable, e.to_string()))?;
         Ok(AuditVerdict {
             ok: report.ok,
             records: report.records,
             problem: report
                 .first_broken
                 .as_ref()
-                .map(|b| ApiError::new(b.kind.code(), format!("line {}: {}", b.line, b.detail))),
+                .map(|b| ApiError::new(b.kind.into(), format!("line {}: {}", b.line, b.detail))),
         })
     }
 

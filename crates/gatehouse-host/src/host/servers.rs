@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::{ApiError, DEMO_LEGACY_NAME, Host, Slot};
+use crate::ErrorCode;
 use crate::config::{ServerKind, ServersFile};
 use crate::{HostError, ServerSpec, demo};
 
@@ -114,7 +115,7 @@ impl Host {
             .map(|(_, spec, demo)| (spec, demo))
             .ok_or_else(|| {
                 ApiError::new(
-                    "unknown_server",
+                    ErrorCode::UnknownServer,
                     format!("no server named {name:?}; add it in Servers first"),
                 )
             })

@@ -153,7 +153,7 @@ fn a_policy_file_that_cannot_be_used_stops_the_desk_with_policy_invalid_naming_i
 
     let missing = dir.path().join("missing.toml");
     let error = open_with_policy(dir.path(), Some(missing.clone())).unwrap_err();
-    assert_eq!(error.code, "policy_invalid");
+    assert_eq!(error.code.as_str(), "policy_invalid");
     assert!(
         error.message.contains(&missing.display().to_string()),
         "{}",
@@ -163,7 +163,7 @@ fn a_policy_file_that_cannot_be_used_stops_the_desk_with_policy_invalid_naming_i
     let broken = dir.path().join("broken.toml");
     std::fs::write(&broken, "this is = = not toml").unwrap();
     let error = open_with_policy(dir.path(), Some(broken.clone())).unwrap_err();
-    assert_eq!(error.code, "policy_invalid");
+    assert_eq!(error.code.as_str(), "policy_invalid");
     assert!(error.message.contains("broken.toml"), "{}", error.message);
 
     // The shipped default, as a file, is accepted.

@@ -15,10 +15,10 @@ use serde_json::{Map, Value, json};
 use super::backup::{BackupMeta, sha256_hex};
 use super::document::{ClientDocument, changed_keys, entry};
 use super::{BackupStore, ClientError, ClientErrorCode, Location};
-use crate::HostError;
-use crate::config::{ImportReport, ServerEntry, ServersFile, import};
-use crate::files::write_atomically;
-use crate::secrets::{SecretStore, SecretValue};
+use gatehouse_host::HostError;
+use gatehouse_host::config::{ImportReport, ServerEntry, ServersFile, import};
+use gatehouse_host::files::write_atomically;
+use gatehouse_host::secrets::{SecretStore, SecretValue};
 
 pub struct ConnectRequest<'a> {
     pub location: &'a Location,
@@ -286,7 +286,7 @@ pub fn restore(
 mod tests {
     use super::super::{ClientId, Roots, location};
     use super::*;
-    use crate::MemoryStore;
+    use gatehouse_host::MemoryStore;
 
     struct World {
         dir: tempfile::TempDir,

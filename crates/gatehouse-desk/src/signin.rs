@@ -14,9 +14,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio::sync::oneshot;
 
-use crate::auth::{SignInAnswer, SignInCode, SignInRequest, SignInUi};
-use crate::consent::UiFuture;
-use crate::host::ApiError;
+use gatehouse_host::ErrorCode;
+use gatehouse_host::auth::{SignInAnswer, SignInCode, SignInRequest, SignInUi};
+use gatehouse_host::consent::UiFuture;
+use gatehouse_host::host::ApiError;
 
 /// At most this many sign-ins wait for the user at once; one more is answered Cancel at
 /// once, without a card (a server, or many, cannot stack sign-ins up without bound).
@@ -141,7 +142,7 @@ fn now_ms() -> u64 {
 
 fn unknown(id: u64) -> ApiError {
     ApiError::new(
-        "unknown_sign_in",
+        ErrorCode::UnknownSignIn,
         format!("there is no sign-in {id} waiting; it may have ended already"),
     )
 }
@@ -217,7 +218,7 @@ impl SignInDesk {
                 }
                 (SignInState::Waiting, SignInReply::Open) => {
                     return Err(ApiError::new(
-                        "sign_in_not_asking",
+                        ErrorCode::SignInNotAsking,
                         format!(
                             "sign-in {id} is already open in the browser; finish it there, or cancel it"
                         ),
@@ -363,7 +364,7 @@ impl SignInUi for SignInDesk {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::SignInReason;
+    use gatehouse_host::auth::SignInReason;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn request(server: &str, n: u32) -> SignInRequest {
@@ -418,7 +419,10 @@ mod tests {
         assert_eq!(asking.await.unwrap(), SignInAnswer::Open);
         assert_eq!(desk.cards().cards[0].state, SignInState::Waiting);
         assert_eq!(
-            desk.answer(id, SignInReply::Open).unwrap_err().code,
+            desk.answer(id, SignInReply::Open)
+                .unwrap_err()
+                .code
+                .as_str(),
             "sign_in_not_asking"
         );
         // Cancel pressed before the wait began still ends it.
@@ -433,7 +437,10 @@ mod tests {
         assert!(!after.results[0].signed_in);
         assert_eq!(after.results[0].code, Some("sign_in_cancelled"));
         assert_eq!(
-            desk.answer(id, SignInReply::Cancel).unwrap_err().code,
+            desk.answer(id, SignInReply::Cancel)
+                .unwrap_err()
+                .code
+                .as_str(),
             "unknown_sign_in"
         );
     }

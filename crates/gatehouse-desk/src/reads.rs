@@ -16,8 +16,9 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use super::{Desk, DeskError};
-use crate::content::{ContentView, Display, decode};
-use crate::host::context::{ReadTarget, ReadView};
+use gatehouse_host::ErrorCode;
+use gatehouse_host::content::{ContentView, Display, decode};
+use gatehouse_host::host::context::{ReadTarget, ReadView};
 
 /// How many reads the shelf keeps; the oldest goes first.
 pub const SHELF_SIZE: usize = 8;
@@ -102,7 +103,7 @@ impl ReadShelf {
             .find(|k| k.id == read_id)
             .ok_or_else(|| {
                 DeskError::new(
-                    "read_not_kept",
+                    ErrorCode::ReadNotKept,
                     format!(
                         "read {read_id} is no longer kept (Gatehouse keeps the last {SHELF_SIZE} reads); read the resource again, then save"
                     ),
@@ -110,7 +111,7 @@ impl ReadShelf {
             })?;
         let item = kept.items.get(index).ok_or_else(|| {
             DeskError::new(
-                "read_item_missing",
+                ErrorCode::ReadItemMissing,
                 format!(
                     "read {read_id} has {} item(s); there is no item {index}",
                     kept.items.len()
@@ -121,14 +122,13 @@ impl ReadShelf {
             Display::Binary { base64, .. } | Display::Image { base64, .. } => base64,
             Display::Text { .. } => {
                 return Err(DeskError::new(
-                    "not_binary",
+                    ErrorCode::NotBinary,
                     format!("item {index} of read {read_id} is text; only binary content is saved"),
                 ));
             }
         };
-        let bytes = decode(data).map_err(|fault| {
-            DeskError::new(fault.as_str(), "the item's data is not valid base64")
-        })?;
+        let bytes = decode(data)
+            .map_err(|fault| DeskError::new(fault.into(), "the item's data is not valid base64"))?;
         let uri = if item.uri.is_empty() {
             &kept.uri
         } else {
@@ -171,15 +171,14 @@ fn variant(name: &str, n: u32) -> String {
 /// Writes `bytes` into `dir` as `name` (or the first free ` (N)` variant), atomically and
 /// never over an existing file; returns the path written.
 pub fn save_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
-    crate::files::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes).map_err(|e| {
-        match e.kind() {
+    gatehouse_host::files::write_new(dir, (1..=MAX_VARIANTS).map(|n| variant(name, n)), bytes)
+        .map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => std::io::Error::new(
                 e.kind(),
                 format!("{name} and {MAX_VARIANTS} variants of it exist already"),
             ),
             _ => e,
-        }
-    })
+        })
 }
 
 impl Desk {
@@ -205,7 +204,7 @@ impl Desk {
             },
             _ => {
                 return Err(DeskError::new(
-                    "read_target_invalid",
+                    ErrorCode::ReadTargetInvalid,
                     "give either a uri, or a template with values for its variables",
                 ));
             }
@@ -220,20 +219,20 @@ impl Desk {
         let (name, bytes) = self.reads.item(read_id, index)?;
         let dir = self.reads.download_dir().ok_or_else(|| {
             DeskError::new(
-                "no_download_dir",
+                ErrorCode::NoDownloadDir,
                 "Gatehouse found no download directory to save into",
             )
         })?;
         tokio::task::spawn_blocking(move || {
             save_new(&dir, &name, &bytes).map_err(|e| {
                 DeskError::new(
-                    "save_failed",
+                    ErrorCode::SaveFailed,
                     format!("could not save {name} in {}: {e}", dir.display()),
                 )
             })
         })
         .await
-        .map_err(|e| DeskError::new("save_failed", e.to_string()))?
+        .map_err(|e| DeskError::new(ErrorCode::SaveFailed, e.to_string()))?
     }
 }
 
@@ -287,10 +286,10 @@ mod tests {
     }
 
     fn view(uri: &str, contents: Vec<ContentView>) -> ReadView {
-        use crate::consent::{ClaimedNames, IdentityBanner};
+        use gatehouse_host::consent::{ClaimedNames, IdentityBanner};
         let banner = IdentityBanner {
             server: "s".into(),
-            status: crate::admission::Status::Admitted,
+            status: gatehouse_host::admission::Status::Admitted,
             verified_id: None,
             clearance: None,
             signer: None,
@@ -305,7 +304,7 @@ mod tests {
             },
         };
         ReadView {
-            sender: crate::host::context::Sender {
+            sender: gatehouse_host::host::context::Sender {
                 server: "s".into(),
                 banner,
             },
@@ -339,12 +338,21 @@ mod tests {
             shelf.item(first, 0).unwrap(),
             ("sample.bin".to_string(), vec![0, 1, 2])
         );
-        assert_eq!(shelf.item(first, 1).unwrap_err().code, "not_binary");
-        assert_eq!(shelf.item(first, 2).unwrap_err().code, "read_item_missing");
+        assert_eq!(
+            shelf.item(first, 1).unwrap_err().code.as_str(),
+            "not_binary"
+        );
+        assert_eq!(
+            shelf.item(first, 2).unwrap_err().code.as_str(),
+            "read_item_missing"
+        );
         for _ in 0..SHELF_SIZE {
             shelf.keep(&view("demo://other", Vec::new()));
         }
-        assert_eq!(shelf.item(first, 0).unwrap_err().code, "read_not_kept");
+        assert_eq!(
+            shelf.item(first, 0).unwrap_err().code.as_str(),
+            "read_not_kept"
+        );
         assert_eq!(shelf.lock().kept.len(), SHELF_SIZE);
     }
 }

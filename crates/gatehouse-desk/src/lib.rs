@@ -15,15 +15,15 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::{ServerSpec, ServersFile};
-use crate::secrets::SecretStore;
+use gatehouse_host::config::{ServerSpec, ServersFile};
+use gatehouse_host::secrets::SecretStore;
 
-pub use crate::connection::CompletionTarget;
-pub use crate::host::SignInRow;
-pub use crate::host::context::{
+pub use gatehouse_host::connection::CompletionTarget;
+pub use gatehouse_host::host::SignInRow;
+pub use gatehouse_host::host::context::{
     PromptGroups, PromptView, ReadTarget, ReadView, ResourceGroups, Sender, TemplateRow, Withheld,
 };
-pub use crate::host::{
+pub use gatehouse_host::host::{
     ApiError as DeskError, AuditVerdict, AuditWarning, BlockedTool, CallOutcome,
     Change as DeskEvent, DEMO_LEGACY_NAME, Host, HostOptions as DeskOptions,
     HostPaths as DeskPaths, ImportOutcome, NewServer, Notifier, RowReason, ServerDetail, ServerRow,

@@ -1,7 +1,7 @@
 //! AI clients' MCP config files (Claude Desktop, Claude Code, Cursor, VS Code): finding them,
 //! connecting a client through Gatehouse, and restoring it.
 //!
-//! Connecting imports the client's servers into `servers.json` through [`config::import()`] (its
+//! Connecting imports the client's servers into `servers.json` through [`gatehouse_host::config::import()`] (its
 //! safety rules unchanged), keeps a byte-exact backup, then rewrites the client's file so its
 //! only MCP server is `gatehouse serve --client ID`. Every other key of the client's file is
 //! kept, in order. Paths come in from the caller (home, config and data directories, the
@@ -25,8 +25,8 @@ pub use backup::BackupStore;
 pub use connect::{ConnectOutcome, ConnectRequest, RestoreOutcome, connect, restore};
 pub use document::{ENTRY_NAME, serve_args};
 
-use crate::HostError;
-use crate::config::ImportReport;
+use gatehouse_host::HostError;
+use gatehouse_host::config::ImportReport;
 
 /// The AI clients Gatehouse knows. A closed set: each has a stable snake_case code, used on the
 /// command line, in JSON output and in the `serve --client` argument written to its file.
@@ -329,6 +329,25 @@ impl ClientErrorCode {
     }
 }
 
+/// The codes of the same names in the one set of error codes.
+impl From<ClientErrorCode> for gatehouse_host::ErrorCode {
+    fn from(code: ClientErrorCode) -> Self {
+        use gatehouse_host::ErrorCode as Code;
+        match code {
+            ClientErrorCode::ClientConfigMissing => Code::ClientConfigMissing,
+            ClientErrorCode::ClientConfigInvalid => Code::ClientConfigInvalid,
+            ClientErrorCode::ClientAlreadyConnected => Code::ClientAlreadyConnected,
+            ClientErrorCode::ClientBackupExists => Code::ClientBackupExists,
+            ClientErrorCode::ClientImportIncomplete => Code::ClientImportIncomplete,
+            ClientErrorCode::ClientServerConflict => Code::ClientServerConflict,
+            ClientErrorCode::ClientBackupMissing => Code::ClientBackupMissing,
+            ClientErrorCode::ClientChangedSinceConnect => Code::ClientChangedSinceConnect,
+            ClientErrorCode::ClientIo => Code::ClientIo,
+            ClientErrorCode::Usage => Code::Usage,
+        }
+    }
+}
+
 /// Why `connect` or `restore` did nothing (or, for a host error after the backup, what failed).
 #[derive(Debug)]
 pub struct ClientError {
@@ -358,10 +377,10 @@ impl ClientError {
     }
 
     /// The stable code: the host error's own when there is one.
-    pub fn code_str(&self) -> &'static str {
+    pub fn error_code(&self) -> gatehouse_host::ErrorCode {
         match &self.host {
             Some(host) => host.code(),
-            None => self.code.as_str(),
+            None => self.code.into(),
         }
     }
 
@@ -418,6 +437,27 @@ mod tests {
             error.contains("claude_desktop, claude_code, cursor, vscode"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn each_error_code_is_the_shared_code_of_its_name() {
+        for code in [
+            ClientErrorCode::ClientConfigMissing,
+            ClientErrorCode::ClientConfigInvalid,
+            ClientErrorCode::ClientAlreadyConnected,
+            ClientErrorCode::ClientBackupExists,
+            ClientErrorCode::ClientImportIncomplete,
+            ClientErrorCode::ClientServerConflict,
+            ClientErrorCode::ClientBackupMissing,
+            ClientErrorCode::ClientChangedSinceConnect,
+            ClientErrorCode::ClientIo,
+            ClientErrorCode::Usage,
+        ] {
+            assert_eq!(
+                gatehouse_host::ErrorCode::from(code).as_str(),
+                code.as_str()
+            );
+        }
     }
 
     #[test]

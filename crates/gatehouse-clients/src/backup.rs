@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{ClientError, ClientErrorCode, ClientId, Location, Scope};
-use crate::files::write_atomically;
+use gatehouse_host::files::write_atomically;
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

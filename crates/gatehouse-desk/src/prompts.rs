@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 
-use crate::consent::{
+use gatehouse_host::ErrorCode;
+use gatehouse_host::consent::{
     ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody, PromptUpdate, UiFuture, WaitChoice,
     WaitPhase,
 };
@@ -187,13 +188,13 @@ impl PromptDesk {
         let slots = self.slots();
         let slot = slots
             .get(&prompt_id)
-            .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+            .ok_or_else(|| unknown_prompt(prompt_id))?;
         match &slot.card.prompt.body {
             PromptBody::Form { schema, .. } => {
                 Ok(schema.validate(content).err().unwrap_or_default())
             }
             PromptBody::Url { .. } | PromptBody::Unsupported { .. } => Err(DeskError::new(
-                "prompt_not_a_form",
+                ErrorCode::PromptNotAForm,
                 format!("prompt {prompt_id} is not a form; there is nothing to validate"),
             )),
         }
@@ -205,14 +206,14 @@ impl PromptDesk {
             let mut slots = self.slots();
             let slot = slots
                 .get_mut(&prompt_id)
-                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+                .ok_or_else(|| unknown_prompt(prompt_id))?;
             let reply = match (answer.reply, &slot.card.prompt.body, answer.content) {
                 (WindowReply::Submit, PromptBody::Form { .. }, Some(content)) => {
                     ConsentReply::Submit(content)
                 }
                 (WindowReply::Submit, PromptBody::Form { .. }, None) => {
                     return Err(DeskError::new(
-                        "answer_invalid",
+                        ErrorCode::AnswerInvalid,
                         "a submitted form needs its content",
                     ));
                 }
@@ -221,7 +222,7 @@ impl PromptDesk {
                 (WindowReply::Cancel, _, None) => ConsentReply::Cancel,
                 (reply, body, _) => {
                     return Err(DeskError::new(
-                        "answer_invalid",
+                        ErrorCode::AnswerInvalid,
                         format!(
                             "{reply:?} is not an answer to a {} prompt (content only goes with a form's submit)",
                             body.mode()
@@ -231,7 +232,7 @@ impl PromptDesk {
             };
             if slot.card.state != CardState::Asking {
                 return Err(DeskError::new(
-                    "prompt_not_asking",
+                    ErrorCode::PromptNotAsking,
                     format!(
                         "prompt {prompt_id} is not waiting for an answer (it is {:?})",
                         slot.card.state
@@ -240,7 +241,7 @@ impl PromptDesk {
             }
             let Some(sender) = slot.answer.take() else {
                 return Err(DeskError::new(
-                    "prompt_not_asking",
+                    ErrorCode::PromptNotAsking,
                     format!("prompt {prompt_id} is no longer waiting for an answer"),
                 ));
             };
@@ -268,13 +269,13 @@ impl PromptDesk {
             let mut slots = self.slots();
             let slot = slots
                 .get_mut(&prompt_id)
-                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+                .ok_or_else(|| unknown_prompt(prompt_id))?;
             if slot.card.state == CardState::Waiting
                 && choice == WaitChoice::Retry
                 && slot.card.phase == Some(WaitPhase::InCall)
             {
                 return Err(DeskError::new(
-                    "prompt_not_retryable",
+                    ErrorCode::PromptNotRetryable,
                     format!(
                         "prompt {prompt_id} cannot be retried: the tool call that asked is still running and goes on when the server hears back; wait, or cancel it"
                     ),
@@ -291,7 +292,7 @@ impl PromptDesk {
                 }
                 (state, _, _) => {
                     return Err(DeskError::new(
-                        "prompt_not_waiting",
+                        ErrorCode::PromptNotWaiting,
                         format!(
                             "prompt {prompt_id} is not waiting for completion (it is {state:?})"
                         ),
@@ -310,10 +311,10 @@ impl PromptDesk {
             let mut slots = self.slots();
             let slot = slots
                 .get(&prompt_id)
-                .ok_or_else(|| DeskError::unknown_prompt(prompt_id))?;
+                .ok_or_else(|| unknown_prompt(prompt_id))?;
             if !slot.card.state.finished() {
                 return Err(DeskError::new(
-                    "prompt_not_finished",
+                    ErrorCode::PromptNotFinished,
                     format!("prompt {prompt_id} still waits for you; answer or cancel it first"),
                 ));
             }
@@ -483,10 +484,17 @@ impl ConsentUi for PromptDesk {
     }
 }
 
+fn unknown_prompt(prompt_id: u64) -> DeskError {
+    DeskError::new(
+        ErrorCode::UnknownPrompt,
+        format!("there is no prompt {prompt_id}; it may have been dismissed"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::consent::{ClaimedNames, IdentityBanner, PromptBody};
+    use gatehouse_host::consent::{ClaimedNames, IdentityBanner, PromptBody};
     use gatehouse_policy::Assessment;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -497,7 +505,7 @@ mod tests {
             server: "flood".into(),
             banner: IdentityBanner {
                 server: "flood".into(),
-                status: crate::admission::Status::Unattested,
+                status: gatehouse_host::admission::Status::Unattested,
                 verified_id: None,
                 clearance: None,
                 signer: None,
@@ -511,10 +519,10 @@ mod tests {
                     server_version: None,
                 },
             },
-            era: crate::Era::V2025_11_25,
+            era: gatehouse_host::Era::V2025_11_25,
             message: "refused".into(),
             origin: None,
-            attribution: crate::caller::Attribution::None,
+            attribution: gatehouse_host::caller::Attribution::None,
             assessment: Assessment::allow(),
             body: PromptBody::Unsupported {
                 detail: "outside the subset".into(),
@@ -565,7 +573,10 @@ mod tests {
         desk.wait_choice(7, WaitChoice::Cancel).unwrap();
         // A second early choice is refused rather than queued behind the first.
         assert_eq!(
-            desk.wait_choice(7, WaitChoice::Retry).unwrap_err().code,
+            desk.wait_choice(7, WaitChoice::Retry)
+                .unwrap_err()
+                .code
+                .as_str(),
             "prompt_not_waiting"
         );
         let choice = tokio::time::timeout(
@@ -581,14 +592,20 @@ mod tests {
             phase: WaitPhase::Completion,
         });
         assert_eq!(
-            desk.wait_choice(7, WaitChoice::Cancel).unwrap_err().code,
+            desk.wait_choice(7, WaitChoice::Cancel)
+                .unwrap_err()
+                .code
+                .as_str(),
             "prompt_not_waiting"
         );
         // A card that never showed waiting refuses a choice.
         let other = refused(8);
         let _other = desk.ask(&other, &[]);
         assert_eq!(
-            desk.wait_choice(8, WaitChoice::Cancel).unwrap_err().code,
+            desk.wait_choice(8, WaitChoice::Cancel)
+                .unwrap_err()
+                .code
+                .as_str(),
             "prompt_not_waiting"
         );
     }
