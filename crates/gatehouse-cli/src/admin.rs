@@ -8,10 +8,10 @@ use ed25519_dalek::SigningKey;
 use gatehouse_attest::bundle::{AuditDurability, Bundle, BundleError, VerifiedBundle, sign_bundle};
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
-use gatehouse_host::config::write_atomically;
 use gatehouse_host::fetch::{
     AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
 };
+use gatehouse_host::files::write_atomically;
 use gatehouse_host::host::Host;
 use gatehouse_host::system_clock;
 use serde_json::{Value, json};

@@ -81,7 +81,7 @@ pub fn run(context: &Context, command: AuditCommand) -> Result<u8, Failure> {
                     let mut buffer = Vec::new();
                     let count = gatehouse_audit::export(&path, &filter, format, &mut buffer)
                         .map_err(failure)?;
-                    gatehouse_host::config::write_atomically(target, &buffer, 0o600).map_err(
+                    gatehouse_host::files::write_atomically(target, &buffer, 0o600).map_err(
                         |e| Failure::usage(format!("cannot write {}: {e}", target.display())),
                     )?;
                     count

@@ -231,7 +231,7 @@ fn payload(contents: &[ContentView]) -> Result<Option<(usize, Vec<u8>)>, Failure
 /// existing file.
 fn save(path: &Path, bytes: &[u8], force: bool) -> std::io::Result<()> {
     if force {
-        return gatehouse_host::config::write_atomically(path, bytes, 0o644);
+        return gatehouse_host::files::write_atomically(path, bytes, 0o644);
     }
     let dir = path
         .parent()
@@ -242,7 +242,7 @@ fn save(path: &Path, bytes: &[u8], force: bool) -> std::io::Result<()> {
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?
         .to_string_lossy()
         .into_owned();
-    gatehouse_host::config::write_new(dir, [name], bytes).map(drop)
+    gatehouse_host::files::write_new(dir, [name], bytes).map(drop)
 }
 
 fn exists_failure(path: &Path) -> Failure {

@@ -21,7 +21,7 @@ use crate::output;
 /// default. A file that cannot be read or is invalid is `policy_invalid` (exit 2), the code
 /// the host (and so the desktop app and every other command) gives for the same file.
 pub fn load_policy(path: Option<&Path>) -> Result<Policy, Failure> {
-    gatehouse_host::config::load_policy(path).map_err(|message| Failure {
+    gatehouse_host::load_policy(path).map_err(|message| Failure {
         code: gatehouse_host::ErrorCode::PolicyInvalid,
         message,
         exit: 2,

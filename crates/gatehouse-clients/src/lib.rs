@@ -26,7 +26,7 @@ pub use connect::{ConnectOutcome, ConnectRequest, RestoreOutcome, connect, resto
 pub use document::{ENTRY_NAME, serve_args};
 
 use gatehouse_host::HostError;
-use gatehouse_host::config::ImportReport;
+use gatehouse_host::ImportReport;
 
 /// The AI clients Gatehouse knows. A closed set: each has a stable snake_case code, used on the
 /// command line, in JSON output and in the `serve --client` argument written to its file.

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use gatehouse_host::config::{ServerSpec, ServersFile};
 use gatehouse_host::secrets::SecretStore;
+use gatehouse_host::{ServerSpec, ServersFile};
 
-pub use gatehouse_host::connection::CompletionTarget;
+pub use gatehouse_host::CompletionTarget;
 pub use gatehouse_host::host::SignInRow;
 pub use gatehouse_host::host::context::{
     PromptGroups, PromptView, ReadTarget, ReadView, ResourceGroups, Sender, TemplateRow, Withheld,

@@ -505,7 +505,7 @@ mod tests {
             server: "flood".into(),
             banner: IdentityBanner {
                 server: "flood".into(),
-                status: gatehouse_host::admission::Status::Unattested,
+                status: gatehouse_host::Status::Unattested,
                 verified_id: None,
                 clearance: None,
                 signer: None,

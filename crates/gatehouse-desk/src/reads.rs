@@ -289,7 +289,7 @@ mod tests {
         use gatehouse_host::consent::{ClaimedNames, IdentityBanner};
         let banner = IdentityBanner {
             server: "s".into(),
-            status: gatehouse_host::admission::Status::Admitted,
+            status: gatehouse_host::Status::Admitted,
             verified_id: None,
             clearance: None,
             signer: None,

@@ -60,8 +60,8 @@ pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 pub use secrets::{KeyringStore, MemoryStore, SecretStore};
 pub use tap::{Clock, Direction, TrafficEntry, TrafficTap, system_clock};
 // What the front ends print and pass back: they name these from the root.
-pub use admission::{BundleSource, LockGuard, Widening};
-pub use config::ImportReport;
+pub use admission::{BundleSource, LockGuard, Status, Widening};
+pub use config::{ImportReport, load_policy};
 pub use connection::ServerSummary;
 pub use security::{AUDIT_FILE, Finding};
 

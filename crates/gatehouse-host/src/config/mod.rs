@@ -16,8 +16,6 @@ use crate::secrets::{SecretStore, SecretValue, validate_name};
 
 mod import;
 
-// Temporary, for the CLI while it moves to `gatehouse_host::files` (removed at merge).
-pub use crate::files::{write_atomically, write_new};
 pub use import::{
     ImportRefusal, ImportReport, Quarantined, RefusedImport, import, import_servers_object,
 };
