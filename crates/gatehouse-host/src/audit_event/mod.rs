@@ -1,7 +1,8 @@
 //! The closed set of events the host (and the CLI, through it) writes to the audit log.
 //!
-//! Every record the host appends names one [`AuditEvent`]: [`crate::Auditor::record`] takes
-//! nothing else, so a free string cannot become an event. The names are the snake_case ones
+//! Every record the host appends is written from a payload type tied to one [`AuditEvent`]
+//! ([`crate::Auditor::write`] is the only way in), so neither a free string nor a free JSON
+//! object can become a record. The names are the snake_case ones
 //! the log has always held (the CLI's `audit show --type`, the UI and SECURITY.md use them);
 //! [`crate::gatekeeper::events`] keeps them as `&str` constants for readers. The audit log's
 //! own records (`audit_torn_tail`, `audit_head_mismatch`, `audit_short_tail`) are not here:
@@ -161,7 +162,8 @@ macro_rules! audit_records {
         );)*
 
         impl AuditRecord {
-            /// The events that have a payload type, in the list's order.
+            /// Every event, in the list's order (the same set as [`AuditEvent::ALL`]: `parse`
+            /// matches on the event exhaustively).
             pub const EVENTS: &'static [AuditEvent] = &[$(AuditEvent::$variant),*];
 
             /// The event this record is of.
@@ -180,8 +182,6 @@ macro_rules! audit_records {
                     $(AuditEvent::$variant => {
                         read_payload::<$payload>(record).map(|p| p.map(AuditRecord::$variant))
                     })*
-                    #[allow(unreachable_patterns)]
-                    _ => None,
                 }
             }
         }
@@ -189,10 +189,21 @@ macro_rules! audit_records {
 }
 
 audit_records! {
+    Admission => gate::Admission,
+    ToolCall => gate::ToolCall,
     OauthSignedIn => session::OauthSignedIn,
     OauthSignInFailed => session::OauthSignInFailed,
     OauthRefreshed => session::OauthRefreshed,
     OauthLoggedOut => session::OauthLoggedOut,
+    ToolPinMismatch => gate::PinMismatched<gate::ToolName>,
+    ToolApproved => gate::Approved<gate::ToolPin>,
+    PromptGet => gate::PromptGet,
+    ResourceRead => gate::ResourceRead,
+    PromptPinMismatch => gate::PinMismatched<gate::PromptName>,
+    PromptApproved => gate::Approved<gate::PromptPin>,
+    ResourceApproved => gate::Approved<gate::ResourceEntry>,
+    BundleAccepted => bundle::BundleAccepted,
+    BundleRefused => bundle::BundleRefused,
     ElicitationReceipt => session::ElicitationReceipt,
     ElicitationCompleted => session::ElicitationCompleted,
     ElicitationCompletionIgnored => session::ElicitationCompletionIgnored,
@@ -201,6 +212,9 @@ audit_records! {
     ServerSuspended => session::ServerSuspended,
     ServerResumed => session::ServerResumed,
     SuspendedRefused => session::SuspendedRefused,
+    TrustReloaded => gate::TrustReloaded,
+    DurabilityChanged => gate::DurabilityChanged,
+    LockRefused => gate::LockRefused,
 }
 
 #[cfg(test)]
@@ -235,9 +249,41 @@ mod tests {
     }
 
     #[test]
-    fn each_typed_event_is_listed_once() {
+    fn every_event_has_its_payload_listed_once() {
         let set: BTreeSet<AuditEvent> = AuditRecord::EVENTS.iter().copied().collect();
         assert_eq!(set.len(), AuditRecord::EVENTS.len());
+        let all: BTreeSet<AuditEvent> = AuditEvent::ALL.into_iter().collect();
+        assert_eq!(
+            set, all,
+            "an event without a payload type, or one listed twice"
+        );
+    }
+
+    /// Every gate record the host writes parses back through the reader of every event,
+    /// into the variant of its event.
+    #[test]
+    fn a_gate_record_written_by_the_host_parses_as_its_variant() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let (auditor, _) =
+            crate::Auditor::open(&path, crate::tap::system_clock()).expect("the log opens");
+        for denied in [false, true] {
+            auditor
+                .write(Some("demo"), &gate::ToolCall::sample("echo", denied))
+                .unwrap();
+        }
+        drop(auditor);
+        let records = gatehouse_audit::read(&path).unwrap();
+        assert_eq!(records.len(), 2);
+        for (record, denied) in records.iter().zip([false, true]) {
+            let value = serde_json::to_value(record).unwrap();
+            match AuditRecord::parse(&value).unwrap().unwrap() {
+                AuditRecord::ToolCall(call) => {
+                    assert_eq!(call, gate::ToolCall::sample("echo", denied))
+                }
+                other => panic!("a tool_call record parsed as {:?}", other.event()),
+            }
+        }
     }
 
     #[test]

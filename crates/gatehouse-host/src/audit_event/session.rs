@@ -366,7 +366,10 @@ mod tests {
         let (auditor, _) = Auditor::open(&path, crate::tap::system_clock()).unwrap();
         auditor.write(Some("demo"), &payload).unwrap();
         auditor
-            .record(AuditEvent::Admission, Some("demo"), json!({"name": "demo"}))
+            .write(
+                Some("demo"),
+                &crate::audit_event::gate::ToolCall::sample("echo", false),
+            )
             .unwrap();
         auditor.finish().unwrap();
         drop(auditor);
@@ -386,7 +389,7 @@ mod tests {
         assert_eq!(read, payload);
         let other = records
             .iter()
-            .find(|r| r["event"] == AuditEvent::Admission.as_str())
+            .find(|r| r["event"] == AuditEvent::ToolCall.as_str())
             .unwrap();
         assert!(read_payload::<P>(other).is_none());
     }

@@ -145,8 +145,9 @@ impl Auditor {
     }
 
     /// Appends a record and returns once it is in the log file (and, in the sync mode, on
-    /// stable storage); an error means the decision it records must not take effect.
-    pub fn record(
+    /// stable storage); an error means the decision it records must not take effect. Private:
+    /// every record is written from its payload type ([`Auditor::write`]).
+    fn record(
         &self,
         event: AuditEvent,
         server: Option<&str>,
@@ -350,25 +351,24 @@ impl Gatekeeper {
         Ok(current.clone())
     }
 
-    /// Appends an audit record; `Err` means whatever it records must not take effect.
-    /// Records an event that belongs to no admission verdict (a sign-in, a logout).
-    pub fn record_event(
+    /// Appends `payload`'s record (server field `server`) through [`Auditor::write`]:
+    /// how the host's runtime (sign-ins, the broker, connections) records its events.
+    pub fn write<P: EventPayload>(
         &self,
-        event: AuditEvent,
         server: Option<&str>,
-        data: Value,
+        payload: &P,
     ) -> Result<u64, HostError> {
-        self.audit.record(event, server, data)
+        self.audit.write(server, payload)
     }
 
-    pub fn audit(
+    /// [`Gatekeeper::write`] under the verdict's server (its name and identity, as every
+    /// record about an admitted or refused server names it).
+    pub fn write_for<P: EventPayload>(
         &self,
-        event: AuditEvent,
         verdict: &Verdict,
-        data: Value,
+        payload: &P,
     ) -> Result<u64, HostError> {
-        self.audit
-            .record(event, Some(&verdict.audit_server()), data)
+        self.write(Some(&verdict.audit_server()), payload)
     }
 
     pub fn posture(&self) -> Posture {

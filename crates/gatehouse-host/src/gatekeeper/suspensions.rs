@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use super::Gatekeeper;
 use crate::HostError;
 use crate::admission::Verdict;
-use crate::audit_event::EventPayload;
 use crate::audit_event::session::{ServerResumed, ServerSuspended};
 use crate::files::write_atomically;
 
@@ -159,27 +158,5 @@ impl Gatekeeper {
             },
         )?;
         self.suspensions.set(&verdict.approval_key, None)
-    }
-}
-
-impl Gatekeeper {
-    /// Appends `payload`'s record (server field `server`) through [`super::Auditor::write`]:
-    /// how the host's runtime (sign-ins, the broker, connections) records its events.
-    pub fn write<P: EventPayload>(
-        &self,
-        server: Option<&str>,
-        payload: &P,
-    ) -> Result<u64, HostError> {
-        self.audit.write(server, payload)
-    }
-
-    /// [`Gatekeeper::write`] under the verdict's server (its name and identity, as every
-    /// record about an admitted or refused server names it).
-    pub fn write_for<P: EventPayload>(
-        &self,
-        verdict: &Verdict,
-        payload: &P,
-    ) -> Result<u64, HostError> {
-        self.write(Some(&verdict.audit_server()), payload)
     }
 }
