@@ -29,9 +29,7 @@ pub const MCP_PATH: &str = "/mcp";
 /// The largest request body served (a tool call's arguments included).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// The client a request's bearer token belongs to, for the gateway's record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpClient(pub String);
+pub use crate::tokens::HttpClient;
 
 /// `IP:PORT` (IPv6 in brackets) or `localhost:PORT`, which must be loopback.
 pub fn parse_loopback_addr(value: &str) -> Result<SocketAddr, String> {

@@ -269,7 +269,7 @@ impl Gateway {
         // Over HTTP the request's bearer token names the client, request by request.
         let client = extensions
             .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::http::HttpClient>())
+            .and_then(|parts| parts.extensions.get::<crate::tokens::HttpClient>())
             .map_or(self.client.as_str(), |c| c.0.as_str());
         Caller::new(client, self.transport, claimed.as_deref())
     }

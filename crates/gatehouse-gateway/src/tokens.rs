@@ -15,6 +15,12 @@ use gatehouse_host::secrets::{SecretStore, SecretValue};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// The client a request's bearer token belongs to, put in the request by the HTTP layer for
+/// the gateway's record. Here, beside the tokens, so the server that reads it and the HTTP
+/// layer that sets it import one way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpClient(pub String);
+
 /// The file listing which clients have a token, in the data directory.
 pub const INDEX_FILE: &str = "gateway-clients.json";
 /// A token's secret name is this followed by the client id.

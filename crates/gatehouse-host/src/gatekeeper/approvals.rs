@@ -1,37 +1,18 @@
 //! User approvals: the approvals store (tools, prompts, resources), and the gatekeeper's one
 //! approve call for every primitive, allowed only where the posture lets the user approve.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::pins::parse_pin;
-use serde::{Deserialize, Serialize};
 
 use super::Gatekeeper;
+use super::approvals_file::ApprovalsFile;
 use super::primitive::Primitive;
 use crate::HostError;
 use crate::admission::Verdict;
 use crate::files::write_atomically;
-
-/// Approvals made by the user where the posture allows (warn), by server approval key: each
-/// [`Primitive`] keeps its own in its own field.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct ApprovalsFile {
-    version: u32,
-    /// Approval key → tool → pin.
-    pub(super) servers: BTreeMap<String, BTreeMap<String, String>>,
-    /// Approval key → prompt → pin (absent in files written before prompts were gated).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(super) prompts: BTreeMap<String, BTreeMap<String, String>>,
-    /// Approval key → exact resource URIs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(super) resources: BTreeMap<String, BTreeSet<String>>,
-    /// Approval key → resource URI prefixes (the bundle's prefix rule).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(super) resource_prefixes: BTreeMap<String, BTreeSet<String>>,
-}
 
 /// The user's tool approvals, in a file (0600, written atomically) or only in memory.
 #[derive(Debug)]

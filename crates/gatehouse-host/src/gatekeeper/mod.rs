@@ -24,10 +24,12 @@ use crate::fetch::DEFAULT_FETCH_TIMEOUT;
 use crate::tap::Clock;
 
 mod approvals;
+mod approvals_file;
 mod primitive;
 mod suspensions;
 
-pub use approvals::{Approvals, ApprovalsFile};
+pub use approvals::Approvals;
+pub use approvals_file::ApprovalsFile;
 pub use primitive::{NamedPin, Pinned, Primitive, Prompts, ResourceRequest, Resources, Tools};
 pub use suspensions::{Suspension, Suspensions};
 

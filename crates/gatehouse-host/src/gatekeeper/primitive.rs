@@ -11,7 +11,7 @@ use gatehouse_attest::resources::{
     ResourceAllowList, ResourceGate, ResourcePermit, check_exact_uri, check_prefix,
 };
 
-use super::approvals::ApprovalsFile;
+use super::approvals_file::ApprovalsFile;
 use crate::audit_event::EventPayload;
 use crate::audit_event::gate::{
     ApprovalScope, Approved, PinMismatched, PromptDecision, PromptName, PromptPin, ResourceAction,
