@@ -427,7 +427,10 @@ impl ConsentUi for TerminalConsent {
                 if is_error { " with an error" } else { "" }
             ),
             PromptUpdate::Closed { prompt_id, outcome } => {
-                eprintln!("elicitation #{prompt_id}: closed ({})", safe_line(&outcome))
+                eprintln!(
+                    "elicitation #{prompt_id}: closed ({})",
+                    safe_line(&outcome.to_string())
+                )
             }
             PromptUpdate::Invalid { .. } => {}
             PromptUpdate::Suspended { server, detail } => eprintln!(

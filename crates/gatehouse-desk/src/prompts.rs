@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 
 use gatehouse_host::ErrorCode;
 use gatehouse_host::consent::{
-    ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody, PromptUpdate, UiFuture, WaitChoice,
-    WaitPhase,
+    CardVia, CloseCode, CloseReason, ConsentAnswer, ConsentReply, ConsentUi, Prompt, PromptBody,
+    PromptUpdate, UiFuture, WaitChoice, WaitPhase,
 };
 
 use super::{DeskError, DeskEvent, Notifier};
@@ -64,9 +64,13 @@ pub struct PromptCard {
     /// Why the previous answer was not sent (it broke the schema).
     pub problems: Vec<FieldError>,
     pub phase: Option<WaitPhase>,
-    pub completed_via: Option<String>,
+    /// `notification` or `result`.
+    pub completed_via: Option<CardVia>,
     pub result: Option<CardResult>,
+    /// Why it closed, as the card words it ([`CloseReason`]'s text).
     pub outcome: Option<String>,
+    /// The same reason's stable code.
+    pub outcome_code: Option<CloseCode>,
     /// Milliseconds since the epoch when it was first shown.
     pub asked_at: u64,
 }
@@ -335,6 +339,14 @@ impl PromptDesk {
     }
 }
 
+impl PromptCard {
+    /// Records why the card closed: its sentence and its code, from the one reason.
+    fn closed_by(&mut self, reason: &CloseReason) {
+        self.outcome = Some(reason.to_string());
+        self.outcome_code = Some(reason.code());
+    }
+}
+
 fn new_card(prompt: &Prompt, state: CardState) -> PromptCard {
     PromptCard {
         prompt: prompt.clone(),
@@ -344,6 +356,7 @@ fn new_card(prompt: &Prompt, state: CardState) -> PromptCard {
         completed_via: None,
         result: None,
         outcome: None,
+        outcome_code: None,
         asked_at: now_ms(),
     }
 }
@@ -431,7 +444,7 @@ impl ConsentUi for PromptDesk {
             PromptUpdate::Completed { prompt_id, via } => {
                 self.with_card(prompt_id, |slot| {
                     slot.card.state = CardState::Completed;
-                    slot.card.completed_via = Some(via.to_string());
+                    slot.card.completed_via = Some(via);
                     slot.choice = None;
                 });
                 self.changed(prompt_id, false);
@@ -451,7 +464,7 @@ impl ConsentUi for PromptDesk {
                     if !matches!(slot.card.state, CardState::Completed | CardState::Refused) {
                         slot.card.state = CardState::Closed;
                     }
-                    slot.card.outcome = Some(outcome);
+                    slot.card.closed_by(&outcome);
                     slot.answer = None;
                     slot.choice = None;
                 });
@@ -469,7 +482,9 @@ impl ConsentUi for PromptDesk {
                 for (id, slot) in self.slots().iter_mut() {
                     if slot.card.prompt.server == server && !slot.card.state.finished() {
                         slot.card.state = CardState::Closed;
-                        slot.card.outcome = Some(format!("the server was suspended: {detail}"));
+                        slot.card.closed_by(&CloseReason::ServerSuspended {
+                            detail: detail.clone(),
+                        });
                         slot.answer = None;
                         slot.choice = None;
                         closed.push(*id);
@@ -608,5 +623,66 @@ mod tests {
                 .as_str(),
             "prompt_not_waiting"
         );
+    }
+
+    /// The card as the window gets it.
+    fn window_card(desk: &PromptDesk, id: u64) -> Value {
+        let card = desk
+            .list()
+            .into_iter()
+            .find(|c| c.prompt.id == id)
+            .expect("the card is on the desk");
+        serde_json::to_value(card).unwrap()
+    }
+
+    #[test]
+    fn a_closed_card_carries_its_sentence_and_its_code() {
+        let desk = PromptDesk::new(Arc::new(|_| {}));
+        let prompt_1 = refused(1);
+        let _asked_1 = desk.ask(&prompt_1, &[]);
+        let card = window_card(&desk, 1);
+        assert_eq!(card["outcome"], Value::Null);
+        assert_eq!(card["outcomeCode"], Value::Null);
+        desk.update(PromptUpdate::Closed {
+            prompt_id: 1,
+            outcome: CloseReason::HumanTimeout {
+                after: std::time::Duration::from_millis(500),
+            },
+        });
+        let card = window_card(&desk, 1);
+        assert_eq!(card["state"], "closed");
+        assert_eq!(card["outcome"], "no answer within 0.5 s; cancelled");
+        assert_eq!(card["outcomeCode"], "human_timeout");
+
+        // A suspension closes the server's open cards with its own reason.
+        let prompt_2 = refused(2);
+        let _asked_2 = desk.ask(&prompt_2, &[]);
+        desk.update(PromptUpdate::Suspended {
+            server: "flood".into(),
+            detail: "5 denials".into(),
+        });
+        let card = window_card(&desk, 2);
+        assert_eq!(card["state"], "closed");
+        assert_eq!(card["outcome"], "the server was suspended: 5 denials");
+        assert_eq!(card["outcomeCode"], "server_suspended");
+        // The card closed before keeps its own reason.
+        assert_eq!(window_card(&desk, 1)["outcomeCode"], "human_timeout");
+    }
+
+    #[test]
+    fn a_completed_card_says_how_in_the_windows_words() {
+        let desk = PromptDesk::new(Arc::new(|_| {}));
+        for (id, via, word) in [
+            (1, CardVia::Notification, "notification"),
+            (2, CardVia::Result, "result"),
+        ] {
+            let prompt = refused(id);
+            let _asked = desk.ask(&prompt, &[]);
+            assert_eq!(window_card(&desk, id)["completedVia"], Value::Null);
+            desk.update(PromptUpdate::Completed { prompt_id: id, via });
+            let card = window_card(&desk, id);
+            assert_eq!(card["state"], "completed");
+            assert_eq!(card["completedVia"], word);
+        }
     }
 }

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::Era;
 use crate::admission::{Status, Verdict};
+use crate::audit_event::session::CompletedVia;
 
 pub type UiFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -246,7 +247,7 @@ pub enum PromptUpdate {
     /// The URL was handed to the system browser; waiting.
     Opened { prompt_id: u64, phase: WaitPhase },
     /// The correlated completion arrived (or the retried request succeeded).
-    Completed { prompt_id: u64, via: &'static str },
+    Completed { prompt_id: u64, via: CardVia },
     /// The originating tool call finished: its result, attached to the prompt.
     Result {
         prompt_id: u64,
@@ -254,7 +255,10 @@ pub enum PromptUpdate {
         text: String,
     },
     /// The prompt ended without completing (cancelled, timed out, connection closed).
-    Closed { prompt_id: u64, outcome: String },
+    Closed {
+        prompt_id: u64,
+        outcome: CloseReason,
+    },
     /// An answer broke the schema; nothing was sent.
     Invalid {
         prompt_id: u64,
@@ -263,6 +267,131 @@ pub enum PromptUpdate {
     /// The server abused the elicitation channel: the connection was closed and the server
     /// suspended.
     Suspended { server: String, detail: String },
+}
+
+/// How a card learned its URL flow completed, as the window and the terminal name it.
+///
+/// The audit record's [`CompletedVia`] says the same thing in the log's own words
+/// (`retried_request_succeeded`); the card has always said `result`, so it keeps its own codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CardVia {
+    /// The server's `notifications/elicitation/complete`.
+    Notification,
+    /// The retried request succeeded.
+    Result,
+}
+
+impl CardVia {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CardVia::Notification => "notification",
+            CardVia::Result => "result",
+        }
+    }
+}
+
+impl std::fmt::Display for CardVia {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<CompletedVia> for CardVia {
+    fn from(via: CompletedVia) -> CardVia {
+        match via {
+            CompletedVia::Notification => CardVia::Notification,
+            CompletedVia::RetriedRequestSucceeded => CardVia::Result,
+        }
+    }
+}
+
+/// Why a card closed without completing, with what its sentence needs. Its [`Display`] is
+/// the one place each reason is worded: the window, the terminal and the receipt's note all
+/// show that text.
+///
+/// [`Display`]: std::fmt::Display
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum CloseReason {
+    /// Nobody answered within the human timeout.
+    HumanTimeout { after: Duration },
+    /// The kill switch closed the session.
+    SessionKilled,
+    /// The connection to the server closed.
+    ConnectionClosed,
+    /// The server withdrew the request that asked (or that request's connection ended).
+    RequestWithdrawn,
+    /// The call the prompt belongs to failed (cancelled, timed out, refused): its error text.
+    CallFailed { error: String },
+    /// The future asking was dropped: the call it belongs to was abandoned.
+    Abandoned,
+    /// The server was suspended for elicitation abuse.
+    ServerSuspended { detail: String },
+}
+
+/// The stable code of a [`CloseReason`], for the window to tell reasons apart without reading
+/// the sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloseCode {
+    HumanTimeout,
+    SessionKilled,
+    ConnectionClosed,
+    RequestWithdrawn,
+    CallFailed,
+    Abandoned,
+    ServerSuspended,
+}
+
+impl CloseCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CloseCode::HumanTimeout => "human_timeout",
+            CloseCode::SessionKilled => "session_killed",
+            CloseCode::ConnectionClosed => "connection_closed",
+            CloseCode::RequestWithdrawn => "request_withdrawn",
+            CloseCode::CallFailed => "call_failed",
+            CloseCode::Abandoned => "abandoned",
+            CloseCode::ServerSuspended => "server_suspended",
+        }
+    }
+}
+
+impl CloseReason {
+    pub fn code(&self) -> CloseCode {
+        match self {
+            CloseReason::HumanTimeout { .. } => CloseCode::HumanTimeout,
+            CloseReason::SessionKilled => CloseCode::SessionKilled,
+            CloseReason::ConnectionClosed => CloseCode::ConnectionClosed,
+            CloseReason::RequestWithdrawn => CloseCode::RequestWithdrawn,
+            CloseReason::CallFailed { .. } => CloseCode::CallFailed,
+            CloseReason::Abandoned => CloseCode::Abandoned,
+            CloseReason::ServerSuspended { .. } => CloseCode::ServerSuspended,
+        }
+    }
+}
+
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CloseReason::HumanTimeout { after } => {
+                write!(f, "no answer within {} s; cancelled", after.as_secs_f64())
+            }
+            CloseReason::SessionKilled => f.write_str("the session was killed; cancelled"),
+            CloseReason::ConnectionClosed => f.write_str("the connection was closed; cancelled"),
+            CloseReason::RequestWithdrawn => {
+                f.write_str("the server withdrew the request, or its connection ended; cancelled")
+            }
+            CloseReason::CallFailed { error } => f.write_str(error),
+            CloseReason::Abandoned => {
+                f.write_str("the request it belongs to was abandoned; cancelled")
+            }
+            CloseReason::ServerSuspended { detail } => {
+                write!(f, "the server was suspended: {detail}")
+            }
+        }
+    }
 }
 
 /// A consent front end: the terminal, an answers file, the desktop app.
@@ -522,5 +651,115 @@ impl ConsentUi for ScriptedConsent {
 
     fn update(&self, update: PromptUpdate) {
         self.updates.lock().expect("updates poisoned").push(update);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason, its code and the exact sentence the card has always shown.
+    fn reasons() -> Vec<(CloseReason, &'static str, &'static str)> {
+        vec![
+            (
+                CloseReason::HumanTimeout {
+                    after: Duration::from_millis(500),
+                },
+                "human_timeout",
+                "no answer within 0.5 s; cancelled",
+            ),
+            (
+                CloseReason::HumanTimeout {
+                    after: Duration::from_secs(300),
+                },
+                "human_timeout",
+                "no answer within 300 s; cancelled",
+            ),
+            (
+                CloseReason::SessionKilled,
+                "session_killed",
+                "the session was killed; cancelled",
+            ),
+            (
+                CloseReason::ConnectionClosed,
+                "connection_closed",
+                "the connection was closed; cancelled",
+            ),
+            (
+                CloseReason::RequestWithdrawn,
+                "request_withdrawn",
+                "the server withdrew the request, or its connection ended; cancelled",
+            ),
+            (
+                CloseReason::CallFailed {
+                    error: "demo: cancelled tools/call \"x\"".into(),
+                },
+                "call_failed",
+                "demo: cancelled tools/call \"x\"",
+            ),
+            (
+                CloseReason::Abandoned,
+                "abandoned",
+                "the request it belongs to was abandoned; cancelled",
+            ),
+            (
+                CloseReason::ServerSuspended {
+                    detail: "5 denials".into(),
+                },
+                "server_suspended",
+                "the server was suspended: 5 denials",
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_close_reason_has_its_code_and_its_sentence() {
+        for (reason, code, text) in reasons() {
+            assert_eq!(reason.code().as_str(), code, "{reason:?}");
+            assert_eq!(
+                serde_json::to_value(reason.code()).unwrap(),
+                Value::String(code.into()),
+                "{reason:?}"
+            );
+            assert_eq!(
+                serde_json::to_value(&reason).unwrap()["reason"],
+                Value::String(code.into()),
+                "{reason:?}"
+            );
+            assert_eq!(reason.to_string(), text, "{reason:?}");
+        }
+    }
+
+    #[test]
+    fn close_codes_tell_the_reasons_apart() {
+        let mut codes: Vec<&str> = reasons()
+            .iter()
+            .map(|(r, _, _)| r.code().as_str())
+            .collect();
+        codes.sort();
+        codes.dedup();
+        // The two timeouts share one code; every other reason has its own.
+        assert_eq!(codes.len(), reasons().len() - 1, "{codes:?}");
+    }
+
+    #[test]
+    fn card_via_keeps_the_windows_words() {
+        for (via, code) in [
+            (CompletedVia::Notification, "notification"),
+            (CompletedVia::RetriedRequestSucceeded, "result"),
+        ] {
+            let card = CardVia::from(via);
+            assert_eq!(card.as_str(), code);
+            assert_eq!(card.to_string(), code);
+            assert_eq!(
+                serde_json::to_value(card).unwrap(),
+                Value::String(code.into())
+            );
+        }
+        // The log's word is not the card's.
+        assert_ne!(
+            serde_json::to_value(CompletedVia::RetriedRequestSucceeded).unwrap(),
+            serde_json::to_value(CardVia::Result).unwrap()
+        );
     }
 }

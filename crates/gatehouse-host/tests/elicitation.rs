@@ -118,7 +118,9 @@ impl TestUi {
         self.updates()
             .iter()
             .filter_map(|u| match u {
-                PromptUpdate::Completed { prompt_id: p, via } if *p == prompt_id => Some(*via),
+                PromptUpdate::Completed { prompt_id: p, via } if *p == prompt_id => {
+                    Some(via.as_str())
+                }
                 _ => None,
             })
             .collect()
@@ -1146,7 +1148,7 @@ async fn a_person_who_never_answers_is_timed_out_and_the_server_gets_cancel() {
             .into_iter()
             .filter_map(|u| match u {
                 PromptUpdate::Closed { prompt_id, outcome } if prompt_id == record.prompt_id => {
-                    Some(outcome)
+                    Some(outcome.to_string())
                 }
                 _ => None,
             })

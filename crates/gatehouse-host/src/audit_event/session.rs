@@ -302,10 +302,19 @@ pub struct ElicitationRetry {
     /// The host call retried.
     pub call: u64,
     pub attempt: usize,
-    /// `completed` (every URL flow completed) or `user_retry` (the user chose Retry).
-    pub why: String,
+    pub why: RetryWhy,
     /// The receipts of the elicitations retried after.
     pub receipts: Vec<String>,
+}
+
+/// Why the originating request was retried after URL elicitations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryWhy {
+    /// Every URL flow it waited on completed.
+    Completed,
+    /// The user chose Retry.
+    UserRetry,
 }
 
 /// `session_killed`: the kill switch closed the connection.
@@ -722,16 +731,25 @@ mod tests {
 
     #[test]
     fn elicitation_retry() {
-        round_trip(
-            ElicitationRetry {
-                name: "demo".into(),
-                call: 3,
-                attempt: 1,
-                why: "user_retry".into(),
-                receipts: vec!["rcpt_1".into()],
-            },
-            json!({"name": "demo", "call": 3, "attempt": 1, "why": "user_retry", "receipts": ["rcpt_1"]}),
-        );
+        for (why, written) in [
+            (RetryWhy::UserRetry, "user_retry"),
+            (RetryWhy::Completed, "completed"),
+        ] {
+            round_trip(
+                ElicitationRetry {
+                    name: "demo".into(),
+                    call: 3,
+                    attempt: 1,
+                    why,
+                    receipts: vec!["rcpt_1".into()],
+                },
+                json!({"name": "demo", "call": 3, "attempt": 1, "why": written, "receipts": ["rcpt_1"]}),
+            );
+        }
+        // A reason the host never writes is not read as one.
+        let unknown =
+            json!({"name": "demo", "call": 3, "attempt": 1, "why": "bored", "receipts": []});
+        assert!(serde_json::from_value::<ElicitationRetry>(unknown).is_err());
     }
 
     #[test]

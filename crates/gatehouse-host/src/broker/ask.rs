@@ -11,8 +11,10 @@ use tokio_util::sync::CancellationToken;
 use super::elicit::Handling;
 use super::session::Busy;
 use super::{ElicitationBroker, ElicitationRecord, Session};
-use crate::Era;
-use crate::consent::{ConsentAnswer, ConsentReply, ConsentUi, PromptBody, PromptUpdate, WaitPhase};
+use crate::consent::{
+    CloseReason, ConsentAnswer, ConsentReply, ConsentUi, PromptBody, PromptUpdate, WaitPhase,
+};
+use crate::{Era, HostError};
 
 /// How many times an invalid form answer is sent back to the user before the prompt is
 /// cancelled.
@@ -32,7 +34,7 @@ impl ElicitationBroker {
         // It ended while waiting its turn behind other prompts: nobody is asked.
         if let Some(why) = ended_why(session, withdrawn) {
             h.action = ElicitationAction::Cancel;
-            h.note = Some(why.into());
+            h.note = Some(why.to_string());
             return;
         }
         let held = h.prompt.assessment.decision == Decision::HoldForElicitationEvidence;
@@ -49,21 +51,20 @@ impl ElicitationBroker {
                 answer = tokio::time::timeout(self.options.human_timeout, self.ui.ask(&h.prompt, &problems)) => match answer {
                     Ok(answer) => answer,
                     Err(_) => {
-                        let note = format!("no answer within {} s; cancelled", self.options.human_timeout.as_secs_f64());
-                        self.gave_up(h, note);
+                        self.gave_up(h, CloseReason::HumanTimeout { after: self.options.human_timeout });
                         ConsentAnswer::plain(ConsentReply::Cancel)
                     }
                 },
                 _ = session.kill.cancelled() => {
-                    self.gave_up(h, "the session was killed; cancelled".into());
+                    self.gave_up(h, CloseReason::SessionKilled);
                     ConsentAnswer::plain(ConsentReply::Cancel)
                 }
                 _ = session.ended.cancelled() => {
-                    self.gave_up(h, ENDED_CONNECTION.into());
+                    self.gave_up(h, CloseReason::ConnectionClosed);
                     ConsentAnswer::plain(ConsentReply::Cancel)
                 }
                 _ = withdrawn.cancelled() => {
-                    self.gave_up(h, ENDED_REQUEST.into());
+                    self.gave_up(h, CloseReason::RequestWithdrawn);
                     ConsentAnswer::plain(ConsentReply::Cancel)
                 }
             };
@@ -175,37 +176,37 @@ impl ElicitationBroker {
 
     /// The broker stopped asking (the human timeout, the kill switch, the connection or the
     /// request ended): the card closes with why, so no UI goes on offering an answer nobody
-    /// will read.
-    fn gave_up(&self, h: &mut Handling, note: String) {
+    /// will read. The receipt's note is the card's sentence.
+    fn gave_up(&self, h: &mut Handling, reason: CloseReason) {
+        h.note = Some(reason.to_string());
         self.ui.update(PromptUpdate::Closed {
             prompt_id: h.prompt.id,
-            outcome: note.clone(),
+            outcome: reason,
         });
-        h.note = Some(note);
     }
 
-    /// The call gave up on its prompts (cancelled, timed out, failed).
-    pub fn close_prompts(&self, records: &[ElicitationRecord], outcome: &str) {
+    /// The call gave up on its prompts (cancelled, timed out, failed): each card closes with
+    /// the call's error.
+    pub fn close_prompts(&self, records: &[ElicitationRecord], error: &HostError) {
         for record in records {
             self.ui.update(PromptUpdate::Closed {
                 prompt_id: record.prompt_id,
-                outcome: outcome.to_string(),
+                outcome: CloseReason::CallFailed {
+                    error: error.to_string(),
+                },
             });
         }
     }
 }
 
-const ENDED_CONNECTION: &str = "the connection was closed; cancelled";
-const ENDED_REQUEST: &str = "the server withdrew the request, or its connection ended; cancelled";
-
 /// Why nothing may be asked any more for this request, if so.
-fn ended_why(session: &Session, withdrawn: &CancellationToken) -> Option<&'static str> {
+fn ended_why(session: &Session, withdrawn: &CancellationToken) -> Option<CloseReason> {
     if session.kill.is_cancelled() {
-        Some("the session was killed; cancelled")
+        Some(CloseReason::SessionKilled)
     } else if session.ended.is_cancelled() {
-        Some(ENDED_CONNECTION)
+        Some(CloseReason::ConnectionClosed)
     } else if withdrawn.is_cancelled() {
-        Some(ENDED_REQUEST)
+        Some(CloseReason::RequestWithdrawn)
     } else {
         None
     }
@@ -230,7 +231,7 @@ impl Drop for ShownCard {
         if self.open {
             self.ui.update(PromptUpdate::Closed {
                 prompt_id: self.prompt_id,
-                outcome: "the request it belongs to was abandoned; cancelled".into(),
+                outcome: CloseReason::Abandoned,
             });
         }
     }

@@ -11,6 +11,7 @@ use super::session::Busy;
 use super::{ElicitationAnswer, ElicitationBroker, ElicitationRecord, Session};
 use crate::audit_event::session::{
     CompletedVia, ElicitationCompleted, ElicitationCompletionIgnored, ElicitationRetry, IgnoredWhy,
+    RetryWhy,
 };
 use crate::consent::{Prompt, PromptUpdate, WaitChoice, WaitPhase};
 use crate::error::HostError;
@@ -102,7 +103,7 @@ impl ElicitationBroker {
                 session.update_record(&prompt.receipt_id, |r| r.completed = Some(true));
                 self.ui.update(PromptUpdate::Completed {
                     prompt_id: prompt.id,
-                    via: "notification",
+                    via: CompletedVia::Notification.into(),
                 });
                 self.completions.notify_waiters();
             }
@@ -223,7 +224,7 @@ impl ElicitationBroker {
         session: &Session,
         call: u64,
         attempt: usize,
-        why: &str,
+        why: RetryWhy,
         receipts: &[String],
     ) -> Result<(), HostError> {
         self.gatekeeper
@@ -233,7 +234,7 @@ impl ElicitationBroker {
                     name: session.server.clone(),
                     call,
                     attempt,
-                    why: why.to_string(),
+                    why,
                     receipts: receipts.to_vec(),
                 },
             )
@@ -272,7 +273,7 @@ impl ElicitationBroker {
                     record.completed = Some(true);
                     self.ui.update(PromptUpdate::Completed {
                         prompt_id: record.prompt_id,
-                        via: "result",
+                        via: CompletedVia::RetriedRequestSucceeded.into(),
                     });
                 }
             }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use gatehouse_attest::gate::Permit;
 
 use super::Connection;
+use crate::audit_event::session::RetryWhy;
 use crate::broker::{Arrival, ElicitationRecord, Session, WaitOutcome};
 use crate::client::{answer_elicitation, brokered_event};
 use crate::consent::WaitPhase;
@@ -345,7 +346,7 @@ impl Connection {
                 answer.is_error(),
                 &answer.summary(),
             ),
-            Err(error) => session.broker().close_prompts(&records, &error.to_string()),
+            Err(error) => session.broker().close_prompts(&records, error),
         }
         match outcome {
             Ok((answer, rounds)) => (Ok((answer, rounds, records)), Vec::new()),
@@ -393,7 +394,7 @@ impl Connection {
                                     session,
                                     call,
                                     round,
-                                    "user_retry",
+                                    RetryWhy::UserRetry,
                                     &[],
                                 )?;
                             }
@@ -423,8 +424,8 @@ impl Connection {
                         .wait(session, prompt, &ids, WaitPhase::Completion)
                         .await;
                     let why = match outcome {
-                        WaitOutcome::Completed => "completed",
-                        WaitOutcome::Retry => "user_retry",
+                        WaitOutcome::Completed => RetryWhy::Completed,
+                        WaitOutcome::Retry => RetryWhy::UserRetry,
                         other => return Err(self.wait_failed(&what, other)),
                     };
                     url_retries += 1;
