@@ -158,10 +158,11 @@ async fn prompts_approve(
     desk.approve_prompts(&server, &names).await
 }
 
-/// Approves exact resource URIs as the user (warn posture only).
+/// Approves exact resource URIs as the user (warn posture only); the window approves no
+/// prefixes.
 #[tauri::command]
 async fn resources_approve(desk: DeskState<'_>, server: String, uris: Vec<String>) -> Answer<()> {
-    desk.approve_resources(&server, &uris).await
+    desk.approve_resources(&server, &uris, &[]).await
 }
 
 /// Saves item `index` of a kept read into the download directory; returns the path written.

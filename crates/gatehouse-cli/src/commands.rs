@@ -10,9 +10,8 @@ use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
 use gatehouse_host::host::{Host, HostOptions, HostPaths};
 use gatehouse_host::{
-    AUDIT_FILE, ConnectOptions, ElicitationMode, Finding, KeyringStore, LockGuard,
-    SYSTEM_TRUST_ROOTS, SecretStore, TrafficTap, Trust, TrustSettings, Verdict, Widening,
-    system_clock,
+    AUDIT_FILE, EraPreference, Finding, KeyringStore, LockGuard, SYSTEM_TRUST_ROOTS, SecretStore,
+    TrafficTap, Trust, TrustSettings, Verdict, Widening, system_clock,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -29,8 +28,15 @@ const TAP_CAPACITY: usize = 10_000;
 pub struct Context {
     pub json: bool,
     pub config_path: PathBuf,
-    pub options: ConnectOptions,
+    /// The keychain, for the hosts a command opens and the commands that store secrets.
     pub secrets: Arc<dyn SecretStore>,
+    /// `--era`, for the host (which era each request is sent in).
+    pub era: EraPreference,
+    /// `--connect-timeout` and `--timeout`, checked when the command line is read.
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+    /// `--log-dir` as given; [`host_options`] picks the default otherwise.
+    pub log_dir: Option<PathBuf>,
     pub trust: TrustSettings,
     /// `--trust-roots` as given: under a locked admin bundle, another directory is refused.
     pub trust_roots_flag: Option<PathBuf>,
@@ -59,18 +65,14 @@ impl Context {
                 .config
                 .clone()
                 .unwrap_or_else(default_config_path),
-            options: ConnectOptions {
-                era: flags.connect.era.unwrap_or_default(),
-                elicitation: ElicitationMode::DeclineAndLog,
-                connect_timeout: seconds(
-                    flags.connect.connect_timeout.unwrap_or(30.0),
-                    "--connect-timeout",
-                )?,
-                request_timeout: seconds(flags.connect.timeout.unwrap_or(60.0), "--timeout")?,
-                log_dir: flags.connect.log_dir.clone().or_else(default_log_dir),
-                ..ConnectOptions::default()
-            },
             secrets: Arc::new(KeyringStore),
+            era: flags.connect.era.unwrap_or_default(),
+            connect_timeout: seconds(
+                flags.connect.connect_timeout.unwrap_or(30.0),
+                "--connect-timeout",
+            )?,
+            request_timeout: seconds(flags.connect.timeout.unwrap_or(60.0), "--timeout")?,
+            log_dir: flags.connect.log_dir.clone(),
             trust: TrustSettings {
                 system_dir: flags
                     .trust_roots
@@ -189,9 +191,9 @@ pub(crate) fn host_options(context: &Context) -> HostOptions {
         config: context.config_path.clone(),
         data: data_dir(),
         logs: context
-            .options
             .log_dir
             .clone()
+            .or_else(default_log_dir)
             .unwrap_or_else(|| data_dir().join("logs")),
         user_trust_roots: context.trust.user_dir.clone(),
         system_trust_roots: PathBuf::from(SYSTEM_TRUST_ROOTS),
@@ -201,11 +203,11 @@ pub(crate) fn host_options(context: &Context) -> HostOptions {
     options.posture_override = context.trust.posture_override;
     options.policy = context.policy_path.clone();
     options.prompt_timeout = context.prompt_timeout;
-    options.request_timeout = context.options.request_timeout;
-    options.connect_timeout = context.options.connect_timeout;
+    options.request_timeout = context.request_timeout;
+    options.connect_timeout = context.connect_timeout;
     options.audit_file = Some(context.audit_path.clone());
     options.admin_trust_roots = context.trust_roots_flag.clone();
-    options.request_era = context.options.era;
+    options.request_era = context.era;
     options.traffic_log = context.traffic_log.clone();
     let json = context.json;
     options.findings = Some(Arc::new(move |finding: &Finding<'_>| match finding {

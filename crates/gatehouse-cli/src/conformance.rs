@@ -70,8 +70,8 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     options.audit_file = Some(context.audit_path.clone());
     options.request_era = EraPreference::Only(era);
     options.answering = Answering::SchemaDefaults;
-    options.connect_timeout = context.options.connect_timeout;
-    options.request_timeout = context.options.request_timeout;
+    options.connect_timeout = context.connect_timeout;
+    options.request_timeout = context.request_timeout;
     options.traffic_log = context.traffic_log.clone();
     let mut secrets = context.secrets.clone();
     // Authorization scenarios: the host's own sign-in, with a headless user and browser and
@@ -90,12 +90,13 @@ pub async fn run(context: &Context, url: &str) -> Result<u8, Failure> {
     host.add_adhoc(SERVER, spec.clone());
     let outcome = match connect(context, &host, &spec).await {
         Ok(connection) => {
-            let outcome = match connection.approve_tools(&[]).await {
-                Ok(_) => exercise(&connection, &scenario, &scenario_context).await,
-                Err(e) => Err(e),
+            // Approved through the host, as every front end approves.
+            let outcome = match host.approve_tools(SERVER, &[]).await {
+                Ok(_) => exercise(&host, &connection, &scenario, &scenario_context).await,
+                Err(e) => Err(e.into()),
             };
             drop(connection);
-            outcome.map_err(Failure::from)
+            outcome
         }
         Err(failure) => Err(failure),
     };
@@ -124,23 +125,24 @@ async fn connect(
 }
 
 async fn exercise(
+    host: &Host,
     connection: &Connection,
     scenario: &str,
     context: &Value,
-) -> Result<(), HostError> {
+) -> Result<(), Failure> {
     let tools = connection.tools().await?;
     eprintln!("conformance: {} tool(s): {}", tools.len(), names(&tools));
     match scenario {
         // Listing is the test: the network `$ref` in the schema must never be fetched.
         "json-schema-ref-no-deref" => Ok(()),
-        "sep-2322-client-request-state" => request_state(connection).await,
+        "sep-2322-client-request-state" => Ok(request_state(connection).await?),
         "json-schema-2020-12-preservation" => {
             let focal = tools
                 .iter()
                 .find(|t| t.name == "json_schema_2020_12_tool")
                 .ok_or_else(|| missing_tool("json_schema_2020_12_tool"))?;
             let arguments = json!({"schema": Value::Object((*focal.input_schema).clone())});
-            call(connection, "json_schema_echo", object(arguments)).await
+            Ok(call(connection, "json_schema_echo", object(arguments)).await?)
         }
         "http-standard-headers" => {
             call_all(connection, &tools).await?;
@@ -151,13 +153,13 @@ async fn exercise(
                 .into_iter()
                 .map(|r| r.uri)
                 .collect();
-            connection.approve_resources(&uris)?;
+            host.approve_resources(SERVER, &uris, &[]).await?;
             for uri in &uris {
                 connection
                     .read_resource(uri, &CallOptions::default())
                     .await?;
             }
-            connection.approve_prompts(&[]).await?;
+            host.approve_prompts(SERVER, &[]).await?;
             for prompt in connection.prompts().await? {
                 connection
                     .get_prompt(&prompt.name, None, &CallOptions::default())
@@ -178,7 +180,7 @@ async fn exercise(
                 }
                 Ok(())
             }
-            None => call_all(connection, &tools).await,
+            None => Ok(call_all(connection, &tools).await?),
         },
     }
 }

@@ -23,11 +23,11 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Policy(command) => crate::policy::run(&context, command),
         Command::Serve(args) => crate::serve::run(&context, &args, &own_host).await,
         Command::Clients(command) => crate::clients::run(&context, command).await,
-        Command::Resources(args) => crate::context::resources(&context, &args).await,
-        Command::Read(args) => crate::context::read(&context, &args).await,
-        Command::Prompts(args) => crate::context::prompts(&context, &args).await,
-        Command::Prompt(args) => crate::context::prompt(&context, &args).await,
-        Command::Complete(args) => crate::context::complete(&context, &args).await,
-        Command::Subscribe(args) => crate::context::subscribe(&context, &args).await,
+        Command::Resources(args) => crate::resources::resources(&context, &args).await,
+        Command::Read(args) => crate::resources::read(&context, &args).await,
+        Command::Prompts(args) => crate::prompts::prompts(&context, &args).await,
+        Command::Prompt(args) => crate::prompts::prompt(&context, &args).await,
+        Command::Complete(args) => crate::prompts::complete(&context, &args).await,
+        Command::Subscribe(args) => crate::resources::subscribe(&context, &args).await,
     }
 }

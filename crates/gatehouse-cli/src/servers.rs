@@ -11,7 +11,7 @@ use crate::cli::{AddArgs, Adhoc, ServersCommand};
 use crate::commands::{Context, open_host, report, terminal_consent};
 use crate::failure::Failure;
 use crate::output;
-use crate::target::{adhoc_spec, host_with_target, load_config};
+use crate::target::{adhoc_spec, host_with_target};
 
 pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failure> {
     let path = &context.config_path;
@@ -56,11 +56,12 @@ pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failu
             Ok(0)
         }
         ServersCommand::Remove { name } => {
-            let mut config = load_config(context)?;
-            if config.servers.remove(&name).is_none() {
-                return Err(config.unknown(&name, path).into());
-            }
-            config.save(path)?;
+            // The host's remove: the keychain secrets the entry named stay, and the demo's
+            // built-in server is refused in --demo.
+            let host = open_host(context, terminal_consent())?;
+            let removed = host.remove_server(&name).await;
+            host.shutdown().await;
+            removed?;
             report(
                 context,
                 json!({"removed": name, "config": path}),

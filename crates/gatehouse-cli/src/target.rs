@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
 use gatehouse_host::host::Host;
-use gatehouse_host::{Connection, HostError, HostEvent, ServerSpec, ServersFile};
-use serde_json::Value;
+use gatehouse_host::{CallOptions, Connection, HostEvent, ServerSpec, ServersFile};
+use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +20,7 @@ use crate::output::{self, Spinner};
 /// Name used for an ad-hoc server in logs and the traffic record.
 const ADHOC: &str = "adhoc";
 
-pub(crate) fn load_config(context: &Context) -> Result<ServersFile, Failure> {
+fn load_config(context: &Context) -> Result<ServersFile, Failure> {
     Ok(ServersFile::load(&context.config_path)?)
 }
 
@@ -162,17 +162,17 @@ pub(crate) struct OnTarget<T> {
     pub found: T,
 }
 
-/// Opens the host with the server `target` names, connects (admission first), runs `work` on
-/// the connection and shuts the host down: the shape of `tools`, `prompts`, `resources` and
-/// their approvals.
-pub(crate) async fn on_target<T, F, Fut>(
+/// Opens the host with the server `target` names, connects (admission first), runs `work`
+/// and shuts the host down: the shape of `tools`, `prompts`, `resources` and their approvals.
+/// `work` gets the host and the server's name (approvals are the host's, as for every front
+/// end) and the connection (listings read it).
+pub(crate) async fn on_target<T, E>(
     context: &Context,
     target: &Target,
-    work: F,
+    work: impl AsyncFnOnce(&Host, &str, Arc<Connection>) -> Result<T, E>,
 ) -> Result<OnTarget<T>, Failure>
 where
-    F: FnOnce(Arc<Connection>) -> Fut,
-    Fut: std::future::Future<Output = Result<T, HostError>>,
+    Failure: From<E>,
 {
     let (host, name, spec) = host_with_target(
         context,
@@ -184,7 +184,7 @@ where
     let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
     let headline = connection.verdict().headline();
     // `work` owns the connection, so it is released before the host shuts down.
-    let found = work(connection).await;
+    let found = work(&host, &name, connection).await;
     host.shutdown().await;
     Ok(OnTarget {
         name,
@@ -221,4 +221,41 @@ pub(crate) fn ctrl_c_token() -> CancellationToken {
         }
     });
     token
+}
+
+/// Per-request options of a one-shot command: Ctrl-C cancels the request.
+pub(crate) fn call_options() -> CallOptions {
+    CallOptions {
+        cancel: Some(ctrl_c_token()),
+        ..CallOptions::default()
+    }
+}
+
+/// `SERVER WORD`, or `WORD` with --stdio / --url; `what` names WORD in errors.
+pub(crate) fn server_and<'a>(
+    command: &str,
+    what: &str,
+    words: &'a [String],
+    adhoc: &Adhoc,
+) -> Result<(Option<&'a str>, &'a str), Failure> {
+    match (words, adhoc.given()) {
+        ([word], true) => Ok((None, word)),
+        ([server, word], false) => Ok((Some(server), word)),
+        ([_], false) => Err(Failure::usage(format!(
+            "{command} needs SERVER {what} (or {what} with --stdio / --url)"
+        ))),
+        (_, true) => Err(Failure::usage(format!(
+            "with --stdio or --url, give only the {what}"
+        ))),
+        _ => Err(Failure::usage(format!("{command} needs SERVER {what}"))),
+    }
+}
+
+/// A refusal as one JSON document with what the command was about, as `call` prints it.
+pub(crate) fn json_error(mut document: Value, failure: &Failure, notes: &[String]) -> u8 {
+    document["error"] = json!({"code": failure.code, "message": failure.message});
+    document["elicitations"] = json!([]);
+    document["answers_notes"] = json!(notes);
+    output::print_json(&document);
+    failure.exit
 }

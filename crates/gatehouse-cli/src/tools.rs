@@ -55,7 +55,7 @@ pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
     if let Some(ToolsAction::Pin { target, tools }) = &args.action {
         return pin_tools(context, target, tools).await;
     }
-    let listed = on_target(context, &args.target, async |connection| {
+    let listed = on_target(context, &args.target, async |_, _, connection| {
         connection.gated_tools().await
     })
     .await?;
@@ -77,8 +77,8 @@ pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
 }
 
 async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let pinned = on_target(context, target, async |connection| {
-        connection.approve_tools(names).await
+    let pinned = on_target(context, target, async |host, name, _| {
+        host.approve_tools(name, names).await
     })
     .await?;
     print_pins(context, &pinned.name, "tool", &pinned.found);

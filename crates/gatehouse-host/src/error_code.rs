@@ -121,6 +121,8 @@ error_codes! {
     TrafficLogUnavailable => "traffic_log_unavailable",
     /// The scratch directory of an ephemeral host (the conformance client's) could not be made.
     ScratchUnavailable => "scratch_unavailable",
+    /// `servers remove` named the built-in demo server in demo mode: it is not an entry.
+    DemoNotRemovable => "demo_not_removable",
     UnknownPrompt => "unknown_prompt",
     UnknownSignIn => "unknown_sign_in",
     SignInNotAsking => "sign_in_not_asking",

@@ -1,8 +1,8 @@
 //! The host's prompts and resources, for every front end: listings grouped by what the gate
 //! says (as tools are), reads and prompts with their checked content and the verified
 //! identity of who sent them, argument completion, subscriptions, and the user's approvals in
-//! the warn posture. Each method is one call into the live connection; errors are `ApiError`s
-//! with the host's stable codes.
+//! the warn posture (of tools too: every approval of every primitive is here). Each method is
+//! one call into the live connection; errors are `ApiError`s with the host's stable codes.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -416,7 +416,22 @@ impl Host {
         }
     }
 
-    /// Approves prompts as the user (warn posture only); returns the pins recorded.
+    /// Approves tools as the user (warn posture only), pinning their current definitions;
+    /// `names` empty means every listed tool. Returns the pins recorded. Here with the other
+    /// approvals: every front end's approval of every primitive is one of these methods.
+    pub async fn approve_tools(
+        &self,
+        server: &str,
+        names: &[String],
+    ) -> Result<Vec<(String, String)>, ApiError> {
+        let connection = self.connection(server).await?;
+        let pins = connection.approve_tools(names).await;
+        self.changed(server);
+        Ok(pins?)
+    }
+
+    /// Approves prompts as the user (warn posture only); `names` empty means every listed
+    /// prompt. Returns the pins recorded.
     pub async fn approve_prompts(
         &self,
         server: &str,
@@ -428,10 +443,18 @@ impl Host {
         Ok(pins?)
     }
 
-    /// Approves exact resource URIs as the user (warn posture only).
-    pub async fn approve_resources(&self, server: &str, uris: &[String]) -> Result<(), ApiError> {
+    /// Approves exact resource URIs and URI prefixes (each ending in `/`, the bundle's prefix
+    /// rule) as the user, in the warn posture only: the one rule for every front end (the
+    /// window gives exact URIs only, the CLI either). Refused as a whole, naming why, under
+    /// deny-by-default or for a prefix that is not one; nothing is recorded then.
+    pub async fn approve_resources(
+        &self,
+        server: &str,
+        uris: &[String],
+        prefixes: &[String],
+    ) -> Result<(), ApiError> {
         let connection = self.connection(server).await?;
-        let approved = connection.approve_resources(uris);
+        let approved = connection.approve_resource_entries(uris, prefixes);
         self.changed(server);
         Ok(approved?)
     }

@@ -1,6 +1,6 @@
 //! Admission-only server work, for every front end: every listed server's verdict without
-//! connecting (`servers list`), adding and importing servers (one path and one set of checks
-//! for the CLI and the window), and resuming a suspended server.
+//! connecting (`servers list`), adding, importing and removing servers (one path and one set
+//! of checks for the CLI and the window), and resuming a suspended server.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -212,6 +212,35 @@ impl Host {
                 format!("a server named {name:?} exists; choose another name"),
             ));
         }
+        Ok(())
+    }
+
+    /// Removes the `servers.json` entry `name` and closes its connection if one is open: the
+    /// one path every front end's remove takes. The keychain secrets the entry referenced
+    /// stay (another entry, or the user, may use them; `secret delete` removes one).
+    /// In demo mode the demo's names are the built-in server unless `servers.json` has an
+    /// entry of that name: the built-in one is refused (`server_exists`), as it is not in the
+    /// file and would be listed again on the next look. An entry of that name is removed, and
+    /// the built-in one stands in the list again.
+    pub async fn remove_server(&self, name: &str) -> Result<(), ApiError> {
+        let path = &self.options.paths.config;
+        let mut config = self.config()?;
+        if config.servers.remove(name).is_none() {
+            if self.options.demo && [demo::DEMO_SERVER_NAME, DEMO_LEGACY_NAME].contains(&name) {
+                return Err(ApiError::new(
+                    ErrorCode::DemoNotRemovable,
+                    format!(
+                        "{name:?} is the built-in demo server in demo mode, not an entry of {}; it cannot be removed (it is listed only in demo mode)",
+                        path.display()
+                    ),
+                ));
+            }
+            return Err(config.unknown(name, path).into());
+        }
+        config.save(path)?;
+        let stale = self.slots.lock().await.remove(name);
+        close_slot(stale).await;
+        (self.notify)(Change::Servers { name: name.into() });
         Ok(())
     }
 

@@ -1,37 +1,28 @@
-//! Resources and prompts: `resources`, `read`, `prompts`, `prompt`, `complete` and
-//! `subscribe`. Like `tools` and `call`, each is a thin call into gatehouse-host plus printing:
-//! the gate decides (and audits) before anything is sent, and what comes back was checked by
-//! the host ([`gatehouse_host::content`]) before it is printed. Server text is printed through
-//! [`output::safe`]; images and binary data are described, never written to the terminal.
+//! Resources: `resources` (and `resources approve`), `read` and `subscribe`. Like `tools` and
+//! `call`, each is a thin call into gatehouse-host plus printing: the gate decides (and
+//! audits) before anything is sent, approvals are the host's ([`gatehouse_host::host::Host`]),
+//! and what comes back was checked by the host ([`gatehouse_host::content`]) before it is
+//! printed. Server text is printed through [`output::safe`]; images and binary data are
+//! described, never written to the terminal.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use gatehouse_attest::resources::ResourceStatus;
 use gatehouse_host::content::{ContentView, Display};
-use gatehouse_host::{CallOptions, CompletionTarget, HostError, HostEvent, Subscriber};
-use serde_json::{Value, json};
+use gatehouse_host::{HostError, HostEvent, Subscriber};
+use serde_json::json;
 use tokio::sync::broadcast;
 
-use crate::cli::{
-    Adhoc, CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, ReadArgs, ResourcesAction,
-    ResourcesArgs, SubscribeArgs, Target,
-};
+use crate::cli::{ReadArgs, ResourcesAction, ResourcesArgs, SubscribeArgs, Target};
 use crate::commands::{Context, terminal_consent};
 use crate::failure::Failure;
-use crate::gated::{print_pins, split_gated};
 use crate::output;
-use crate::target::{EventLog, connect, ctrl_c_token, host_with_target, json_object, on_target};
-
-fn call_options() -> CallOptions {
-    CallOptions {
-        cancel: Some(ctrl_c_token()),
-        ..CallOptions::default()
-    }
-}
-
-// ---- Parsing ----------------------------------------------------------------------------
+use crate::target::{
+    EventLog, call_options, connect, ctrl_c_token, host_with_target, json_error, on_target,
+    server_and,
+};
 
 /// `--var NAME=VALUE` values (NAME not empty; VALUE may contain `=` and may be empty).
 fn template_values(raw: &[String]) -> Result<BTreeMap<String, String>, Failure> {
@@ -49,35 +40,6 @@ fn template_values(raw: &[String]) -> Result<BTreeMap<String, String>, Failure> 
     Ok(values)
 }
 
-/// `SERVER WORD`, or `WORD` with --stdio / --url; `what` names WORD in errors.
-fn server_and<'a>(
-    command: &str,
-    what: &str,
-    words: &'a [String],
-    adhoc: &Adhoc,
-) -> Result<(Option<&'a str>, &'a str), Failure> {
-    match (words, adhoc.given()) {
-        ([word], true) => Ok((None, word)),
-        ([server, word], false) => Ok((Some(server), word)),
-        ([_], false) => Err(Failure::usage(format!(
-            "{command} needs SERVER {what} (or {what} with --stdio / --url)"
-        ))),
-        (_, true) => Err(Failure::usage(format!(
-            "with --stdio or --url, give only the {what}"
-        ))),
-        _ => Err(Failure::usage(format!("{command} needs SERVER {what}"))),
-    }
-}
-
-/// A refusal as one JSON document with what the command was about, as `call` prints it.
-fn json_error(mut document: Value, failure: &Failure, notes: &[String]) -> u8 {
-    document["error"] = json!({"code": failure.code, "message": failure.message});
-    document["elicitations"] = json!([]);
-    document["answers_notes"] = json!(notes);
-    output::print_json(&document);
-    failure.exit
-}
-
 // ---- resources ----------------------------------------------------------------------------
 
 pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Failure> {
@@ -89,7 +51,7 @@ pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Fa
     {
         return approve_resources(context, target, uris, prefixes).await;
     }
-    let listed = on_target(context, &args.target, async |connection| {
+    let listed = on_target(context, &args.target, async |_, _, connection| {
         connection.gated_resources().await
     })
     .await?;
@@ -140,8 +102,8 @@ async fn approve_resources(
     uris: &[String],
     prefixes: &[String],
 ) -> Result<u8, Failure> {
-    let name = on_target(context, target, async |connection| {
-        connection.approve_resource_entries(uris, prefixes)
+    let name = on_target(context, target, async |host, name, _| {
+        host.approve_resources(name, uris, prefixes).await
     })
     .await?
     .name;
@@ -350,160 +312,6 @@ pub async fn read(context: &Context, args: &ReadArgs) -> Result<u8, Failure> {
             .as_ref()
             .map(|(index, path, _)| (*index, path.as_path()));
         output::print_contents(&outcome.contents, saved);
-    }
-    Ok(0)
-}
-
-// ---- prompts ------------------------------------------------------------------------------
-
-pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failure> {
-    if let Some(PromptsAction::Pin { target, prompts }) = &args.action {
-        return pin_prompts(context, target, prompts).await;
-    }
-    let listed = on_target(context, &args.target, async |connection| {
-        connection.gated_prompts().await
-    })
-    .await?;
-    let prompts = split_gated(listed.found.into_iter().map(|g| (g.prompt, g.status)));
-    if context.json {
-        output::print_json(&json!({
-            "server": listed.name,
-            "admission": listed.verdict,
-            "prompts": prompts.allowed,
-            "hidden": prompts.hidden,
-            "blocked": prompts.blocked_json("prompt"),
-        }));
-    } else {
-        println!("{}: {}", listed.name, output::safe(&listed.headline));
-        output::print_prompts(&prompts.allowed);
-        output::print_gated_prompts(&prompts.hidden, &prompts.blocked);
-    }
-    Ok(0)
-}
-
-async fn pin_prompts(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let pinned = on_target(context, target, async |connection| {
-        connection.approve_prompts(names).await
-    })
-    .await?;
-    print_pins(context, &pinned.name, "prompt", &pinned.found);
-    Ok(0)
-}
-
-// ---- prompt -------------------------------------------------------------------------------
-
-pub async fn prompt(context: &Context, args: &PromptArgs) -> Result<u8, Failure> {
-    let (server, prompt) = server_and("prompt", "NAME", &args.words, &args.adhoc)?;
-    let prompt = prompt.to_string();
-    let arguments = json_object(args.args.as_deref(), "--args", r#"{"topic": "mcp"}"#)?;
-    let consent = crate::consent::Consent::new(args.answers.as_deref())?;
-    let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
-    let log = EventLog::start(context, &host);
-    let connection = connect(context, &host, &name, &spec).await?;
-    let outcome = connection
-        .get_prompt(&prompt, arguments, &call_options())
-        .await;
-    let _events = log.finish().await;
-    drop(connection);
-    host.shutdown().await;
-    let notes = consent.notes();
-    if !context.json {
-        for note in &notes {
-            eprintln!("gatehouse: answers file: {note}");
-        }
-    }
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(error) => {
-            let failure = Failure::from(error);
-            if context.json {
-                let document = json!({"server": name, "prompt": prompt});
-                return Ok(json_error(document, &failure, &notes));
-            }
-            return Err(failure);
-        }
-    };
-    if context.json {
-        output::print_json(&json!({
-            "server": name,
-            "prompt": prompt,
-            "rounds": outcome.rounds,
-            "description": outcome.result.description,
-            "messages": outcome.messages,
-            "elicitations": outcome.elicitations,
-            "answers_notes": notes,
-        }));
-    } else {
-        output::print_elicitations(&outcome.elicitations);
-        output::print_messages(&outcome.messages);
-    }
-    Ok(0)
-}
-
-// ---- complete -----------------------------------------------------------------------------
-
-pub async fn complete(context: &Context, args: &CompleteArgs) -> Result<u8, Failure> {
-    let target = match (&args.prompt, &args.template) {
-        (Some(prompt), None) => CompletionTarget::Prompt(prompt.clone()),
-        (None, Some(template)) => CompletionTarget::Template(template.clone()),
-        _ => {
-            return Err(Failure::usage(
-                "give exactly one of --prompt NAME or --template URI_TEMPLATE",
-            ));
-        }
-    };
-    let mut chosen = HashMap::new();
-    for (key, value) in json_object(args.context.as_deref(), "--context", r#"{"topic": "mcp"}"#)?
-        .unwrap_or_default()
-    {
-        match value {
-            Value::String(value) => {
-                chosen.insert(key, value);
-            }
-            other => {
-                return Err(Failure::usage(format!(
-                    "--context: the value of {key:?} must be a string, not {}",
-                    output::json_kind(&other)
-                )));
-            }
-        }
-    }
-    let (host, name, spec) = host_with_target(
-        context,
-        terminal_consent(),
-        args.target.server.as_deref(),
-        &args.target.adhoc,
-    )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let completion = connection
-        .complete(
-            &target,
-            &args.argument,
-            &args.value,
-            &chosen,
-            &Default::default(),
-        )
-        .await;
-    drop(connection);
-    host.shutdown().await;
-    let completion = completion?;
-    if context.json {
-        output::print_json(&json!({
-            "values": completion.values,
-            "total": completion.total,
-            "hasMore": completion.has_more,
-        }));
-    } else {
-        for value in &completion.values {
-            println!("{}", output::safe_line(value));
-        }
-        if completion.has_more == Some(true) {
-            let total = completion
-                .total
-                .map(|t| format!(" ({t} in all)"))
-                .unwrap_or_default();
-            eprintln!("gatehouse: the server has more values{total}; type more of the value");
-        }
     }
     Ok(0)
 }

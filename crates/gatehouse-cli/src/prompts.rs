@@ -1,0 +1,174 @@
+//! Prompts and completion: `prompts` (and `prompts pin`), `prompt` and `complete` (of a
+//! prompt's or a resource template's argument). Like `tools` and `call`, each is a thin call
+//! into gatehouse-host plus printing: the gate decides (and audits) before anything is sent,
+//! approvals are the host's ([`gatehouse_host::host::Host`]), and what comes back was checked
+//! by the host before it is printed through [`output::safe`].
+
+use std::collections::HashMap;
+
+use gatehouse_host::CompletionTarget;
+use serde_json::{Value, json};
+
+use crate::cli::{CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, Target};
+use crate::commands::{Context, terminal_consent};
+use crate::failure::Failure;
+use crate::gated::{print_pins, split_gated};
+use crate::output;
+use crate::target::{
+    EventLog, call_options, connect, host_with_target, json_error, json_object, on_target,
+    server_and,
+};
+
+// ---- prompts ------------------------------------------------------------------------------
+
+pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failure> {
+    if let Some(PromptsAction::Pin { target, prompts }) = &args.action {
+        return pin_prompts(context, target, prompts).await;
+    }
+    let listed = on_target(context, &args.target, async |_, _, connection| {
+        connection.gated_prompts().await
+    })
+    .await?;
+    let prompts = split_gated(listed.found.into_iter().map(|g| (g.prompt, g.status)));
+    if context.json {
+        output::print_json(&json!({
+            "server": listed.name,
+            "admission": listed.verdict,
+            "prompts": prompts.allowed,
+            "hidden": prompts.hidden,
+            "blocked": prompts.blocked_json("prompt"),
+        }));
+    } else {
+        println!("{}: {}", listed.name, output::safe(&listed.headline));
+        output::print_prompts(&prompts.allowed);
+        output::print_gated_prompts(&prompts.hidden, &prompts.blocked);
+    }
+    Ok(0)
+}
+
+async fn pin_prompts(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
+    let pinned = on_target(context, target, async |host, name, _| {
+        host.approve_prompts(name, names).await
+    })
+    .await?;
+    print_pins(context, &pinned.name, "prompt", &pinned.found);
+    Ok(0)
+}
+
+// ---- prompt -------------------------------------------------------------------------------
+
+pub async fn prompt(context: &Context, args: &PromptArgs) -> Result<u8, Failure> {
+    let (server, prompt) = server_and("prompt", "NAME", &args.words, &args.adhoc)?;
+    let prompt = prompt.to_string();
+    let arguments = json_object(args.args.as_deref(), "--args", r#"{"topic": "mcp"}"#)?;
+    let consent = crate::consent::Consent::new(args.answers.as_deref())?;
+    let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
+    let log = EventLog::start(context, &host);
+    let connection = connect(context, &host, &name, &spec).await?;
+    let outcome = connection
+        .get_prompt(&prompt, arguments, &call_options())
+        .await;
+    let _events = log.finish().await;
+    drop(connection);
+    host.shutdown().await;
+    let notes = consent.notes();
+    if !context.json {
+        for note in &notes {
+            eprintln!("gatehouse: answers file: {note}");
+        }
+    }
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            let failure = Failure::from(error);
+            if context.json {
+                let document = json!({"server": name, "prompt": prompt});
+                return Ok(json_error(document, &failure, &notes));
+            }
+            return Err(failure);
+        }
+    };
+    if context.json {
+        output::print_json(&json!({
+            "server": name,
+            "prompt": prompt,
+            "rounds": outcome.rounds,
+            "description": outcome.result.description,
+            "messages": outcome.messages,
+            "elicitations": outcome.elicitations,
+            "answers_notes": notes,
+        }));
+    } else {
+        output::print_elicitations(&outcome.elicitations);
+        output::print_messages(&outcome.messages);
+    }
+    Ok(0)
+}
+
+// ---- complete -----------------------------------------------------------------------------
+
+pub async fn complete(context: &Context, args: &CompleteArgs) -> Result<u8, Failure> {
+    let target = match (&args.prompt, &args.template) {
+        (Some(prompt), None) => CompletionTarget::Prompt(prompt.clone()),
+        (None, Some(template)) => CompletionTarget::Template(template.clone()),
+        _ => {
+            return Err(Failure::usage(
+                "give exactly one of --prompt NAME or --template URI_TEMPLATE",
+            ));
+        }
+    };
+    let mut chosen = HashMap::new();
+    for (key, value) in json_object(args.context.as_deref(), "--context", r#"{"topic": "mcp"}"#)?
+        .unwrap_or_default()
+    {
+        match value {
+            Value::String(value) => {
+                chosen.insert(key, value);
+            }
+            other => {
+                return Err(Failure::usage(format!(
+                    "--context: the value of {key:?} must be a string, not {}",
+                    output::json_kind(&other)
+                )));
+            }
+        }
+    }
+    let (host, name, spec) = host_with_target(
+        context,
+        terminal_consent(),
+        args.target.server.as_deref(),
+        &args.target.adhoc,
+    )?;
+    let connection = connect(context, &host, &name, &spec).await?;
+    let completion = connection
+        .complete(
+            &target,
+            &args.argument,
+            &args.value,
+            &chosen,
+            &Default::default(),
+        )
+        .await;
+    drop(connection);
+    host.shutdown().await;
+    let completion = completion?;
+    if context.json {
+        output::print_json(&json!({
+            "values": completion.values,
+            "total": completion.total,
+            "hasMore": completion.has_more,
+        }));
+    } else {
+        for value in &completion.values {
+            println!("{}", output::safe_line(value));
+        }
+        if completion.has_more == Some(true) {
+            let total = completion
+                .total
+                .map(|t| format!(" ({t} in all)"))
+                .unwrap_or_default();
+            eprintln!("gatehouse: the server has more values{total}; type more of the value");
+        }
+    }
+    Ok(0)
+}
