@@ -16,6 +16,7 @@ use gatehouse_attest::bundle::Posture;
 use gatehouse_desk::{Desk, DeskPaths};
 use gatehouse_desktop::commands::names::ALL;
 use gatehouse_desktop::{Launch, MAIN_WINDOW, events};
+use gatehouse_host::audit_event::gate::Admission;
 use gatehouse_host::{MemoryStore, UrlOpener};
 use gatehouse_testkit as kit;
 use serde_json::{Value, json};
@@ -551,12 +552,10 @@ fn looking_at_a_refused_server_never_readmits_it_only_connect_does() {
     assert_eq!(row["status"], "not_connected", "{row:#}");
     assert_eq!(row["connected"], false, "{row:#}");
     let admissions = || {
-        shell
-            .ok("audit_list", json!({"event": "admission"}))
-            .as_array()
-            .unwrap()
+        let records = shell.ok("audit_list", json!({"event": "admission"}));
+        kit::audit::payloads_in::<Admission>(records.as_array().unwrap())
             .iter()
-            .filter(|r| r["data"]["name"] == "unbound")
+            .filter(|a| a.name == "unbound")
             .count()
     };
 

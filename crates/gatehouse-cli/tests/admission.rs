@@ -7,7 +7,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Env, demo_bin, demo_http};
+use gatehouse_attest::gate::GateReason;
 use gatehouse_attest::pins::tool_pin;
+use gatehouse_host::ErrorCode;
+use gatehouse_host::audit_event::gate::{Admission, AdmissionDecision, ToolCall};
+use gatehouse_testkit::audit::payloads_in;
 use gatehouse_testkit::bundles;
 use serde_json::{Value, json};
 
@@ -136,18 +140,24 @@ fn the_demo_run_admits_the_demo_server_and_refuses_a_tampered_attestation() {
     );
 
     // Every decision above is in the audit log, and the chain verifies.
-    let admissions = audit_records(&env, &["--type", "admission"]);
-    let decisions: Vec<&str> = admissions
-        .iter()
-        .map(|r| r["data"]["decision"].as_str().unwrap())
-        .collect();
-    assert!(decisions.contains(&"admitted"), "{decisions:?}");
-    assert!(decisions.contains(&"refused"), "{decisions:?}");
-    assert!(decisions.contains(&"allowed_by_posture"), "{decisions:?}");
+    let admissions: Vec<Admission> = payloads_in(&audit_records(&env, &["--type", "admission"]));
+    let decisions: Vec<AdmissionDecision> = admissions.iter().map(|a| a.decision).collect();
+    assert!(
+        decisions.contains(&AdmissionDecision::Admitted),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.contains(&AdmissionDecision::Refused),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.contains(&AdmissionDecision::AllowedByPosture),
+        "{decisions:?}"
+    );
     assert!(
         admissions
             .iter()
-            .any(|r| r["data"]["reason"] == "bad_signature")
+            .any(|a| a.reason == Some(ErrorCode::BadSignature))
     );
     let (code, verify) = env.json(&["audit", "verify"]);
     assert_eq!((code, verify["ok"].as_bool()), (0, Some(true)), "{verify}");
@@ -230,15 +240,15 @@ fn the_allow_list_is_closed_and_exact() {
             "urn:gatehouse:demo-server",
         ],
     );
-    let denied: Vec<&Value> = denied
+    let denied: Vec<GateReason> = payloads_in::<ToolCall>(&denied)
         .iter()
-        .filter(|r| r["data"]["decision"] == "denied")
+        .filter_map(|c| c.decision.reason())
         .collect();
     assert_eq!(denied.len(), 10, "every denial is audited");
     assert!(
         denied
             .iter()
-            .all(|r| r["data"]["reason"] == "tool_not_admitted")
+            .all(|reason| *reason == GateReason::ToolNotAdmitted)
     );
     // Under deny-by-default the user cannot widen the list.
     let (code, out) = env.json(&with(&demo, &["tools", "pin", "demo", "--tool", "fail"]));

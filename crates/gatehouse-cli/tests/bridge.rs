@@ -14,8 +14,14 @@ use std::time::{Duration, Instant};
 use common::{client_run, demo_bin, offered, result_text as text, ts_client_command};
 use gatehouse_desk::{CardState, Desk, DeskOptions, DeskPaths, WindowAnswer, WindowReply};
 use gatehouse_gateway::bridge::{BridgeListener, socket_path_in};
-use gatehouse_host::MemoryStore;
+use gatehouse_host::audit_event::gate::ToolCall;
+use gatehouse_host::audit_event::session::{
+    AttributionKind, ElicitationReceipt, ReceiptCaller, UnknownCaller,
+};
+use gatehouse_host::broker::{CorrelationBasis, ElicitationAnswer};
 use gatehouse_host::tap::system_clock;
+use gatehouse_host::{Caller, DownstreamTransport, MemoryStore};
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 
 /// The user's machine: a home, a runtime directory, and the app's own directories.
@@ -200,23 +206,19 @@ async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards
     assert_eq!(booked["content"]["party_size"], 3);
 
     // One audit log: the app's, with the client named; serve opened no host of its own.
-    let calls: Vec<Value> = machine
-        .app_audit()
-        .into_iter()
-        .filter(|r| r["event"] == "tool_call")
-        .collect();
+    let calls: Vec<ToolCall> = payloads_in(&machine.app_audit());
     assert_eq!(calls.len(), 2, "{calls:?}");
     for call in &calls {
-        assert_eq!(call["data"]["caller"]["client"], "claude_desktop", "{call}");
-        assert_eq!(call["data"]["caller"]["transport"], "stdio", "{call}");
+        let caller = call.caller.as_ref().expect("the call names its client");
+        assert_eq!(caller.client, "claude_desktop", "{call:?}");
+        assert_eq!(caller.transport, DownstreamTransport::Stdio, "{call:?}");
     }
-    let receipt = machine
-        .app_audit()
+    let receipt = payloads_in::<ElicitationReceipt>(&machine.app_audit())
         .into_iter()
-        .find(|r| r["event"] == "elicitation_receipt")
+        .next()
         .expect("a receipt");
-    assert_eq!(receipt["data"]["action"], "accept", "{receipt}");
-    assert_eq!(receipt["data"]["caller"]["client"], "claude_desktop");
+    assert_eq!(receipt.action, ElicitationAnswer::Accept, "{receipt:?}");
+    assert_eq!(receipt_client(&receipt), Some("claude_desktop"));
     assert!(
         !machine.serve_own_audit().exists(),
         "serve wrote an audit log of its own"
@@ -238,6 +240,14 @@ async fn a_bridged_client_uses_the_apps_servers_gate_audit_log_and_consent_cards
     let tools: Vec<&str> = row.recent_calls.iter().map(|c| c.tool.as_str()).collect();
     assert_eq!(tools, ["book_table", "echo"]);
     desk.shutdown().await;
+}
+
+/// The client a receipt names as the one whose call caused the elicitation.
+fn receipt_client(receipt: &ElicitationReceipt) -> Option<&str> {
+    match &receipt.caller {
+        Some(ReceiptCaller::Client(Caller { client, .. })) => Some(client),
+        Some(ReceiptCaller::Unknown(_)) | None => None,
+    }
 }
 
 /// The person's browser: records each URL it is handed, then loads the demo's connect page
@@ -366,15 +376,11 @@ async fn url_elicitations_of_a_bridged_call_open_only_on_consent_and_the_call_re
         "{urls}"
     );
     // Both receipts name the client.
-    let receipts: Vec<Value> = machine
-        .app_audit()
-        .into_iter()
-        .filter(|r| r["event"] == "elicitation_receipt")
-        .collect();
+    let receipts: Vec<ElicitationReceipt> = payloads_in(&machine.app_audit());
     assert_eq!(receipts.len(), 2, "{receipts:?}");
     for receipt in &receipts {
-        assert_eq!(receipt["data"]["action"], "accept", "{receipt}");
-        assert_eq!(receipt["data"]["caller"]["client"], "cursor", "{receipt}");
+        assert_eq!(receipt.action, ElicitationAnswer::Accept, "{receipt:?}");
+        assert_eq!(receipt_client(receipt), Some("cursor"), "{receipt:?}");
     }
     desk.shutdown().await;
 }
@@ -462,33 +468,33 @@ async fn with_two_clients_calls_in_flight_on_stdio_the_card_names_neither_as_the
     let booked: Value = serde_json::from_str(&text(&out[0])).unwrap();
     assert_eq!(booked["action"], "decline", "{booked}");
 
-    let receipt = machine
-        .app_audit()
+    let receipt = payloads_in::<ElicitationReceipt>(&machine.app_audit())
         .into_iter()
-        .find(|r| r["event"] == "elicitation_receipt")
+        .next()
         .expect("a receipt");
-    assert_eq!(receipt["data"]["caller"], "unknown", "{receipt}");
-    assert_eq!(receipt["data"]["attribution"], "unknown", "{receipt}");
-    assert_eq!(receipt["data"]["correlation"]["basis"], "in_flight");
-    let candidates: Vec<&str> = receipt["data"]["caller_candidates"]["clients"]
-        .as_array()
-        .unwrap()
+    assert_eq!(
+        receipt.caller,
+        Some(ReceiptCaller::Unknown(UnknownCaller::Unknown)),
+        "{receipt:?}"
+    );
+    assert_eq!(receipt.attribution, AttributionKind::Unknown, "{receipt:?}");
+    assert_eq!(receipt.correlation.basis, CorrelationBasis::InFlight);
+    let candidates: Vec<&str> = receipt
+        .caller_candidates
+        .as_ref()
+        .expect("the candidates are listed")
+        .clients
         .iter()
-        .map(|c| c["client"].as_str().unwrap())
+        .map(|c| c.client.as_str())
         .collect();
-    assert_eq!(candidates, ["claude_code", "cursor"], "{receipt}");
+    assert_eq!(candidates, ["claude_code", "cursor"], "{receipt:?}");
     // The gate's records still name each call's own client.
-    let calls: Vec<(String, String)> = machine
-        .app_audit()
+    let calls: Vec<(String, String)> = payloads_in::<ToolCall>(&machine.app_audit())
         .into_iter()
-        .filter(|r| r["event"] == "tool_call")
-        .map(|r| {
+        .map(|c| {
             (
-                r["data"]["tool"].as_str().unwrap_or_default().to_string(),
-                r["data"]["caller"]["client"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+                c.decision.tool().to_string(),
+                c.caller.map(|c| c.client).unwrap_or_default(),
             )
         })
         .collect();

@@ -9,6 +9,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Env, demo_bin, node, repo};
+use gatehouse_attest::gate::GateReason;
+use gatehouse_host::audit_event::gate::{
+    PromptDecision, PromptGet, ResourceAction, ResourceDecision, ResourceRead, ResourceTarget,
+};
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 
 const ERAS: [&str; 2] = ["2025-11-25", "2026-07-28"];
@@ -58,6 +63,17 @@ fn audit(env: &Env, kind: &str) -> Vec<Value> {
     let (code, out) = env.json(&["audit", "show", "--type", kind]);
     assert_eq!(code, 0, "{out}");
     out["records"].as_array().unwrap().clone()
+}
+
+/// The URI a `resource_read` record refused; `None` when it allowed, or refused a template.
+fn denied_uri(read: &ResourceRead) -> Option<&str> {
+    match &read.decision {
+        ResourceDecision::Denied {
+            target: ResourceTarget::Uri(uri),
+            ..
+        } => Some(uri),
+        ResourceDecision::Denied { .. } | ResourceDecision::Allowed { .. } => None,
+    }
 }
 
 fn write_answers(env: &Env, name: &str, answers: &Value) -> String {
@@ -425,26 +441,29 @@ fn prompts_come_back_as_messages_and_look_alike_names_are_refused_before_anythin
             );
         }
     }
-    let denied: Vec<Value> = audit(&env, "prompt_get")
-        .into_iter()
-        .filter(|r| r["data"]["decision"] == "denied")
+    let gets: Vec<PromptGet> = payloads_in(&audit(&env, "prompt_get"));
+    let denied: Vec<(&str, GateReason)> = gets
+        .iter()
+        .filter_map(|g| match &g.decision {
+            PromptDecision::Denied { prompt, reason, .. } => Some((prompt.as_str(), *reason)),
+            PromptDecision::Allowed { .. } => None,
+        })
         .collect();
     assert_eq!(denied.len(), 4, "{denied:?}");
     assert!(
         denied
             .iter()
-            .all(|r| r["data"]["reason"] == "prompt_not_admitted")
+            .all(|(_, reason)| *reason == GateReason::PromptNotAdmitted)
     );
     assert!(
         denied
             .iter()
-            .any(|r| r["data"]["prompt"] == "summ\u{0430}rize")
+            .any(|(prompt, _)| *prompt == "summ\u{0430}rize")
     );
-    assert!(
-        audit(&env, "prompt_get")
-            .iter()
-            .any(|r| r["data"]["decision"] == "allowed" && r["data"]["prompt"] == "summarize")
-    );
+    assert!(gets.iter().any(|g| matches!(
+        &g.decision,
+        PromptDecision::Allowed { prompt, .. } if prompt == "summarize"
+    )));
 
     // Bad --args: usage errors.
     for (raw, expected) in [("[1]", "an array"), ("{", "not valid JSON")] {
@@ -494,19 +513,29 @@ fn uris_outside_the_allow_list_are_refused_sent_nowhere_and_audited() {
             assert!(stderr.contains(reason), "{stderr}");
         }
     }
-    let records = audit(&env, "resource_read");
-    let denied: Vec<&Value> = records
+    let records: Vec<ResourceRead> = payloads_in(&audit(&env, "resource_read"));
+    let denied: Vec<(ResourceAction, &ResourceTarget, GateReason)> = records
         .iter()
-        .filter(|r| r["data"]["decision"] == "denied")
+        .filter_map(|r| match &r.decision {
+            ResourceDecision::Denied {
+                action,
+                target,
+                reason,
+                ..
+            } => Some((*action, target, *reason)),
+            ResourceDecision::Allowed { .. } => None,
+        })
         .collect();
     assert_eq!(denied.len(), 12, "{records:?}");
-    assert!(denied.iter().any(|r| {
-        r["data"]["uri"] == "demo://notes/../secrets"
-            && r["data"]["reason"] == "resource_uri_refused"
-            && r["data"]["action"] == "read"
+    let secrets = ResourceTarget::Uri("demo://notes/../secrets".into());
+    assert!(denied.iter().any(|(action, target, reason)| {
+        **target == secrets
+            && *reason == GateReason::ResourceUriRefused
+            && *action == ResourceAction::Read
     }));
-    assert!(denied.iter().any(|r| {
-        r["data"]["uri"] == "demo://other/x" && r["data"]["reason"] == "resource_not_admitted"
+    let other = ResourceTarget::Uri("demo://other/x".into());
+    assert!(denied.iter().any(|(_, target, reason)| {
+        **target == other && *reason == GateReason::ResourceNotAdmitted
     }));
 }
 
@@ -762,14 +791,18 @@ fn subscribing_to_the_counter_gets_its_updates_in_both_eras() {
         assert_eq!(code, 1, "{out}");
         assert_eq!(out["error"]["code"], "resource_not_admitted");
     }
-    let subscribes: Vec<Value> = audit(&env, "resource_read")
+    let subscribes: Vec<ResourceRead> = payloads_in::<ResourceRead>(&audit(&env, "resource_read"))
         .into_iter()
-        .filter(|r| r["data"]["action"] == "subscribe")
+        .filter(|r| match &r.decision {
+            ResourceDecision::Allowed { action, .. } | ResourceDecision::Denied { action, .. } => {
+                *action == ResourceAction::Subscribe
+            }
+        })
         .collect();
     assert!(
         subscribes
             .iter()
-            .any(|r| r["data"]["decision"] == "denied" && r["data"]["uri"] == "demo://other/x"),
+            .any(|r| denied_uri(r) == Some("demo://other/x")),
         "{subscribes:?}"
     );
 }
@@ -917,11 +950,9 @@ fn hostile_content_is_refused_or_shown_as_data_in_both_eras() {
             "{era}: {out}"
         );
     }
-    let denied: Vec<Value> = audit(&env, "resource_read")
+    let denied: Vec<ResourceRead> = payloads_in::<ResourceRead>(&audit(&env, "resource_read"))
         .into_iter()
-        .filter(|r| {
-            r["data"]["decision"] == "denied" && r["data"]["uri"] == "https://evil.example/x"
-        })
+        .filter(|r| denied_uri(r) == Some("https://evil.example/x"))
         .collect();
     assert_eq!(denied.len(), 2, "{denied:?}");
 }

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{Env, repo};
+use gatehouse_host::ErrorCode;
+use gatehouse_host::audit_event::EventPayload;
+use gatehouse_host::audit_event::bundle::{BundleAccepted, BundleRefused};
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 
 /// An admin's working directory and one host's state, all under one temporary HOME.
@@ -145,18 +149,15 @@ impl Admin {
         self.ok(&args)
     }
 
-    /// `audit show --type EVENT --json`: the records' data.
-    fn audit(&self, event: &str) -> Vec<Value> {
+    /// `audit show --type EVENT --json`, for `P`'s event: the records' data as `P`.
+    fn audit<P: EventPayload>(&self) -> Vec<P> {
+        let event = P::EVENT.as_str();
         let out = self.ok(&["audit", "show", "--type", event]);
-        out["records"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| {
-                assert_eq!(r["event"], event);
-                r["data"].clone()
-            })
-            .collect()
+        let records = out["records"].as_array().unwrap();
+        for r in records {
+            assert_eq!(r["event"], event);
+        }
+        payloads_in(records)
     }
 }
 
@@ -324,32 +325,26 @@ fn install_rotate_and_refuse_rollback_as_the_readme_does() {
     assert!(!admin.installed("acme").exists());
 
     // Every decision is in the audit log, refusals with their reason.
-    let accepted: Vec<Value> = admin
-        .audit("bundle_accepted")
-        .iter()
-        .map(|d| d["bundle"].clone())
+    let accepted: Vec<String> = admin
+        .audit::<BundleAccepted>()
+        .into_iter()
+        .map(|d| d.bundle)
         .collect();
-    assert_eq!(
-        accepted,
-        [json!("acme@1"), json!("acme@2"), json!("acme@2")]
-    );
-    let refused = admin.audit("bundle_refused");
-    let reasons: Vec<&str> = refused
-        .iter()
-        .map(|d| d["reason"].as_str().unwrap())
-        .collect();
+    assert_eq!(accepted, ["acme@1", "acme@2", "acme@2"]);
+    let refused = admin.audit::<BundleRefused>();
+    let reasons: Vec<ErrorCode> = refused.iter().map(|d| d.reason).collect();
     assert_eq!(
         reasons,
         [
-            "bundle_rotation_not_authorized",
-            "bundle_rollback",
-            "bundle_version_reused",
-            "bundle_rollback"
+            ErrorCode::BundleRotationNotAuthorized,
+            ErrorCode::BundleRollback,
+            ErrorCode::BundleVersionReused,
+            ErrorCode::BundleRollback
         ]
     );
-    assert_eq!(refused[0]["installed"], "acme@1");
-    assert_eq!(refused[3]["installed"], Value::Null, "the file was gone");
-    assert_eq!(refused[3]["highest_seen"], 2);
+    assert_eq!(refused[0].installed.as_deref(), Some("acme@1"));
+    assert_eq!(refused[3].installed, None, "the file was gone");
+    assert_eq!(refused[3].highest_seen, Some(2));
     let (code, out) = admin.json(&["audit", "verify"]);
     assert_eq!((code, out["ok"].as_bool()), (0, Some(true)), "{out}");
 }
@@ -428,34 +423,24 @@ fn install_refuses_a_bundle_below_threshold_or_expired() {
     let (code, out) = admin.install("acme.json", &[]);
     assert_eq!(code, 0, "now it installs: {out}");
 
-    let refused = admin.audit("bundle_refused");
-    let summary: Vec<(&str, &str)> = refused
+    let refused = admin.audit::<BundleRefused>();
+    let summary: Vec<(Option<&str>, ErrorCode)> = refused
         .iter()
-        .map(|d| {
-            (
-                d["bundle_id"].as_str().unwrap(),
-                d["reason"].as_str().unwrap(),
-            )
-        })
+        .map(|d| (d.bundle_id.as_deref(), d.reason))
         .collect();
     assert_eq!(
         summary,
         [
-            ("acme", "bundle_threshold_not_met"),
-            ("old", "bundle_expired"),
-            ("acme", "bundle_expired")
+            (Some("acme"), ErrorCode::BundleThresholdNotMet),
+            (Some("old"), ErrorCode::BundleExpired),
+            (Some("acme"), ErrorCode::BundleExpired)
         ]
     );
-    assert!(
-        refused[1]["detail"]
-            .as_str()
-            .unwrap()
-            .contains("2020-01-01T00:00:00Z")
-    );
-    let accepted = admin.audit("bundle_accepted");
+    assert!(refused[1].detail.contains("2020-01-01T00:00:00Z"));
+    let accepted = admin.audit::<BundleAccepted>();
     assert_eq!(accepted.len(), 1);
-    assert_eq!(accepted[0]["bundle"], "acme@1");
-    assert_eq!(accepted[0]["signers"], json!(["admin-a", "admin-b"]));
+    assert_eq!(accepted[0].bundle, "acme@1");
+    assert_eq!(accepted[0].signers, ["admin-a", "admin-b"]);
 }
 
 #[test]
@@ -741,7 +726,7 @@ fn an_unparseable_bundle_install_is_audited_too() {
         (1, Some("bundle_invalid")),
         "{out}"
     );
-    let refused = admin.audit("bundle_refused");
+    let refused = admin.audit::<BundleRefused>();
     assert_eq!(refused.len(), 1, "{refused:?}");
 }
 

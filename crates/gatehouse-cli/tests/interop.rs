@@ -12,6 +12,13 @@ use common::{
     Env, Running, Transport, World, json_of, node, output_of, repo, start_listening,
     without_terminal,
 };
+use gatehouse_host::Status;
+use gatehouse_host::audit_event::session::{
+    CompletedVia, ElicitationCompleted, ElicitationReceipt, ElicitationRetry, RetryWhy,
+};
+use gatehouse_host::broker::ElicitationAnswer;
+use gatehouse_policy::Decision;
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -360,20 +367,19 @@ fn server_everything_form_elicitation_goes_ahead_only_with_an_explicit_override(
 
         // The receipt: the override, and the hash of exactly what was sent, never the content.
         let receipt_id = elicitation["receipt_id"].as_str().unwrap();
-        let receipts = world.audit("elicitation_receipt");
-        let receipt = receipts
+        let receipts: Vec<ElicitationReceipt> = payloads_in(&world.audit("elicitation_receipt"));
+        let data = receipts
             .iter()
-            .find(|r| r["data"]["receipt_id"] == receipt_id)
+            .find(|r| r.receipt_id == receipt_id)
             .unwrap_or_else(|| panic!("no receipt {receipt_id} in {receipts:?}"));
-        let data = &receipt["data"];
-        assert_eq!(data["admission"], "unattested");
-        assert_eq!(data["decision"], "hold_for_elicitation_evidence");
-        assert_eq!(data["overridden"], true);
-        assert_eq!(data["action"], "accept");
+        assert_eq!(data.admission, Status::Unattested);
+        assert_eq!(data.decision, Decision::HoldForElicitationEvidence);
+        assert!(data.overridden, "{data:?}");
+        assert_eq!(data.action, ElicitationAnswer::Accept);
         let sent = serde_json::to_vec(&raw["content"]).unwrap();
         assert_eq!(
-            data["content_sha256"],
-            format!("sha256:{}", hex::encode(Sha256::digest(&sent))),
+            data.content_sha256,
+            Some(format!("sha256:{}", hex::encode(Sha256::digest(&sent)))),
             "{transport:?}: the hash of exactly what was sent"
         );
         let log = std::fs::read_to_string(world.env.audit_log()).unwrap();
@@ -402,13 +408,12 @@ fn server_everything_form_elicitation_goes_ahead_only_with_an_explicit_override(
             "{out}"
         );
         let receipt_id = elicitation["receipt_id"].as_str().unwrap();
-        let declined = world
-            .audit("elicitation_receipt")
+        let declined = payloads_in::<ElicitationReceipt>(&world.audit("elicitation_receipt"))
             .into_iter()
-            .find(|r| r["data"]["receipt_id"] == receipt_id)
+            .find(|r| r.receipt_id == receipt_id)
             .unwrap_or_else(|| panic!("no receipt {receipt_id}"));
-        assert_eq!(declined["data"]["action"], "decline");
-        assert_eq!(declined["data"]["content_sha256"], Value::Null);
+        assert_eq!(declined.action, ElicitationAnswer::Decline);
+        assert_eq!(declined.content_sha256, None);
     });
 }
 
@@ -531,19 +536,20 @@ fn server_everything_url_elicitation_required_is_opened_once_then_the_call_is_re
         );
 
         // One retry, by the (scripted) user after waiting for a completion that never came.
-        let retries = world.audit("elicitation_retry");
+        let retries: Vec<ElicitationRetry> = payloads_in(&world.audit("elicitation_retry"));
         assert_eq!(retries.len(), 1, "{retries:?}");
-        assert_eq!(retries[0]["data"]["why"], "user_retry");
+        assert_eq!(retries[0].why, RetryWhy::UserRetry);
         assert_eq!(
-            retries[0]["data"]["receipts"],
+            json!(retries[0].receipts),
             json!([required["receipt_id"]]),
             "{retries:?}"
         );
         assert!(took >= Duration::from_secs(5), "after the wait: {took:?}");
-        let completed = world.audit("elicitation_completed");
+        let completed: Vec<ElicitationCompleted> =
+            payloads_in(&world.audit("elicitation_completed"));
         assert_eq!(completed.len(), 1, "only the required one: {completed:?}");
-        assert_eq!(completed[0]["data"]["receipt_id"], required["receipt_id"]);
-        assert_eq!(completed[0]["data"]["via"], "retried_request_succeeded");
+        assert_eq!(completed[0].receipt_id, required["receipt_id"]);
+        assert_eq!(completed[0].via, CompletedVia::RetriedRequestSucceeded);
     });
 }
 
@@ -577,16 +583,12 @@ fn server_everything_phishing_urls_are_denied_and_an_override_does_not_help() {
                 "{out}"
             );
             let receipt_id = elicitation["receipt_id"].as_str().unwrap();
-            let receipt = world
-                .audit("elicitation_receipt")
+            let receipt = payloads_in::<ElicitationReceipt>(&world.audit("elicitation_receipt"))
                 .into_iter()
-                .find(|r| r["data"]["receipt_id"] == receipt_id)
+                .find(|r| r.receipt_id == receipt_id)
                 .unwrap_or_else(|| panic!("no receipt {receipt_id}"));
-            assert_eq!(
-                receipt["data"]["decision"],
-                "deny_untrusted_elicitation_url"
-            );
-            assert_eq!(receipt["data"]["overridden"], false);
+            assert_eq!(receipt.decision, Decision::DenyUntrustedElicitationUrl);
+            assert!(!receipt.overridden, "{receipt:?}");
         }
         // Anything opened would have been started before the calls returned; give a
         // background browser a moment to write, then check.

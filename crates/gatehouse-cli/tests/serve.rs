@@ -13,6 +13,14 @@ use common::{
     Env, client_run, demo_bin, fixture, node, offered as names, repo, result_text as text,
     ts_client_command,
 };
+use gatehouse_attest::gate::GateReason;
+use gatehouse_host::Caller;
+use gatehouse_host::audit_event::gate::{
+    Admission, PromptDecision, PromptGet, ResourceDecision, ResourceRead, ToolCall, ToolDecision,
+};
+use gatehouse_host::audit_event::session::{ElicitationReceipt, ReceiptCaller};
+use gatehouse_host::broker::ElicitationAnswer;
+use gatehouse_testkit::audit::payloads;
 use gatehouse_testkit::raw::RawClient;
 use serde_json::{Value, json};
 
@@ -45,15 +53,17 @@ fn ts_client_launching(env: &Env, steps: Value, program: &str, args: &[String]) 
     lines
 }
 
-fn audit(env: &Env) -> Vec<Value> {
-    common::audit_records(&env.audit_log())
+/// The `tool_call` records of `tool`, oldest first.
+fn tool_calls(env: &Env, tool: &str) -> Vec<ToolCall> {
+    payloads::<ToolCall>(&env.audit_log())
+        .into_iter()
+        .filter(|c| c.decision.tool() == tool)
+        .collect()
 }
 
-fn tool_calls(env: &Env, tool: &str) -> Vec<Value> {
-    audit(env)
-        .into_iter()
-        .filter(|r| r["event"] == "tool_call" && r["data"]["tool"] == tool)
-        .collect()
+/// The client a record names as the one that asked.
+fn client(caller: &Option<Caller>) -> Option<&str> {
+    caller.as_ref().map(|c| c.client.as_str())
 }
 
 #[test]
@@ -138,18 +148,24 @@ fn an_ai_client_gets_the_gates_tools_under_server_names_and_every_call_is_gated_
     // Every decision is in the audit log with the client that asked.
     let echo_calls = tool_calls(&env, "echo");
     assert_eq!(echo_calls.len(), 1, "{echo_calls:?}");
-    assert_eq!(echo_calls[0]["data"]["decision"], "allowed");
-    let caller = &echo_calls[0]["data"]["caller"];
-    assert_eq!(caller["client"], "ts_test");
-    assert_eq!(caller["transport"], "stdio");
-    assert_eq!(caller["claimed"], "ts-sdk-test-client 1.0.0");
+    assert!(
+        matches!(echo_calls[0].decision, ToolDecision::Allowed { .. }),
+        "{echo_calls:?}"
+    );
+    let caller = echo_calls[0].caller.as_ref().expect("the caller is named");
+    assert_eq!(caller.client, "ts_test");
+    assert_eq!(caller.transport, gatehouse_host::DownstreamTransport::Stdio);
+    assert_eq!(caller.claimed.as_deref(), Some("ts-sdk-test-client 1.0.0"));
     let add = tool_calls(&env, "add");
     assert_eq!(add.len(), 1);
-    assert_eq!(add[0]["data"]["name"], "demo-2025");
+    assert_eq!(add[0].name, "demo-2025");
     let fail = tool_calls(&env, "fail");
     assert_eq!(fail.len(), 1, "{fail:?}");
-    assert_eq!(fail[0]["data"]["decision"], "denied");
-    assert_eq!(fail[0]["data"]["caller"]["client"], "ts_test");
+    assert!(
+        matches!(fail[0].decision, ToolDecision::Denied { .. }),
+        "{fail:?}"
+    );
+    assert_eq!(client(&fail[0].caller), Some("ts_test"));
     // Look-alikes never reached any server.
     assert!(tool_calls(&env, "Echo").is_empty() && tool_calls(&env, "no_such_tool").is_empty());
 }
@@ -168,19 +184,16 @@ fn without_a_consent_ui_an_elicitation_is_declined_never_forwarded_and_receipted
         let said = text(call);
         assert!(said.to_lowercase().contains("decline"), "{call}");
     }
-    let receipts: Vec<Value> = audit(&env)
-        .into_iter()
-        .filter(|r| r["event"] == "elicitation_receipt")
-        .collect();
+    let receipts: Vec<ElicitationReceipt> = payloads(&env.audit_log());
     assert_eq!(receipts.len(), 2, "{receipts:?}");
     for receipt in &receipts {
-        assert_eq!(receipt["data"]["action"], "decline", "{receipt}");
+        assert_eq!(receipt.action, ElicitationAnswer::Decline, "{receipt:?}");
         // The receipt names the AI client whose call caused the elicitation.
-        assert_eq!(receipt["data"]["caller"]["client"], "ts_test", "{receipt}");
-        assert_eq!(
-            receipt["data"]["caller"]["claimed"],
-            "ts-sdk-test-client 1.0.0"
-        );
+        let Some(ReceiptCaller::Client(caller)) = &receipt.caller else {
+            panic!("the receipt names no client: {receipt:?}");
+        };
+        assert_eq!(caller.client, "ts_test", "{receipt:?}");
+        assert_eq!(caller.claimed.as_deref(), Some("ts-sdk-test-client 1.0.0"));
     }
 }
 
@@ -206,7 +219,7 @@ fn a_client_that_gives_up_cancels_the_upstream_call() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let slow = tool_calls(&env, "slow");
-    assert_eq!(slow[0]["data"]["caller"]["client"], "unnamed");
+    assert_eq!(client(&slow[0].caller), Some("unnamed"));
 }
 
 /// Adds "pinned": the fixture server whose one tool, `t`, changes its description after its
@@ -266,8 +279,11 @@ fn a_pin_change_while_serving_withdraws_the_tool_tells_the_client_and_the_gate_r
     );
     let calls = tool_calls(&env, "t");
     assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(calls[1]["data"]["decision"], "denied");
-    assert_eq!(calls[1]["data"]["caller"]["client"], "cursor");
+    assert!(
+        matches!(calls[1].decision, ToolDecision::Denied { .. }),
+        "{calls:?}"
+    );
+    assert_eq!(client(&calls[1].caller), Some("cursor"));
 }
 
 #[test]
@@ -311,15 +327,18 @@ fn serve_for_one_server_offers_its_tools_under_their_own_names_through_the_same_
     assert_eq!(out[3]["error"]["code"], json!(-32602), "{}", out[3]);
     let calls = tool_calls(&env, "echo");
     assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(calls[0]["data"]["name"], "demo");
-    assert_eq!(calls[0]["data"]["caller"]["client"], "one");
+    assert_eq!(calls[0].name, "demo");
+    assert_eq!(client(&calls[0].caller), Some("one"));
     let denied = tool_calls(&env, "fail");
-    assert_eq!(denied[0]["data"]["decision"], "denied");
+    assert!(
+        matches!(denied[0].decision, ToolDecision::Denied { .. }),
+        "{denied:?}"
+    );
     // Only the one server was started: the other demo server was never admitted.
     let admitted = |name: &str| {
-        audit(&env)
+        payloads::<Admission>(&env.audit_log())
             .iter()
-            .any(|r| r["event"] == "admission" && r["data"]["name"] == name)
+            .any(|a| a.name == name)
     };
     assert!(admitted("demo") && !admitted("demo-2025"));
 
@@ -375,8 +394,8 @@ fn a_client_connected_with_gatehouse_clients_reaches_its_own_servers_through_the
     assert_eq!(text(&out[1]), "from claude desktop");
     let calls = tool_calls(&env, "echo");
     assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(calls[0]["data"]["name"], "mine");
-    assert_eq!(calls[0]["data"]["caller"]["client"], "claude_desktop");
+    assert_eq!(calls[0].name, "mine");
+    assert_eq!(client(&calls[0].caller), Some("claude_desktop"));
 }
 
 /// The MCP Inspector's CLI mode (npm @modelcontextprotocol/inspector, pinned): another client
@@ -439,8 +458,15 @@ fn the_mcp_inspector_cli_lists_and_calls_through_serve() {
     assert_eq!(called["content"][0]["text"], "inspected");
     let calls = tool_calls(&env, "echo");
     assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(calls[0]["data"]["caller"]["client"], "inspector");
-    assert!(calls[0]["data"]["caller"]["claimed"].is_string());
+    assert_eq!(client(&calls[0].caller), Some("inspector"));
+    assert!(
+        calls[0]
+            .caller
+            .as_ref()
+            .and_then(|c| c.claimed.as_ref())
+            .is_some(),
+        "{calls:?}"
+    );
 }
 
 #[test]
@@ -713,9 +739,9 @@ fn both_protocol_eras_work_downstream_with_gatehouse_itself_as_the_client() {
         assert_eq!(out["result"]["content"][0]["text"], "nested", "{out}");
     }
     // Inside, each call passed the gate for the nested client.
-    let nested: Vec<Value> = tool_calls(&env, "echo")
+    let nested: Vec<ToolCall> = tool_calls(&env, "echo")
         .into_iter()
-        .filter(|r| r["data"]["caller"]["client"] == "nested")
+        .filter(|c| client(&c.caller) == Some("nested"))
         .collect();
     assert_eq!(nested.len(), 2, "{nested:?}");
 }
@@ -840,26 +866,25 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
         "{}",
         out[5]
     );
-    let reads: Vec<Value> = audit(&env)
-        .into_iter()
-        .filter(|r| r["event"] == "resource_read")
-        .collect();
-    let denied: Vec<&Value> = reads
+    let reads: Vec<ResourceRead> = payloads(&env.audit_log());
+    let denied: Vec<(&GateReason, &ResourceRead)> = reads
         .iter()
-        .filter(|r| r["data"]["decision"] == "denied")
+        .filter_map(|r| match &r.decision {
+            ResourceDecision::Denied { reason, .. } => Some((reason, r)),
+            ResourceDecision::Allowed { .. } => None,
+        })
         .collect();
     assert_eq!(denied.len(), 2, "{reads:?}");
-    assert_eq!(denied[0]["data"]["reason"], "resource_uri_refused");
-    assert_eq!(denied[0]["data"]["caller"]["client"], "ts_test");
-    let prompts: Vec<Value> = audit(&env)
-        .into_iter()
-        .filter(|r| r["event"] == "prompt_get")
-        .collect();
+    assert_eq!(*denied[0].0, GateReason::ResourceUriRefused);
+    assert_eq!(client(&denied[0].1.caller), Some("ts_test"));
+    let prompts: Vec<PromptGet> = payloads(&env.audit_log());
     // A name the offer does not have never reaches a server (as for tools).
     assert_eq!(prompts.len(), 1, "{prompts:?}");
-    assert_eq!(prompts[0]["data"]["decision"], "allowed");
-    assert_eq!(prompts[0]["data"]["prompt"], "summarize");
-    assert_eq!(prompts[0]["data"]["caller"]["client"], "ts_test");
+    let PromptDecision::Allowed { prompt, .. } = &prompts[0].decision else {
+        panic!("not allowed: {prompts:?}");
+    };
+    assert_eq!(prompt, "summarize");
+    assert_eq!(client(&prompts[0].caller), Some("ts_test"));
 
     // An unattested server in the warn posture: its prompts are listed by the host but not
     // offered until the user pins them; a model that guesses one reaches the gate, which
@@ -873,13 +898,16 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
     let out = ts_client(&env, steps, &["serve", "--client", "ts_test"]);
     assert_eq!(out[0]["names"], json!([]), "{}", out[0]);
     assert_eq!(out[1]["error"]["code"], json!(-32602), "{}", out[1]);
-    let refused: Vec<Value> = audit(&env)
+    let refused: Vec<(GateReason, PromptGet)> = payloads::<PromptGet>(&env.audit_log())
         .into_iter()
-        .filter(|r| r["event"] == "prompt_get" && r["data"]["decision"] == "denied")
+        .filter_map(|p| match p.decision {
+            PromptDecision::Denied { reason, .. } => Some((reason, p)),
+            PromptDecision::Allowed { .. } => None,
+        })
         .collect();
     assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(refused[0]["data"]["reason"], "prompt_not_admitted");
-    assert_eq!(refused[0]["data"]["caller"]["client"], "ts_test");
+    assert_eq!(refused[0].0, GateReason::PromptNotAdmitted);
+    assert_eq!(client(&refused[0].1.caller), Some("ts_test"));
     let (code, _, stderr) = env.run(&["prompts", "pin", "mine", "--prompt", "summarize"]);
     assert_eq!(code, 0, "{stderr}");
     let out = ts_client(&env, json!([{"op": "prompts"}]), &["serve"]);

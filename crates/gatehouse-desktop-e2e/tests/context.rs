@@ -10,6 +10,8 @@
 use std::time::Duration;
 
 use gatehouse_desktop_e2e::{App, Options, built, eventually, workspace};
+use gatehouse_host::audit_event::gate::{ResourceDecision, ResourceRead, ResourceTarget};
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::json;
 
 /// One app at a time: each brings up a display, a WebKit and the demo server.
@@ -265,10 +267,12 @@ async fn demo_resources_are_read_as_text_image_and_saved_bytes_with_completion_a
     app.wait(&format!("{counter}[data-subscribed=false]")).await;
 
     // Every read was decided and audited.
-    let reads = app
-        .audit()
+    let reads = payloads_in::<ResourceRead>(&app.audit())
         .into_iter()
-        .filter(|r| r["data"]["uri"].is_string())
+        .filter(|r| match &r.decision {
+            ResourceDecision::Allowed { .. } => true,
+            ResourceDecision::Denied { target, .. } => matches!(target, ResourceTarget::Uri(_)),
+        })
         .count();
     assert!(reads >= 6, "{reads} resource records");
     app.close().await;

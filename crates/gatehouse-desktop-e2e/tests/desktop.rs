@@ -1,6 +1,10 @@
 //! The desktop app, driven as a person would in its real webview, on the embedded demo.
 
 use gatehouse_desktop_e2e::{App, Options};
+use gatehouse_host::audit_event::gate::ToolCall;
+use gatehouse_host::audit_event::session::ElicitationReceipt;
+use gatehouse_policy::Decision;
+use gatehouse_testkit::audit::payloads_in;
 
 /// One app at a time: each brings up a display, a WebKit and the demo server.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -231,15 +235,11 @@ async fn a_form_elicitation_is_asked_validated_and_sent_exactly_as_submitted() {
     app.click("[data-action=verify-audit]").await;
     app.wait("[data-testid=audit-verify][data-ok=true]").await;
     app.screenshot("audit").await;
-    let receipts: Vec<_> = app
-        .audit()
-        .into_iter()
-        .filter(|r| r["event"] == "elicitation_receipt")
-        .collect();
+    let receipts: Vec<ElicitationReceipt> = payloads_in(&app.audit());
     assert!(
         receipts
             .iter()
-            .any(|r| r["data"]["decision"] == "deny_sensitive_form_elicitation"),
+            .any(|r| r.decision == Decision::DenySensitiveFormElicitation),
         "{receipts:?}"
     );
     app.close().await;
@@ -308,13 +308,15 @@ async fn an_ai_clients_call_through_gatehouse_serve_is_asked_on_the_apps_card_na
     assert_eq!(received["content"]["name"], "Grace Hopper");
     assert_eq!(received["content"]["date"], "2026-12-31");
     // The call is in the app's own audit log, with the client named.
-    let calls: Vec<_> = app
-        .audit()
+    let calls: Vec<ToolCall> = payloads_in::<ToolCall>(&app.audit())
         .into_iter()
-        .filter(|r| r["event"] == "tool_call" && r["data"]["tool"] == "book_table")
+        .filter(|c| c.decision.tool() == "book_table")
         .collect();
     assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(calls[0]["data"]["caller"]["client"], "claude_code");
+    assert_eq!(
+        calls[0].caller.as_ref().map(|c| c.client.as_str()),
+        Some("claude_code")
+    );
     assert!(
         out[2]["result"]["isError"] == true,
         "the hidden tool is refused: {}",

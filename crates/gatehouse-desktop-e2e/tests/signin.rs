@@ -12,6 +12,12 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use gatehouse_desktop_e2e::{App, Options, built, eventually, workspace};
+use gatehouse_host::audit_event::EventPayload;
+use gatehouse_host::audit_event::session::{
+    OauthLoggedOut, OauthSignInFailed, OauthSignedIn, SignInFailure,
+};
+use gatehouse_host::auth::SignInCode;
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 
 /// One app at a time: each brings up a display, a WebKit, a keyring and the servers.
@@ -143,12 +149,13 @@ const ROW: &str = ".server-row[data-server=\"protected\"]";
 const DETAIL: &str = "[data-testid=server-detail][data-server=\"protected\"]";
 
 /// The audit records of `event`.
-fn audited(app: &App, event: &str) -> Vec<Value> {
-    app.audit()
-        .into_iter()
-        .filter(|r| r["event"] == event)
-        .collect()
+/// The app's audit records of `P`'s event, as `P`.
+fn audited<P: EventPayload>(app: &App) -> Vec<P> {
+    payloads_in(&app.audit())
 }
+
+/// What a sign-in the user cancelled records as its code.
+const CANCELLED: SignInFailure = SignInFailure::SignIn(SignInCode::SignInCancelled);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_server() {
@@ -250,11 +257,11 @@ async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_ser
         app.wait(&format!("{DETAIL} [data-tool=\"{tool}\"]")).await;
     }
     let signed_in = eventually("an oauth_signed_in record", || async {
-        audited(&app, "oauth_signed_in").into_iter().next()
+        audited::<OauthSignedIn>(&app).into_iter().next()
     })
     .await;
-    assert_eq!(signed_in["data"]["issuer"], provider.issuer.as_str());
-    assert_eq!(signed_in["data"]["subject"], "alice");
+    assert_eq!(signed_in.issuer.as_deref(), Some(provider.issuer.as_str()));
+    assert_eq!(signed_in.subject.as_deref(), Some("alice"));
     // The detail says so, and offers to sign out.
     let section = format!("{DETAIL} [data-testid=sign-in-section][data-signed-in=true]");
     assert_eq!(
@@ -281,7 +288,7 @@ async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_ser
     ))
     .await;
     eventually("an oauth_logged_out record", || async {
-        audited(&app, "oauth_logged_out").into_iter().next()
+        audited::<OauthLoggedOut>(&app).into_iter().next()
     })
     .await;
 
@@ -300,7 +307,7 @@ async fn signing_in_on_the_card_opens_exactly_the_url_shown_and_connects_the_ser
     assert_eq!(opened.len(), 4, "{opened:?}");
     assert_eq!(opened[2], again);
     assert!(opened[3].starts_with("callback 200 "), "{opened:?}");
-    assert_eq!(audited(&app, "oauth_signed_in").len(), 2);
+    assert_eq!(audited::<OauthSignedIn>(&app).len(), 2);
     app.close().await;
 }
 
@@ -345,17 +352,12 @@ async fn cancelling_the_sign_in_card_opens_nothing_and_leaves_the_server_not_con
         app.opened()
     );
     let failed = eventually("two oauth_sign_in_failed records", || async {
-        let failed = audited(&app, "oauth_sign_in_failed");
+        let failed = audited::<OauthSignInFailed>(&app);
         (failed.len() >= 2).then_some(failed)
     })
     .await;
-    assert!(
-        failed
-            .iter()
-            .all(|r| r["data"]["code"] == "sign_in_cancelled"),
-        "{failed:?}"
-    );
-    assert!(audited(&app, "oauth_signed_in").is_empty());
+    assert!(failed.iter().all(|r| r.code == CANCELLED), "{failed:?}");
+    assert!(audited::<OauthSignedIn>(&app).is_empty());
     app.close().await;
 }
 
@@ -398,10 +400,10 @@ async fn while_the_browser_is_open_the_card_waits_and_its_cancel_stops_the_sign_
     ))
     .await;
     let failed = eventually("an oauth_sign_in_failed record", || async {
-        audited(&app, "oauth_sign_in_failed").into_iter().next()
+        audited::<OauthSignInFailed>(&app).into_iter().next()
     })
     .await;
-    assert_eq!(failed["data"]["code"], "sign_in_cancelled", "{failed}");
-    assert!(audited(&app, "oauth_signed_in").is_empty());
+    assert_eq!(failed.code, CANCELLED, "{failed:?}");
+    assert!(audited::<OauthSignedIn>(&app).is_empty());
     app.close().await;
 }

@@ -6,6 +6,9 @@ use std::process::Command;
 
 use fantoccini::Locator;
 use gatehouse_desktop_e2e::{App, Options, built, eventually};
+use gatehouse_host::Status;
+use gatehouse_host::audit_event::gate::{Admission, PinMismatched, ToolName};
+use gatehouse_testkit::audit::payloads_in;
 use serde_json::{Value, json};
 
 /// One app at a time: each brings up a display, a WebKit and the demo server.
@@ -493,17 +496,17 @@ async fn adding_a_server_lists_it_and_its_verdict_and_bad_input_adds_nothing() {
         json!(["--era", "both"])
     );
     app.screenshot("add-server-refused").await;
-    let admissions: Vec<Value> = app
-        .audit()
-        .into_iter()
-        .filter(|r| r["event"] == "admission")
-        .collect();
-    for (name, decision) in [("demo-copy", "unattested"), ("demo-args", "refused")] {
+    let admissions: Vec<Admission> = payloads_in(&app.audit());
+    for (name, decision) in [
+        ("demo-copy", Status::Unattested),
+        ("demo-args", Status::Refused),
+    ] {
         assert!(
             admissions
                 .iter()
-                .any(|r| r["data"]["name"] == name && r["data"]["status"] == decision),
-            "no {decision} admission of {name}: {admissions:?}"
+                .any(|a| a.name == name && a.status == decision),
+            "no {} admission of {name}: {admissions:?}",
+            decision.as_str()
         );
     }
     app.close().await;
@@ -810,14 +813,14 @@ async fn a_tool_whose_definition_differs_from_its_pin_is_shown_blocked_with_both
 
     // The mismatch is in the audit log with the same pins.
     let mismatch = eventually("a tool_pin_mismatch record", || async {
-        app.audit()
+        payloads_in::<PinMismatched<ToolName>>(&app.audit())
             .into_iter()
-            .find(|r| r["event"] == "tool_pin_mismatch")
+            .next()
     })
     .await;
-    assert_eq!(mismatch["data"]["tool"], "echo");
-    assert_eq!(mismatch["data"]["expected"], pinned.as_str());
-    assert_eq!(mismatch["data"]["actual"], actual.as_str());
+    assert_eq!(mismatch.subject.tool, "echo");
+    assert_eq!(mismatch.expected, pinned);
+    assert_eq!(mismatch.actual, actual);
 
     // The user's bundle is listed next to the demo one.
     app.view("settings").await;
