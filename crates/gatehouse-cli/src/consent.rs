@@ -474,6 +474,18 @@ impl Consent {
             Consent::Terminal(_) => Vec::new(),
         }
     }
+
+    /// [`Consent::notes`], each also told on stderr in human mode (in JSON mode they go into
+    /// the command's one document instead).
+    pub fn notes_told(&self, json: bool) -> Vec<String> {
+        let notes = self.notes();
+        if !json {
+            for note in &notes {
+                eprintln!("gatehouse: answers file: {note}");
+            }
+        }
+        notes
+    }
 }
 
 /// Sign-in on the terminal: the whole authorization URL, its host, the authorization server

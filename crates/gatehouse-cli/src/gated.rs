@@ -46,6 +46,32 @@ impl<T: serde::Serialize> Split<T> {
     }
 }
 
+/// Prints a listing the gate classified: in JSON the server, its admission, the allowed items
+/// under `plural`, the hidden and the blocked (each under `key`); for people the server's
+/// headline, then what `human` prints of the split.
+pub(crate) fn print_listing<T: serde::Serialize>(
+    context: &Context,
+    server: &str,
+    admission: &Value,
+    headline: &str,
+    split: &Split<T>,
+    (plural, key): (&str, &str),
+    human: impl FnOnce(&Split<T>),
+) {
+    if context.json {
+        output::print_json(&json!({
+            "server": server,
+            "admission": admission,
+            plural: split.allowed,
+            "hidden": split.hidden,
+            "blocked": split.blocked_json(key),
+        }));
+    } else {
+        println!("{server}: {}", output::safe(headline));
+        human(split);
+    }
+}
+
 /// Prints approved pins (`what` is "tool" or "prompt").
 pub(crate) fn print_pins(context: &Context, name: &str, what: &str, pins: &[(String, String)]) {
     if context.json {

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::cli::{CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, Target};
 use crate::commands::{Context, terminal_consent};
 use crate::failure::Failure;
-use crate::gated::{print_pins, split_gated};
+use crate::gated::{print_listing, print_pins, split_gated};
 use crate::output;
 use crate::target::{
     EventLog, call_options, connect, host_with_target, json_error, json_object, on_target,
@@ -30,19 +30,18 @@ pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failur
     })
     .await?;
     let prompts = split_gated(listed.found.into_iter().map(|g| (g.prompt, g.status)));
-    if context.json {
-        output::print_json(&json!({
-            "server": listed.name,
-            "admission": listed.verdict,
-            "prompts": prompts.allowed,
-            "hidden": prompts.hidden,
-            "blocked": prompts.blocked_json("prompt"),
-        }));
-    } else {
-        println!("{}: {}", listed.name, output::safe(&listed.headline));
-        output::print_prompts(&prompts.allowed);
-        output::print_gated_prompts(&prompts.hidden, &prompts.blocked);
-    }
+    print_listing(
+        context,
+        &listed.name,
+        &listed.verdict,
+        &listed.headline,
+        &prompts,
+        ("prompts", "prompt"),
+        |prompts| {
+            output::print_prompts(&prompts.allowed);
+            output::print_gated_prompts(&prompts.hidden, &prompts.blocked);
+        },
+    );
     Ok(0)
 }
 
@@ -71,12 +70,7 @@ pub async fn prompt(context: &Context, args: &PromptArgs) -> Result<u8, Failure>
     let _events = log.finish().await;
     drop(connection);
     host.shutdown().await;
-    let notes = consent.notes();
-    if !context.json {
-        for note in &notes {
-            eprintln!("gatehouse: answers file: {note}");
-        }
-    }
+    let notes = consent.notes_told(context.json);
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {

@@ -237,12 +237,7 @@ pub async fn read(context: &Context, args: &ReadArgs) -> Result<u8, Failure> {
     let _events = log.finish().await;
     drop(connection);
     host.shutdown().await;
-    let notes = consent.notes();
-    if !context.json {
-        for note in &notes {
-            eprintln!("gatehouse: answers file: {note}");
-        }
-    }
+    let notes = consent.notes_told(context.json);
     let (asked_uri, template) = match &what {
         ReadTarget::Uri(uri) => (Some(uri.clone()), None),
         ReadTarget::Template(template, values) => (

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::cli::{CallArgs, Target, ToolsAction, ToolsArgs, TraceArgs};
 use crate::commands::{Context, terminal_consent};
 use crate::failure::Failure;
-use crate::gated::{print_pins, split_gated};
+use crate::gated::{print_listing, print_pins, split_gated};
 use crate::output;
 use crate::target::{EventLog, connect, ctrl_c_token, host_with_target, json_object, on_target};
 
@@ -60,19 +60,18 @@ pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
     })
     .await?;
     let tools = split_gated(listed.found.into_iter().map(|g| (g.tool, g.status)));
-    if context.json {
-        output::print_json(&json!({
-            "server": listed.name,
-            "admission": listed.verdict,
-            "tools": tools.allowed,
-            "hidden": tools.hidden,
-            "blocked": tools.blocked_json("tool"),
-        }));
-    } else {
-        println!("{}: {}", listed.name, output::safe(&listed.headline));
-        output::print_tools(&tools.allowed);
-        output::print_gated(&tools.hidden, &tools.blocked);
-    }
+    print_listing(
+        context,
+        &listed.name,
+        &listed.verdict,
+        &listed.headline,
+        &tools,
+        ("tools", "tool"),
+        |tools| {
+            output::print_tools(&tools.allowed);
+            output::print_gated(&tools.hidden, &tools.blocked);
+        },
+    );
     Ok(0)
 }
 
@@ -120,12 +119,7 @@ pub async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
     let events = log.finish().await;
     drop(connection);
     host.shutdown().await;
-    let notes = consent.notes();
-    if !context.json {
-        for note in &notes {
-            eprintln!("gatehouse: answers file: {note}");
-        }
-    }
+    let notes = consent.notes_told(context.json);
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {

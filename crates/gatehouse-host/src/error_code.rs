@@ -10,6 +10,9 @@
 
 mod convert;
 
+#[cfg(test)]
+pub(crate) use convert::EVERY_SIGN_IN_CODE;
+
 use serde::{Deserialize, Serialize};
 
 /// Declares [`ErrorCode`], its name and [`ErrorCode::ALL`] from one list, so that no code can

@@ -491,28 +491,7 @@ mod tests {
 
     #[test]
     fn sign_in_codes_serialize_as_their_codes() {
-        use SignInCode::*;
-        for code in [
-            AuthRequired,
-            IssuerNotAllowed,
-            IssuerUnknown,
-            InsecureAuthorizationUrl,
-            AuthorizationUrlMismatch,
-            LocalAuthorizationUrl,
-            PkceUnsupported,
-            IssuerMismatch,
-            RegistrationFailed,
-            TokenExchangeFailed,
-            RefreshFailed,
-            KeychainFailed,
-            DiscoveryFailed,
-            SignInFailed,
-            SignInCancelled,
-            SignInTimedOut,
-            AuthorizationDenied,
-            BrowserFailed,
-            RedirectUnavailable,
-        ] {
+        for &code in crate::error_code::EVERY_SIGN_IN_CODE {
             assert_eq!(serde_json::to_value(code).unwrap(), json!(code.code()));
             let read: SignInFailure = serde_json::from_value(json!(code.code())).unwrap();
             assert_eq!(read, SignInFailure::SignIn(code));

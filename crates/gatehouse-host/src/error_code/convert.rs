@@ -26,7 +26,7 @@ macro_rules! codes_from {
         }
 
         #[cfg(test)]
-        pub(super) const $every: &[$source] = &[$(<$source>::$from),*];
+        pub(crate) const $every: &[$source] = &[$(<$source>::$from),*];
     };
 }
 
