@@ -272,13 +272,34 @@ pub(crate) fn own_host_flags(flags: &Flags) -> Vec<&'static str> {
     .collect()
 }
 
+/// Admission's verdict on the server a command works on, as the CLI shows it (the host lends
+/// the verdict itself only for the moment it is read).
+pub(crate) struct Admission {
+    pub admitted: bool,
+    pub headline: String,
+    pub detail: String,
+    /// The verdict as `--json` prints it.
+    pub json: Value,
+}
+
+impl Admission {
+    pub(crate) fn of(verdict: &Verdict) -> Admission {
+        Admission {
+            admitted: verdict.is_admitted(),
+            headline: verdict.headline(),
+            detail: verdict.detail.clone(),
+            json: serde_json::to_value(verdict).expect("verdict serializes"),
+        }
+    }
+}
+
 /// Says on stderr (not in JSON mode) that a server the posture let through is not admitted.
-pub(crate) fn warn_not_admitted(context: &Context, name: &str, verdict: &Verdict) {
-    if !context.json && !verdict.is_admitted() {
+pub(crate) fn warn_not_admitted(context: &Context, name: &str, admission: &Admission) {
+    if !context.json && !admission.admitted {
         eprintln!(
             "gatehouse: warning: {name} is NOT admitted ({}): {}",
-            verdict.headline(),
-            output::safe(&verdict.detail)
+            admission.headline,
+            output::safe(&admission.detail)
         );
     }
 }

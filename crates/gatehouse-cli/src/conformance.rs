@@ -15,9 +15,11 @@
 use std::sync::Arc;
 
 use gatehouse_host::host::{Answering, Host, HostOptions};
+// The one front end that drives a connection request by request: the suite scores the MRTR
+// rounds themselves (see `request_state`), which `Host` deliberately does not offer.
+use gatehouse_host::protocol::{self, Connection, MAX_INPUT_ROUNDS, Round};
 use gatehouse_host::{
-    CallOptions, Connection, Era, EraPreference, HostError, MAX_INPUT_ROUNDS, Round,
-    ScriptedConsent, ServerSpec, system_clock,
+    CallOptions, Era, EraPreference, HostError, ScriptedConsent, ServerSpec, system_clock,
 };
 use rmcp::model::{CallToolRequestParams, JsonObject, Tool};
 use serde_json::{Map, Value, json};
@@ -117,10 +119,11 @@ async fn connect(
         &format!("connecting to the conformance server ({})", spec.describe()),
         context.json,
     );
-    let result = host.live_connection(SERVER).await;
+    let result = protocol::connection(host, SERVER).await;
     spinner.stop();
     let connection = result?;
-    crate::commands::warn_not_admitted(context, SERVER, connection.verdict());
+    let admission = crate::commands::Admission::of(connection.verdict());
+    crate::commands::warn_not_admitted(context, SERVER, &admission);
     Ok(connection)
 }
 

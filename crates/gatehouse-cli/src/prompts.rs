@@ -25,8 +25,8 @@ pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failur
     if let Some(PromptsAction::Pin { target, prompts }) = &args.action {
         return pin_prompts(context, target, prompts).await;
     }
-    let listed = on_target(context, &args.target, async |_, _, connection| {
-        connection.gated_prompts().await
+    let listed = on_target(context, &args.target, async |host, name| {
+        host.gated_prompts(name).await
     })
     .await?;
     let prompts = split_gated(listed.found.into_iter().map(|g| (g.prompt, g.status)));
@@ -46,7 +46,7 @@ pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failur
 }
 
 async fn pin_prompts(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let pinned = on_target(context, target, async |host, name, _| {
+    let pinned = on_target(context, target, async |host, name| {
         host.approve_prompts(name, names).await
     })
     .await?;
@@ -63,12 +63,12 @@ pub async fn prompt(context: &Context, args: &PromptArgs) -> Result<u8, Failure>
     let consent = crate::consent::Consent::new(args.answers.as_deref())?;
     let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
     let log = EventLog::start(context, &host);
-    let connection = connect(context, &host, &name, &spec).await?;
-    let outcome = connection
-        .get_prompt(&prompt, arguments, &call_options())
+    connect(context, &host, &name, &spec).await?;
+    // The arguments exactly as given: `--args '{}'` is sent as `{}`, no `--args` as none.
+    let outcome = host
+        .get_prompt_as_given(&name, &prompt, arguments, &call_options())
         .await;
     let _events = log.finish().await;
-    drop(connection);
     host.shutdown().await;
     let notes = consent.notes_told(context.json);
     let outcome = match outcome {
@@ -87,7 +87,7 @@ pub async fn prompt(context: &Context, args: &PromptArgs) -> Result<u8, Failure>
             "server": name,
             "prompt": prompt,
             "rounds": outcome.rounds,
-            "description": outcome.result.description,
+            "description": outcome.description,
             "messages": outcome.messages,
             "elicitations": outcome.elicitations,
             "answers_notes": notes,
@@ -133,17 +133,17 @@ pub async fn complete(context: &Context, args: &CompleteArgs) -> Result<u8, Fail
         args.target.server.as_deref(),
         &args.target.adhoc,
     )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let completion = connection
-        .complete(
-            &target,
+    connect(context, &host, &name, &spec).await?;
+    let completion = host
+        .completion_with(
+            &name,
+            target,
             &args.argument,
             &args.value,
-            &chosen,
+            chosen,
             &Default::default(),
         )
         .await;
-    drop(connection);
     host.shutdown().await;
     let completion = completion?;
     if context.json {

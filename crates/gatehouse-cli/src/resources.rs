@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use gatehouse_attest::resources::ResourceStatus;
 use gatehouse_host::content::{ContentView, Display};
-use gatehouse_host::{HostError, HostEvent, Subscriber};
+use gatehouse_host::host::context::ReadTarget as HostReadTarget;
+use gatehouse_host::{HostError, HostEvent};
 use serde_json::json;
 use tokio::sync::broadcast;
 
@@ -51,8 +52,8 @@ pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Fa
     {
         return approve_resources(context, target, uris, prefixes).await;
     }
-    let listed = on_target(context, &args.target, async |_, _, connection| {
-        connection.gated_resources().await
+    let listed = on_target(context, &args.target, async |host, name| {
+        host.gated_resources(name).await
     })
     .await?;
     let (name, verdict, headline) = (listed.name, listed.verdict, listed.headline);
@@ -102,7 +103,7 @@ async fn approve_resources(
     uris: &[String],
     prefixes: &[String],
 ) -> Result<u8, Failure> {
-    let name = on_target(context, target, async |host, name, _| {
+    let name = on_target(context, target, async |host, name| {
         host.approve_resources(name, uris, prefixes).await
     })
     .await?
@@ -226,16 +227,18 @@ pub async fn read(context: &Context, args: &ReadArgs) -> Result<u8, Failure> {
     let consent = crate::consent::Consent::new(args.answers.as_deref())?;
     let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
     let log = EventLog::start(context, &host);
-    let connection = connect(context, &host, &name, &spec).await?;
-    let options = call_options();
-    let outcome = match &what {
-        ReadTarget::Uri(uri) => connection.read_resource(uri, &options).await,
-        ReadTarget::Template(template, values) => {
-            connection.read_template(template, values, &options).await
-        }
+    connect(context, &host, &name, &spec).await?;
+    let target = match &what {
+        ReadTarget::Uri(uri) => HostReadTarget::Uri(uri.clone()),
+        ReadTarget::Template(template, values) => HostReadTarget::Template {
+            uri_template: template.clone(),
+            values: values.clone(),
+        },
     };
+    let outcome = host
+        .read_resource_with(&name, target, &call_options())
+        .await;
     let _events = log.finish().await;
-    drop(connection);
     host.shutdown().await;
     let notes = consent.notes_told(context.json);
     let (asked_uri, template) = match &what {
@@ -332,14 +335,10 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
     }
     let wait = Duration::from_secs_f64(args.wait);
     let (host, name, spec) = host_with_target(context, terminal_consent(), server, &args.adhoc)?;
-    let connection = connect(context, &host, &name, &spec).await?;
+    connect(context, &host, &name, &spec).await?;
     // Listening before subscribing, so an update right after the answer is not missed.
     let mut events = host.subscribe();
-    if let Err(error) = connection
-        .subscribe_resource(&uri, Subscriber::Person, None)
-        .await
-    {
-        drop(connection);
+    if let Err(error) = host.subscribe_resource(&name, &uri).await {
         host.shutdown().await;
         return Err(error.into());
     }
@@ -381,10 +380,7 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
             Err(broadcast::error::RecvError::Closed) => break Waited::Closed,
         }
     };
-    let unsubscribed = connection
-        .unsubscribe_resource(&uri, Subscriber::Person)
-        .await;
-    drop(connection);
+    let unsubscribed = host.unsubscribe_resource(&name, &uri).await;
     host.shutdown().await;
     let failure = match waited {
         Waited::Done => None,
@@ -410,8 +406,9 @@ pub async fn subscribe(context: &Context, args: &SubscribeArgs) -> Result<u8, Fa
         && !context.json
     {
         eprintln!(
-            "gatehouse: warning: unsubscribing from {} failed: {error}",
-            output::safe_line(&uri)
+            "gatehouse: warning: unsubscribing from {} failed: {}",
+            output::safe_line(&uri),
+            error.message
         );
     }
     if context.json {

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
 use gatehouse_host::host::Host;
-use gatehouse_host::{CallOptions, Connection, HostEvent, ServerSpec, ServersFile};
+use gatehouse_host::{CallOptions, HostEvent, ServerSpec, ServersFile};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Adhoc, Target};
-use crate::commands::{Context, open_host, terminal_consent, warn_not_admitted};
+use crate::commands::{Admission, Context, open_host, terminal_consent, warn_not_admitted};
 use crate::failure::Failure;
 use crate::output::{self, Spinner};
 
@@ -127,30 +127,31 @@ pub(crate) fn host_with_target(
     Ok((host, name, spec))
 }
 
-/// The host's live connection to `name` (admitted first), with the CLI's spinner and its
-/// warning for a server that is not admitted. When there is none, the host is shut down
-/// before the failure is returned (what it recorded, such as traffic, stays readable).
+/// Connects the host to `name` (admitted first), with the CLI's spinner and its warning for
+/// a server that is not admitted, and returns admission's verdict. When it cannot connect, the
+/// host is shut down before the failure is returned (what it recorded, such as traffic, stays
+/// readable).
 pub(crate) async fn connect(
     context: &Context,
     host: &Host,
     name: &str,
     spec: &ServerSpec,
-) -> Result<Arc<Connection>, Failure> {
+) -> Result<Admission, Failure> {
     let spinner = Spinner::start(
         &format!("connecting to {name} ({})", spec.describe()),
         context.json,
     );
-    let result = host.live_connection(name).await;
+    let result = host.with_verdict(name, Admission::of).await;
     spinner.stop();
-    let connection = match result {
-        Ok(connection) => connection,
+    let admission = match result {
+        Ok(admission) => admission,
         Err(error) => {
             host.shutdown().await;
             return Err(error.into());
         }
     };
-    warn_not_admitted(context, name, connection.verdict());
-    Ok(connection)
+    warn_not_admitted(context, name, &admission);
+    Ok(admission)
 }
 
 /// What a one-shot listing or approval command found on its server: the server's name, its
@@ -164,12 +165,12 @@ pub(crate) struct OnTarget<T> {
 
 /// Opens the host with the server `target` names, connects (admission first), runs `work`
 /// and shuts the host down: the shape of `tools`, `prompts`, `resources` and their approvals.
-/// `work` gets the host and the server's name (approvals are the host's, as for every front
-/// end) and the connection (listings read it).
+/// `work` gets the host and the server's name, and asks the host for what it needs by name,
+/// as every front end does.
 pub(crate) async fn on_target<T, E>(
     context: &Context,
     target: &Target,
-    work: impl AsyncFnOnce(&Host, &str, Arc<Connection>) -> Result<T, E>,
+    work: impl AsyncFnOnce(&Host, &str) -> Result<T, E>,
 ) -> Result<OnTarget<T>, Failure>
 where
     Failure: From<E>,
@@ -180,16 +181,13 @@ where
         target.server.as_deref(),
         &target.adhoc,
     )?;
-    let connection = connect(context, &host, &name, &spec).await?;
-    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
-    let headline = connection.verdict().headline();
-    // `work` owns the connection, so it is released before the host shuts down.
-    let found = work(&host, &name, connection).await;
+    let admission = connect(context, &host, &name, &spec).await?;
+    let found = work(&host, &name).await;
     host.shutdown().await;
     Ok(OnTarget {
         name,
-        verdict,
-        headline,
+        verdict: admission.json,
+        headline: admission.headline,
         found: found?,
     })
 }

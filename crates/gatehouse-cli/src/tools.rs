@@ -19,15 +19,12 @@ pub async fn connect_command(context: &Context, target: &Target) -> Result<u8, F
         &target.adhoc,
     )?;
     let log = EventLog::start(context, &host);
-    let connection = connect(context, &host, &name, &spec).await?;
-    let summary = connection.summary();
-    let tools = connection.gated_tools().await;
+    let admission = connect(context, &host, &name, &spec).await?;
+    let summary = host.server_summary(&name).await;
+    let tools = host.gated_tools(&name).await;
     let events = log.finish().await;
-    let verdict = serde_json::to_value(connection.verdict()).expect("verdict serializes");
-    let headline = connection.verdict().headline();
-    let detail = connection.verdict().detail.clone();
-    drop(connection);
     host.shutdown().await;
+    let summary = summary?;
     let tools = tools?;
     let allowed = tools
         .iter()
@@ -37,14 +34,14 @@ pub async fn connect_command(context: &Context, target: &Target) -> Result<u8, F
         output::print_json(&json!({
             "server": name,
             "connected": true,
-            "admission": verdict,
+            "admission": admission.json,
             "summary": summary,
             "tools": tools.len(),
             "tools_allowed": allowed,
             "events": events,
         }));
     } else {
-        output::print_verdict(&headline, &detail, &verdict);
+        output::print_verdict(&admission.headline, &admission.detail, &admission.json);
         output::print_summary(&name, &summary, tools.len());
         println!("  tools allowed:   {allowed} of {}", tools.len());
     }
@@ -55,8 +52,8 @@ pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
     if let Some(ToolsAction::Pin { target, tools }) = &args.action {
         return pin_tools(context, target, tools).await;
     }
-    let listed = on_target(context, &args.target, async |_, _, connection| {
-        connection.gated_tools().await
+    let listed = on_target(context, &args.target, async |host, name| {
+        host.gated_tools(name).await
     })
     .await?;
     let tools = split_gated(listed.found.into_iter().map(|g| (g.tool, g.status)));
@@ -76,7 +73,7 @@ pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
 }
 
 async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
-    let pinned = on_target(context, target, async |host, name, _| {
+    let pinned = on_target(context, target, async |host, name| {
         host.approve_tools(name, names).await
     })
     .await?;
@@ -108,16 +105,13 @@ pub async fn call(context: &Context, args: &CallArgs) -> Result<u8, Failure> {
     let consent = crate::consent::Consent::new(args.answers.as_deref())?;
     let (host, name, spec) = host_with_target(context, consent.ui(), server, &args.adhoc)?;
     let log = EventLog::start(context, &host);
-    let connection = connect(context, &host, &name, &spec).await?;
+    connect(context, &host, &name, &spec).await?;
     let options = CallOptions {
         cancel: Some(ctrl_c_token()),
         ..CallOptions::default()
     };
-    let (outcome, failed_records) = connection
-        .call_tool_traced(&tool, arguments, &options)
-        .await;
+    let (outcome, failed_records) = host.call_traced(&name, &tool, arguments, &options).await;
     let events = log.finish().await;
-    drop(connection);
     host.shutdown().await;
     let notes = consent.notes_told(context.json);
     let outcome = match outcome {
@@ -176,12 +170,14 @@ pub async fn trace(context: &Context, args: &TraceArgs) -> Result<u8, Failure> {
     let mut exit = 0;
     let mut failure = None;
     match connect(context, &host, &name, &spec).await {
-        Ok(connection) => {
-            if let Err(e) = connection.tools().await {
+        Ok(_) => {
+            // Listed first, so the traffic shows tools/list before the call.
+            if let Err(e) = host.gated_tools(&name).await {
                 failure = Some(Failure::from(e));
             } else if let Some(tool) = &args.tool {
-                match connection
-                    .call_tool(
+                match host
+                    .call(
+                        &name,
                         tool,
                         arguments,
                         &CallOptions {

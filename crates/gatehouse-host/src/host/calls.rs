@@ -36,6 +36,28 @@ impl Host {
         Ok(outcome?)
     }
 
+    /// Calls a tool for a front end that shows every elicitation it caused, also when the
+    /// call failed (the CLI's `call`): the outcome, and the elicitations recorded before a
+    /// failure (empty on success, where the outcome carries them).
+    pub async fn call_traced(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        options: &CallOptions,
+    ) -> (Result<crate::ToolOutcome, ApiError>, Vec<ElicitationRecord>) {
+        let connection = match self.connection_for(server, options).await {
+            Ok(connection) => connection,
+            Err(error) => return (Err(error), Vec::new()),
+        };
+        let (outcome, records) = connection.call_tool_traced(tool, arguments, options).await;
+        (self.notify)(Change::Audit);
+        (self.notify)(Change::Traffic {
+            server: server.into(),
+        });
+        (outcome.map_err(ApiError::from), records)
+    }
+
     /// Calls a tool; elicitations it causes become prompt cards meanwhile.
     pub async fn call_tool(
         &self,

@@ -9,10 +9,12 @@ use rmcp::model::Tool;
 use serde::Serialize;
 
 use super::{Answering, ApiError, Change, Host, ServerRow, Slot, failed_row};
-use crate::ErrorCode;
+use crate::admission::Verdict;
+use crate::client::ElicitationMode;
+use crate::connection::{ConnectOptions, Connection, GatedTool, ServerSummary};
 use crate::consent::IdentityBanner;
 use crate::era::Era;
-use crate::{ConnectOptions, Connection, ElicitationMode, ServerSpec, demo};
+use crate::{ErrorCode, ServerSpec, demo};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BlockedTool {
@@ -39,7 +41,7 @@ pub struct ServerDetail {
 
 impl Host {
     /// The live connection to `name`, connecting (admission first) when there is none.
-    pub(super) async fn connection(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
+    pub(crate) async fn connection(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
         let (spec, demo) = self.spec(name)?;
         {
             let mut slots = self.slots.lock().await;
@@ -179,10 +181,35 @@ impl Host {
         self.started.send_replace(true);
     }
 
-    /// The live connection to `name`, admitting and connecting it when there is none: for
-    /// a front end that reads the connection itself (the CLI's one-shot commands).
+    /// The live connection to `name`, admitting and connecting it when there is none: for the
+    /// host's own tests and the test kit, which look inside a connection. Front ends work by
+    /// name through the methods around it.
+    #[cfg(feature = "internals")]
     pub async fn live_connection(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
         self.connection(name).await
+    }
+
+    /// Connects `name` unless it is connected (admission first) and lends its admission
+    /// verdict to `read`: what a one-shot command shows about the server it works on. Lent,
+    /// never handed out, as the verdict carries admission's proof.
+    pub async fn with_verdict<R>(
+        &self,
+        name: &str,
+        read: impl FnOnce(&Verdict) -> R,
+    ) -> Result<R, ApiError> {
+        let connection = self.connection(name).await?;
+        Ok(read(connection.verdict()))
+    }
+
+    /// What the server said about itself in its handshake (connecting it first if needed).
+    pub async fn server_summary(&self, name: &str) -> Result<ServerSummary, ApiError> {
+        Ok(self.connection(name).await?.summary())
+    }
+
+    /// Every tool the server lists with the gate's status for it (allowed, hidden, or blocked
+    /// with the expected and actual pins), connecting it first if needed.
+    pub async fn gated_tools(&self, name: &str) -> Result<Vec<GatedTool>, ApiError> {
+        Ok(self.connection(name).await?.gated_tools().await?)
     }
 
     /// How this host connects to `name`: its era, timeouts, broker, and who asks the user to

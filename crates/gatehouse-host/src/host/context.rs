@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate};
+use rmcp::model::{
+    CompletionInfo, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -17,7 +19,9 @@ use gatehouse_attest::uri_template::Template;
 
 use super::{ApiError, Change, Host};
 use crate::broker::ElicitationRecord;
-use crate::connection::{CallOptions, CompletionTarget, Subscriber};
+use crate::connection::{
+    CallOptions, CompletionTarget, GatedPrompt, GatedResource, GatedTemplate, Subscriber,
+};
 use crate::consent::IdentityBanner;
 use crate::content::{ContentView, MessageView};
 
@@ -160,6 +164,20 @@ impl Host {
         Ok(groups)
     }
 
+    /// Every prompt the server lists with the gate's status for it (blocked ones with the
+    /// expected and actual pins): for a front end that shows the pins (the CLI).
+    pub async fn gated_prompts(&self, server: &str) -> Result<Vec<GatedPrompt>, ApiError> {
+        Ok(self.connection(server).await?.gated_prompts().await?)
+    }
+
+    /// Every resource and template the server lists with the gate's status for each.
+    pub async fn gated_resources(
+        &self,
+        server: &str,
+    ) -> Result<(Vec<GatedResource>, Vec<GatedTemplate>), ApiError> {
+        Ok(self.connection(server).await?.gated_resources().await?)
+    }
+
     /// The server's resources and templates as the gate sees them.
     pub async fn list_resources(&self, server: &str) -> Result<ResourceGroups, ApiError> {
         self.list_resources_with(server, &CallOptions::default())
@@ -200,7 +218,7 @@ impl Host {
         Ok(groups)
     }
 
-    fn sender(&self, server: &str, connection: &crate::Connection) -> Sender {
+    fn sender(&self, server: &str, connection: &crate::connection::Connection) -> Sender {
         Sender {
             server: server.to_string(),
             banner: IdentityBanner::from_verdict(connection.verdict()),
@@ -268,7 +286,8 @@ impl Host {
             .await
     }
 
-    /// [`Host::get_prompt`] with per-request options (the gateway's).
+    /// [`Host::get_prompt`] with per-request options (the gateway's): no arguments, or an
+    /// empty object, is sent as none.
     pub async fn get_prompt_with(
         &self,
         server: &str,
@@ -276,14 +295,22 @@ impl Host {
         arguments: Map<String, Value>,
         options: &CallOptions,
     ) -> Result<PromptView, ApiError> {
+        let arguments = (!arguments.is_empty()).then_some(arguments);
+        self.get_prompt_as_given(server, prompt, arguments, options)
+            .await
+    }
+
+    /// [`Host::get_prompt_with`] sending the arguments exactly as given: `Some` of an empty
+    /// object is sent as `{}` (the CLI's `--args '{}'`), `None` as no field.
+    pub async fn get_prompt_as_given(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: Option<Map<String, Value>>,
+        options: &CallOptions,
+    ) -> Result<PromptView, ApiError> {
         let connection = self.connection_for(server, options).await?;
-        let outcome = connection
-            .get_prompt(
-                prompt,
-                (!arguments.is_empty()).then_some(arguments),
-                options,
-            )
-            .await;
+        let outcome = connection.get_prompt(prompt, arguments, options).await;
         self.changed(server);
         let outcome = outcome?;
         Ok(PromptView {
@@ -328,11 +355,27 @@ impl Host {
         context: HashMap<String, String>,
         options: &CallOptions,
     ) -> Result<Vec<String>, ApiError> {
-        let connection = self.connection_for(server, options).await?;
-        let completion = connection
-            .complete(&target, argument, value, &context, options)
+        let completion = self
+            .completion_with(server, target, argument, value, context, options)
             .await?;
         Ok(completion.values)
+    }
+
+    /// [`Host::complete_with`] with the whole answer: the values, and the server's total and
+    /// whether it has more (the CLI says so).
+    pub async fn completion_with(
+        &self,
+        server: &str,
+        target: CompletionTarget,
+        argument: &str,
+        value: &str,
+        context: HashMap<String, String>,
+        options: &CallOptions,
+    ) -> Result<CompletionInfo, ApiError> {
+        let connection = self.connection_for(server, options).await?;
+        Ok(connection
+            .complete(&target, argument, value, &context, options)
+            .await?)
     }
 
     /// Subscribes the person to a resource's updates (they arrive as
@@ -391,7 +434,7 @@ impl Host {
     /// connection; upstream subscriptions nobody else holds end with them. Returns how many
     /// were released.
     pub async fn release_subscriptions(&self, session: u64, stream: Option<u64>) -> usize {
-        let connections: Vec<Arc<crate::Connection>> = {
+        let connections: Vec<Arc<crate::connection::Connection>> = {
             let slots = self.slots.lock().await;
             slots
                 .values()
@@ -409,7 +452,7 @@ impl Host {
     }
 
     /// The connection to `server` if one is open now (never connecting).
-    async fn connected(&self, server: &str) -> Option<Arc<crate::Connection>> {
+    async fn connected(&self, server: &str) -> Option<Arc<crate::connection::Connection>> {
         match self.slots.lock().await.get(server) {
             Some(super::Slot::Connected(c)) => Some(c.clone()),
             _ => None,

@@ -9,7 +9,8 @@ use tokio::sync::{broadcast, watch};
 
 use super::{ApiError, Host, Slot};
 use crate::ErrorCode;
-use crate::{CallOptions, Connection, HostEvent};
+use crate::connection::Connection;
+use crate::{CallOptions, HostEvent};
 
 /// How much longer than the connect timeout a downstream client's request waits for a server
 /// that is connecting (a sign-in's consent can take the person a moment).
@@ -35,7 +36,7 @@ impl Host {
     /// The live connection to `name`, never connecting: waits (at most the connect timeout
     /// and a margin) while the host is starting or the server is connecting, then answers
     /// with the connection or `server_not_connected`.
-    pub async fn live(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
+    pub(crate) async fn live(&self, name: &str) -> Result<Arc<Connection>, ApiError> {
         self.spec(name)?;
         let wait = self.options.connect_timeout + LIVE_WAIT_MARGIN;
         let deadline = tokio::time::Instant::now() + wait;

@@ -14,7 +14,8 @@
 //! - `servers.rs`: the servers the host knows (demo, `servers.json`, ad-hoc), their rows,
 //!   the demo twin;
 //! - `manage.rs`: admission-only server work: `admissions`, add, import, resume;
-//! - `connections.rs`: connecting on the person's request, describing, disconnecting;
+//! - `connections.rs`: connecting on the person's request, describing (the verdict, the
+//!   summary, the gated tools by name), disconnecting;
 //! - `live.rs`: what the gateway uses: live connections only, live tools, background
 //!   connects, start and server changes, host events;
 //! - `calls.rs`: tool calls; `context.rs`: prompts, resources, completions, subscriptions,
@@ -57,10 +58,11 @@ use tokio::sync::{Mutex, broadcast, watch};
 
 use crate::admission::TrustSettings;
 use crate::broker::ElicitationBroker;
+use crate::connection::Connection;
 use crate::gatekeeper::Gatekeeper;
 use crate::secrets::SecretStore;
 use crate::tap::TrafficTap;
-use crate::{Connection, HostEvent, ServerSpec};
+use crate::{HostEvent, ServerSpec};
 
 use connections::close_slot;
 use servers::failed_row;

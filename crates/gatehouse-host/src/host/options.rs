@@ -8,8 +8,8 @@ use std::time::Duration;
 use gatehouse_attest::bundle::Posture;
 
 use super::ApiError;
-use crate::ConnectOptions;
 use crate::ErrorCode;
+use crate::connection::ConnectOptions;
 use crate::consent::{SystemBrowser, UrlOpener};
 use crate::demo;
 use crate::era::EraPreference;

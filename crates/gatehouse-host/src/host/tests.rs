@@ -309,3 +309,37 @@ fn an_ephemeral_host_keeps_its_state_in_a_scratch_directory_it_removes() {
     drop(host);
     assert!(!scratch.exists(), "removed with the host");
 }
+
+/// The by-name methods a one-shot command uses name the server they do not know, and a call
+/// to one has no elicitations to show; the demo's answers are the CLI's tests.
+#[tokio::test]
+async fn the_by_name_methods_refuse_a_server_the_host_does_not_know() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = open_desk(dir.path());
+    let unknown = |error: ApiError| {
+        assert_eq!(error.code, crate::ErrorCode::UnknownServer, "{error}");
+        assert!(error.message.contains("nowhere"), "{error}");
+    };
+    unknown(host.with_verdict("nowhere", |_| ()).await.unwrap_err());
+    unknown(host.server_summary("nowhere").await.unwrap_err());
+    unknown(host.gated_tools("nowhere").await.unwrap_err());
+    unknown(host.gated_prompts("nowhere").await.unwrap_err());
+    unknown(host.gated_resources("nowhere").await.unwrap_err());
+    let (outcome, records) = host
+        .call_traced("nowhere", "echo", None, &crate::CallOptions::default())
+        .await;
+    unknown(outcome.unwrap_err());
+    assert!(records.is_empty());
+    let completion = host
+        .completion_with(
+            "nowhere",
+            crate::CompletionTarget::Prompt("greet".into()),
+            "name",
+            "a",
+            Default::default(),
+            &crate::CallOptions::default(),
+        )
+        .await;
+    unknown(completion.unwrap_err());
+    host.shutdown().await;
+}
