@@ -25,6 +25,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::json::parse_strict;
+use crate::package::{PackageBinding, parse_package};
 use crate::pins::parse_pin;
 use crate::trust_root::{TrustRoot, decode_exact, parse_public_key};
 
@@ -158,6 +159,9 @@ pub struct ServerPolicy {
     pub id: String,
     pub origins: Vec<String>,
     pub stdio: Option<StdioBinding>,
+    /// `package` (specVersion 4): an npm, PyPI or MCPB package bound by its bytes instead of
+    /// an executable. Never together with `stdio`.
+    pub package: Option<PackageBinding>,
     pub required_clearance: Option<String>,
     /// The closed allow-list: exact tool names.
     pub allowed_tools: Vec<String>,
@@ -182,8 +186,8 @@ pub struct ServerPolicy {
 /// The checked content of `signed`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundleContent {
-    /// `specVersion`: 1, 2 (which adds prompt and resource allow-lists) or 3 (which adds
-    /// `audit`).
+    /// `specVersion`: 1, 2 (which adds prompt and resource allow-lists), 3 (which adds
+    /// `audit`) or 4 (which adds a server entry's `package`).
     pub spec_version: u64,
     pub bundle_id: String,
     pub version: u64,
@@ -446,9 +450,27 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
             })
         }
     };
-    if origins.is_empty() && stdio.is_none() {
+    // Refused by name below version 4, like the V2 keys: a host that would not read it must
+    // never leave an admin believing the package is bound.
+    let package = match raw.get("package") {
+        None => None,
+        Some(_) if spec_version < 4 => {
+            return invalid(format!(
+                "{path}.package needs \"specVersion\": 4; raise the bundle's specVersion (and version) to use it"
+            ));
+        }
+        Some(raw) => {
+            Some(parse_package(raw, &format!("{path}.package")).map_err(BundleError::Invalid)?)
+        }
+    };
+    if stdio.is_some() && package.is_some() {
         return invalid(format!(
-            "{path} ({id}) has neither origins nor a stdio binding, so nothing can match it"
+            "{path} ({id}) has both stdio and package; a server is bound by its executable or by its package, so keep one"
+        ));
+    }
+    if origins.is_empty() && stdio.is_none() && package.is_none() {
+        return invalid(format!(
+            "{path} ({id}) has neither origins nor a stdio or package binding, so nothing can match it"
         ));
     }
     let required_clearance = match raw.get("requiredClearance") {
@@ -521,6 +543,7 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         id,
         origins,
         stdio,
+        package,
         required_clearance,
         allowed_tools,
         tool_pins,
@@ -542,10 +565,10 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
     }
     let spec_version = match signed.get("specVersion").and_then(Value::as_u64) {
-        Some(version @ (1..=3)) => version,
+        Some(version @ (1..=4)) => version,
         _ => {
             return invalid(
-                "signed.specVersion must be 1, 2 or 3 (the versions this Gatehouse understands)",
+                "signed.specVersion must be 1, 2, 3 or 4 (the versions this Gatehouse understands)",
             );
         }
     };
@@ -909,6 +932,28 @@ impl TrustStore {
                             "the stdio command {:?} {:?} is bound as {:?} in {} and as {:?} in {}",
                             binding.command,
                             binding.args,
+                            server.id,
+                            a.label(),
+                            other.id,
+                            b.label()
+                        )));
+                    }
+                    // Likewise one package version bound under two ids.
+                    if let Some(binding) = &server.package
+                        && let Some(other) = bc.servers.iter().find(|s| {
+                            s.id != server.id
+                                && s.package.as_ref().is_some_and(|o| {
+                                    o.ecosystem == binding.ecosystem
+                                        && o.package.name == binding.package.name
+                                        && o.package.version == binding.package.version
+                                })
+                        })
+                    {
+                        return Err(BundleError::Conflict(format!(
+                            "the {} package {}@{} is bound as {:?} in {} and as {:?} in {}",
+                            binding.ecosystem.as_str(),
+                            binding.package.name,
+                            binding.package.version,
                             server.id,
                             a.label(),
                             other.id,

@@ -23,6 +23,7 @@ pub mod json;
 pub mod keys;
 mod names;
 pub mod origin;
+pub mod package;
 pub mod pins;
 pub mod resources;
 pub mod trust_root;

@@ -246,7 +246,7 @@ fn structural_mistakes_are_refused_with_the_path() {
     });
     let cases: Vec<(&str, Value, &str)> = vec![
         (".type", json!("tuf-root"), "signed.type"),
-        (".specVersion", json!(4), "specVersion must be 1, 2 or 3"),
+        (".specVersion", json!(5), "specVersion must be 1, 2, 3 or 4"),
         (".bundleId", json!("acme prod"), "bundleId"),
         (".version", json!(0), "version"),
         (".expires", json!("next year"), "RFC 3339"),
@@ -556,4 +556,106 @@ fn the_audit_durability_needs_specversion_3_and_the_strictest_bundle_wins() {
         TrustStore::combine(vec![plain]).unwrap().audit_durability(),
         None
     );
+}
+
+/// A specVersion 4 server entry bound by an npm package (the shape of server-filesystem).
+fn package_entry() -> Value {
+    json!({
+        "ecosystem": "npm",
+        "name": "@modelcontextprotocol/server-filesystem",
+        "version": "2026.8.31",
+        "artifact": format!("sha512-{}", STANDARD.encode([1u8; 64])),
+        "closure": [{"name": "zod", "version": "3.25.76",
+                     "artifact": format!("sha512-{}", STANDARD.encode([2u8; 64]))}],
+        "entry": "dist/index.js",
+        "interpreter": {"kind": "node", "sha256": ["cd".repeat(32)]},
+        "userArgs": [{"rule": "existing_directory_under_home", "access": "read_only", "min": 1, "max": 8}],
+        "attestation": {"body": {"id": "urn:omcp:server:filesystem"}}
+    })
+}
+
+#[test]
+fn a_package_binding_needs_specversion_4_and_replaces_stdio() {
+    let mut v3 = signed("acme", 1, &[1], 1);
+    v3["specVersion"] = json!(3);
+    v3["servers"] = json!([{"id": "urn:omcp:server:filesystem", "package": package_entry(), "allowedTools": ["read_file"]}]);
+    let error = check(&bundle(&v3, &[1]), None, None).unwrap_err();
+    assert_eq!(error.code(), "bundle_invalid");
+    assert!(
+        error
+            .to_string()
+            .contains("signed.servers[0].package needs \"specVersion\": 4"),
+        "{error}"
+    );
+
+    let mut v4 = v3.clone();
+    v4["specVersion"] = json!(4);
+    let verified = check(&bundle(&v4, &[1]), None, None).unwrap();
+    assert_eq!(verified.content().spec_version, 4);
+    let server = &verified.content().servers[0];
+    assert!(server.stdio.is_none() && server.origins.is_empty());
+    let package = server.package.as_ref().unwrap();
+    assert_eq!(package.package.version, "2026.8.31");
+    assert_eq!(package.closure.len(), 1);
+
+    // Both bindings on one entry: refused, naming the entry.
+    let mut both = v4.clone();
+    both["servers"][0]["stdio"] =
+        json!({"command": "node", "sha256": "ab".repeat(32), "attestation": {}});
+    let error = check(&bundle(&both, &[1]), None, None).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("signed.servers[0] (urn:omcp:server:filesystem) has both stdio and package"),
+        "{error}"
+    );
+    // Nothing of the package is loosened by the whole-bundle parse: a refusal inside it names
+    // the full path.
+    for (pointer, value, needle) in [
+        (
+            "/servers/0/package/version",
+            json!("latest"),
+            "signed.servers[0].package.version \"latest\" is a tag",
+        ),
+        (
+            "/servers/0/package/artifact",
+            json!(format!("sha1-{}", STANDARD.encode([1u8; 20]))),
+            "signed.servers[0].package.artifact is a sha1 hash",
+        ),
+        (
+            "/servers/0/package/entry",
+            json!("../x.js"),
+            "signed.servers[0].package.entry",
+        ),
+        (
+            "/servers/0/package/interpreter/sha256",
+            json!([]),
+            "signed.servers[0].package.interpreter.sha256 is empty",
+        ),
+    ] {
+        let mut s = v4.clone();
+        *s.pointer_mut(pointer).unwrap() = value;
+        let error = check(&bundle(&s, &[1]), None, None).unwrap_err();
+        assert!(error.to_string().contains(needle), "{pointer}: {error}");
+    }
+
+    // One package version bound under two ids by two bundles: a conflict, not a coin toss.
+    let mut other = v4.clone();
+    other["bundleId"] = json!("beta");
+    other["servers"][0]["id"] = json!("urn:beta:files");
+    let a = check(&bundle(&v4, &[1]), None, None).unwrap();
+    let b = check(&bundle(&other, &[1]), None, None).unwrap();
+    let error = TrustStore::combine(vec![a, b]).unwrap_err();
+    assert_eq!(error.code(), "bundle_conflict");
+    assert!(
+        error
+            .to_string()
+            .contains("npm package @modelcontextprotocol/server-filesystem@2026.8.31"),
+        "{error}"
+    );
+    // Another version of it is another binding.
+    other["servers"][0]["package"]["version"] = json!("2026.9.1");
+    let a = check(&bundle(&v4, &[1]), None, None).unwrap();
+    let b = check(&bundle(&other, &[1]), None, None).unwrap();
+    TrustStore::combine(vec![a, b]).unwrap();
 }

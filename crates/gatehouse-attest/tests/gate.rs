@@ -378,6 +378,7 @@ fn policy(pins: &[(&str, String)]) -> ServerPolicy {
         id: "urn:omcp:server:weather".into(),
         origins: vec!["https://tools.example.com".into()],
         stdio: None,
+        package: None,
         required_clearance: None,
         allowed_tools: vec!["get_forecast".into(), "list_stations".into()],
         tool_pins: pins
