@@ -130,7 +130,7 @@ error_codes! {
     UnknownSignIn => "unknown_sign_in",
     SignInNotAsking => "sign_in_not_asking",
 
-    // The desktop's cards and saved reads (`desk`).
+    // The desktop's cards and saved reads (`gatehouse-desk`).
     AnswerInvalid => "answer_invalid",
     PromptNotAForm => "prompt_not_a_form",
     PromptNotAsking => "prompt_not_asking",

@@ -32,6 +32,8 @@ macro_rules! runtime_modules {
     };
 }
 
+// The same list as `RUNTIME_MODULES` in tests/one_door.rs (plus `http`, always private):
+// keep them in step.
 runtime_modules!(
     admission,
     broker,
@@ -105,7 +107,7 @@ pub use broker::{BrokerOptions, ElicitationBroker, Session};
 #[cfg(feature = "internals")]
 pub use client::ElicitationMode;
 #[cfg(feature = "internals")]
-pub use connection::{ConnectOptions, Connection, MAX_INPUT_ROUNDS, Round};
+pub use connection::{ConnectOptions, Connection};
 #[cfg(feature = "internals")]
 pub use gatekeeper::{Approvals, Auditor, Gatekeeper};
 

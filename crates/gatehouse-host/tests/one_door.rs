@@ -8,18 +8,26 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The runtime modules: what the host does, behind its door.
+/// The runtime modules: what the host does, behind its door. The crate-private ones are the
+/// list in `runtime_modules!` (src/lib.rs): keep the two in step. `config` and `fetch` stay
+/// public for the documented exceptions, so only this test keeps other front ends out of them.
 const RUNTIME_MODULES: &[&str] = &[
     "admission",
-    "config",
-    "gatekeeper",
-    "tap",
-    "connection",
-    "security",
     "broker",
-    "stdio",
-    "http",
+    "client",
+    "config",
+    "connection",
+    "durability",
+    "era",
+    "error",
+    "error_code",
     "fetch",
+    "gatekeeper",
+    "http",
+    "launch_risk",
+    "security",
+    "stdio",
+    "tap",
     // Not a runtime module but its one door for a protocol test client (a `Connection`
     // driven request by request): listed so that only the exception below may use it.
     "protocol",
@@ -318,7 +326,12 @@ fn every_exception_says_why() {
             exception.file,
             exception.module
         );
-        assert!(!exception.reason.trim().is_empty(), "{}", exception.file);
+        assert!(
+            !exception.reason.trim().is_empty(),
+            "{}: the exception for {} gives no reason",
+            exception.file,
+            exception.module
+        );
     }
 }
 

@@ -42,11 +42,13 @@ impl Approvals {
                         path.display()
                     ))
                 })?;
-                for tools in file.servers.values().chain(file.prompts.values()) {
-                    for (tool, pin) in tools {
+                let tools = file.servers.values().map(|pins| ("tool", pins));
+                let prompts = file.prompts.values().map(|pins| ("prompt", pins));
+                for (kind, pins) in tools.chain(prompts) {
+                    for (name, pin) in pins {
                         parse_pin(pin).map_err(|e| {
                             HostError::Config(format!(
-                                "the tool approvals file {}: tool {tool:?}: {e}",
+                                "the approvals file {}: {kind} {name:?}: {e}",
                                 path.display()
                             ))
                         })?;
@@ -150,5 +152,33 @@ impl Gatekeeper {
     /// wins).
     pub fn user_may_approve(&self) -> bool {
         self.trust().posture() == Posture::Warn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Approvals;
+
+    fn load(json: &str) -> Result<Approvals, crate::HostError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("approvals.json");
+        std::fs::write(&path, json).unwrap();
+        Approvals::load(&path)
+    }
+
+    #[test]
+    fn a_bad_pin_is_refused_naming_whether_a_tool_or_a_prompt_holds_it() {
+        let good = format!("sha256:{}", "a".repeat(64));
+        let file = |tool_pin: &str, prompt_pin: &str| {
+            format!(
+                r#"{{"version": 1, "servers": {{"id:urn:x": {{"echo": "{tool_pin}"}}}},
+                    "prompts": {{"id:urn:x": {{"summarize": "{prompt_pin}"}}}}}}"#
+            )
+        };
+        assert!(load(&file(&good, &good)).is_ok());
+        let error = load(&file("sha256:nope", &good)).err().unwrap().to_string();
+        assert!(error.contains("tool \"echo\""), "{error}");
+        let error = load(&file(&good, "sha256:nope")).err().unwrap().to_string();
+        assert!(error.contains("prompt \"summarize\""), "{error}");
     }
 }
