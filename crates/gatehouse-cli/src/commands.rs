@@ -11,7 +11,7 @@ use gatehouse_host::demo;
 use gatehouse_host::host::{Host, HostOptions, HostPaths};
 use gatehouse_host::{
     AUDIT_FILE, EraPreference, Finding, KeyringStore, LockGuard, SYSTEM_TRUST_ROOTS, SecretStore,
-    TrafficTap, Trust, TrustSettings, Verdict, Widening, system_clock,
+    Trust, TrustSettings, Verdict, Widening, system_clock,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -20,9 +20,6 @@ use crate::cli::Flags;
 use crate::output;
 
 pub use crate::failure::Failure;
-
-/// The tap keeps this many messages in memory.
-const TAP_CAPACITY: usize = 10_000;
 
 #[derive(Clone)]
 pub struct Context {
@@ -54,8 +51,11 @@ impl Context {
     pub(crate) fn from_flags(flags: &Flags) -> Result<Context, Failure> {
         // A traffic log that cannot be opened is a usage error before any command runs.
         if let Some(path) = &flags.connect.traffic_log {
-            TrafficTap::new(TAP_CAPACITY, system_clock())
-                .with_jsonl_file(path)
+            // The host opens it for real; this only checks it can be, before anything runs.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
                 .map_err(|e| Failure::usage(format!("--traffic-log {}: {e}", path.display())))?;
         }
         Ok(Context {
