@@ -462,9 +462,13 @@ fn parse_sha256(digest: &str) -> Result<[u8; 32], &'static str> {
 
 /// A relative path inside a package: no absolute path, backslash, `..`, `.` or empty segment.
 fn check_relative_path(text: &str, path: &str) -> Checked<()> {
-    if text.starts_with('/') || text.contains('\\') || text.contains('\0') || text.contains(':') {
+    if text.starts_with('/')
+        || text.contains('\\')
+        || text.contains(':')
+        || text.chars().any(char::is_control)
+    {
         return Err(format!(
-            "{path} {text:?} must be a relative path inside the package with / separators (no absolute path, drive or backslash)"
+            "{path} {text:?} must be a relative path inside the package with / separators (no absolute path, drive, backslash or control character)"
         ));
     }
     if text.split('/').any(|s| matches!(s, "" | "." | "..")) {
@@ -508,7 +512,8 @@ fn parse_pinned(
             let p = string(map, "path", path)?;
             let pp = format!("{path}.path");
             check_relative_path(p, &pp)?;
-            if !p.starts_with("node_modules/") || !p.ends_with(&format!("node_modules/{name}")) {
+            let at = format!("node_modules/{name}");
+            if p != at && !p.ends_with(&format!("/{at}")) {
                 return Err(format!(
                     "{pp} {p:?} must be where package-lock v3 installs {name:?}: node_modules/…/node_modules/{name}"
                 ));
@@ -1229,6 +1234,7 @@ mod tests {
             "lib/zod",
             "node_modules\\zod",
             "node_modules/other",
+            "node_modules/@modelcontextprotocol/sdk/xnode_modules/zod",
         ] {
             refused(
                 with(npm(), "/closure/1/path", json!(bad)),
@@ -1278,6 +1284,7 @@ mod tests {
             "dist\\index.js",
             "C:x.js",
             "./index.js",
+            "dist/\u{1b}x.js",
         ] {
             refused(
                 with(npm(), "/entry", json!(bad)),

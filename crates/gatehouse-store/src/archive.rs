@@ -192,7 +192,7 @@ impl TreeBuilder {
 }
 
 /// Parses and checks an npm tarball without writing anything; entries come back sorted by
-/// path, the first component stripped. A fuzz target is one call of this.
+/// path, the first component stripped. A fuzz target can be one call of this.
 pub fn check_tgz(bytes: &[u8], limits: &Limits) -> Result<Vec<Entry>, StoreError> {
     let mut tree = TreeBuilder::default();
     read_tgz(bytes, limits, "", &mut tree)?;
@@ -200,7 +200,7 @@ pub fn check_tgz(bytes: &[u8], limits: &Limits) -> Result<Vec<Entry>, StoreError
 }
 
 /// Parses and checks a zip (wheel, `.mcpb`) without writing anything; entries come back
-/// sorted by path. A fuzz target is one call of this.
+/// sorted by path. A fuzz target can be one call of this.
 pub fn check_zip(bytes: &[u8], limits: &Limits) -> Result<Vec<Entry>, StoreError> {
     let mut tree = TreeBuilder::default();
     read_zip(bytes, limits, "", &mut tree)?;

@@ -34,7 +34,7 @@ impl Digest {
                 return Err(invalid("a sha256 digest is 64 lower-case hex digits"));
             }
             let mut arr = [0u8; 32];
-            hex::decode_to_slice(hx, &mut arr).map_err(|_| invalid("bad hex"))?;
+            hex::decode_to_slice(hx, &mut arr).expect("checked: 64 lower-case hex digits");
             Ok(Digest::Sha256(arr))
         } else {
             Err(invalid("unknown algorithm"))
