@@ -294,6 +294,15 @@ impl PromptDesk {
                     self.changed(prompt_id, false);
                     return Ok(());
                 }
+                // A choice made early already waits for the host's first wait.
+                (CardState::Waiting, None, _) => {
+                    return Err(DeskError::new(
+                        ErrorCode::PromptNotWaiting,
+                        format!(
+                            "prompt {prompt_id} already has a choice waiting for the host; wait for the card to change"
+                        ),
+                    ));
+                }
                 (state, _, _) => {
                     return Err(DeskError::new(
                         ErrorCode::PromptNotWaiting,

@@ -61,8 +61,7 @@ impl Host {
     }
 
     fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.logs.path().join(format!("{name}.stderr.log")))
-            .unwrap_or_default()
+        std::fs::read_to_string(self.stderr_log(name)).unwrap_or_default()
     }
 }
 
