@@ -821,3 +821,35 @@ fn long_names_are_read_and_checked_like_short_ones() {
     assert_eq!(e.code(), "archive_unsafe_path");
     assert!(e.to_string().contains("etc/x"), "{e}");
 }
+
+/// A tarball whose headers alone (a pax record of `pax_bytes`) decompress past the cap.
+fn tgz_with_pax(pax_bytes: usize) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let comment = vec![b'a'; pax_bytes];
+    builder
+        .append_pax_extensions([("comment", comment.as_slice())])
+        .unwrap();
+    let body = b"ok";
+    let mut head = header(
+        b"package/a.js",
+        tar::EntryType::Regular,
+        body.len() as u64,
+        0o644,
+    );
+    head.set_cksum();
+    builder.append(&head, &body[..]).unwrap();
+    let tar = builder.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn a_tarball_that_decompresses_past_the_cap_in_its_headers_is_refused() {
+    // Small headers pass under the same limits.
+    check_tgz(&tgz_with_pax(100), &small()).unwrap();
+    // The cap with small(): 2000 bytes of files plus 10 entries' headers and names (19,360).
+    let e = check_tgz(&tgz_with_pax(20_000), &small()).unwrap_err();
+    assert_eq!(e.code(), "archive_too_large", "{e}");
+    assert!(e.to_string().contains("decompressed"), "{e}");
+}
