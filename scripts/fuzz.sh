@@ -3,10 +3,10 @@
 # libFuzzer): SECONDS per target (default 20, what the test command runs; docs/fuzzing.md
 # records the long runs). Each target starts from seeds written from the project's own test
 # data (ATSA vectors, trust-root bundles, the shipped policy, the form and URL corpora, stdio
-# fixtures) plus what earlier runs found (fuzz/corpus/, not committed). A crash, a failed
-# property or a leak of memory past the limit fails the script and leaves the input under
-# fuzz/artifacts/TARGET/: reproduce with `cargo fuzz run --sanitizer none -O TARGET FILE`
-# from fuzz/.
+# fixtures, the archives in fuzz/seeds/store_*) plus what earlier runs found (fuzz/corpus/,
+# not committed). A crash, a failed property or a leak of memory past the limit fails the
+# script and leaves the input under fuzz/artifacts/TARGET/: reproduce with
+# `cargo fuzz run --sanitizer none -O TARGET FILE` from fuzz/.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 set -euo pipefail
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 shift $(( $# > 0 ? 1 : 0 ))
-all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame gateway_requests)
+all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame gateway_requests store_tgz store_zip)
 targets=("${@:-${all[@]}}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: no target '$t' (targets: ${all[*]})" >&2; exit 2; }
@@ -75,6 +75,10 @@ gateway = [
 ]
 for i, g in enumerate(gateway):
     put("gateway_requests", "gateway-%d" % i, g)
+# The store's archive readers: the committed archives (fuzz/seeds/make_store_seeds.py).
+for target in ("store_tgz", "store_zip"):
+    for path in sorted(glob.glob("fuzz/seeds/%s/*" % target)):
+        put(target, os.path.basename(path), open(path, "rb").read())
 PY
 
 cd fuzz
