@@ -649,6 +649,10 @@ pub struct TrustRootsArgs {
     /// The admin trust-root bundles directory. Default: /etc/gatehouse/trust-roots.
     #[arg(long, env = "GATEHOUSE_TRUST_ROOTS", value_name = "DIR")]
     pub trust_roots: Option<PathBuf>,
+    /// Where bound packages' artifacts come from (a mirror, seed directories, no network).
+    /// Default: package-sources.json beside the admin trust-roots directory.
+    #[arg(long, env = "GATEHOUSE_PACKAGE_SOURCES", value_name = "FILE")]
+    pub package_sources: Option<PathBuf>,
 }
 
 /// How servers are admitted: `--posture`, `--demo`.
@@ -895,6 +899,11 @@ impl Flags {
         }
         set(&mut self.servers_file.config, matches, "config");
         set(&mut self.trust_roots.trust_roots, matches, "trust_roots");
+        set(
+            &mut self.trust_roots.package_sources,
+            matches,
+            "package_sources",
+        );
         set(&mut self.admission.posture, matches, "posture");
         set(&mut self.audit.audit, matches, "audit");
         set(&mut self.policy.policy, matches, "policy");

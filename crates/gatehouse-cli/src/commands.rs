@@ -37,6 +37,8 @@ pub struct Context {
     pub trust: TrustSettings,
     /// `--trust-roots` as given: under a locked admin bundle, another directory is refused.
     pub trust_roots_flag: Option<PathBuf>,
+    /// `--package-sources`.
+    pub package_sources: Option<PathBuf>,
     pub demo: bool,
     pub audit_path: PathBuf,
     /// The elicitation policy file; `None` means the shipped default.
@@ -84,6 +86,7 @@ impl Context {
                 demo_bundle: None,
             },
             trust_roots_flag: flags.trust_roots.trust_roots.clone(),
+            package_sources: flags.trust_roots.package_sources.clone(),
             demo: flags.admission.demo,
             audit_path: flags
                 .audit
@@ -207,6 +210,7 @@ pub(crate) fn host_options(context: &Context) -> HostOptions {
     options.connect_timeout = context.connect_timeout;
     options.audit_file = Some(context.audit_path.clone());
     options.admin_trust_roots = context.trust_roots_flag.clone();
+    options.package_sources = context.package_sources.clone();
     options.request_era = context.era;
     options.traffic_log = context.traffic_log.clone();
     let json = context.json;

@@ -79,6 +79,22 @@ error_codes! {
     StdioBindingMismatch => "stdio_binding_mismatch",
     AttestationUnavailable => "attestation_unavailable",
 
+    // Package servers (issue 25): the config against the binding, the closure, the store, the
+    // interpreter.
+    PackageVersionNotBound => "package_version_not_bound",
+    PackageUserArgRefused => "package_user_arg_refused",
+    PackageUnavailable => "package_unavailable",
+    PackageSourceOnly => "package_source_only",
+    ArtifactMismatch => "artifact_mismatch",
+    ArchiveUnsafe => "archive_unsafe",
+    ArchiveTooLarge => "archive_too_large",
+    ArchiveMalformed => "archive_malformed",
+    StoreEntryChanged => "store_entry_changed",
+    StoreUnavailable => "store_unavailable",
+    InterpreterNotAllowed => "interpreter_not_allowed",
+    PackageIsolationFailed => "package_isolation_failed",
+    PackageEntryInvalid => "package_entry_invalid",
+
     // The gate (`gatehouse_attest::gate::GateReason`; `tool_not_admitted` above).
     ToolPinMismatch => "tool_pin_mismatch",
     ToolNotListed => "tool_not_listed",

@@ -341,6 +341,11 @@ fn network(url: &Url, error: &reqwest::Error) -> FetchError {
     }
 }
 
+/// What went wrong with a request, in its innermost words.
+pub(crate) fn describe_reqwest(error: &reqwest::Error) -> String {
+    innermost(error)
+}
+
 /// The innermost cause: what actually happened, without reqwest's wrapping.
 fn innermost(error: &(dyn std::error::Error + 'static)) -> String {
     let mut cause = error;

@@ -45,6 +45,7 @@ runtime_modules!(
     error_code,
     gatekeeper,
     launch_risk,
+    packages,
     security,
     stdio,
     tap,

@@ -84,6 +84,10 @@ pub struct StdioLaunch {
     pub stderr_log: Option<PathBuf>,
     /// How long to wait after closing stdin, and again after SIGTERM.
     pub grace: Duration,
+    /// Variables of the host's own environment the server must not inherit (a package
+    /// server: what would add to its module path), by name and by prefix.
+    pub env_remove: Vec<String>,
+    pub env_remove_prefixes: Vec<String>,
 }
 
 pub struct StdioTransport {
@@ -138,6 +142,14 @@ impl StdioTransport {
             )));
         }
         let mut command = Command::new(setsid);
+        for (key, _) in std::env::vars_os() {
+            let name = key.to_string_lossy();
+            if launch.env_remove.iter().any(|k| *k == name)
+                || launch.env_remove_prefixes.iter().any(|p| name.starts_with(p.as_str()))
+            {
+                command.env_remove(&key);
+            }
+        }
         command
             .arg("--")
             .arg(&launch.command)

@@ -25,6 +25,7 @@ const RUNTIME_MODULES: &[&str] = &[
     "gatekeeper",
     "http",
     "launch_risk",
+    "packages",
     "security",
     "stdio",
     "tap",

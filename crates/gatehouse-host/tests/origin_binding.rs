@@ -104,6 +104,7 @@ async fn admit(dir: &Path, endpoint: &str) -> Verdict {
             &spec,
             datetime!(2026-11-24 12:00 UTC),
             Duration::from_secs(5),
+            None,
         )
         .await
 }

@@ -13,7 +13,9 @@
 //! - [`raw`]: a raw line-JSON MCP client over a child process's stdio;
 //! - `oauth` (feature `oauth`): a mock authorization server, an approving sign-in UI and a
 //!   browser that follows its redirect;
-//! - `mcp` (feature `mcp`): rmcp's client connected in-process to any rmcp server handler.
+//! - `mcp` (feature `mcp`): rmcp's client connected in-process to any rmcp server handler;
+//! - `mirror` (feature `mirror`): an npm registry and PyPI index on a loopback port serving a
+//!   seed directory, with a request log, tampering and stopping.
 
 pub mod audit;
 pub mod bundles;
@@ -21,6 +23,8 @@ pub mod demo;
 pub mod host;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "mirror")]
+pub mod mirror;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 pub mod raw;

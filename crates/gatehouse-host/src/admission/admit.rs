@@ -10,6 +10,8 @@ use gatehouse_attest::{Admitted, Reason, VerifyContext};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use gatehouse_package::launcher::Parsed;
+
 use super::executable::{StdioCheck, stdio_check};
 use super::{AdmissionReason, BundleSource, Identity, Status, Trust, Verdict, working_directory};
 use crate::config::ServerSpec;
@@ -25,8 +27,18 @@ impl Trust {
         spec: &ServerSpec,
         now: OffsetDateTime,
         fetch_timeout: Duration,
+        packages: Option<&crate::packages::Packages>,
     ) -> Verdict {
         let mut verdict = match spec {
+            ServerSpec::Stdio(stdio)
+                if let (Some(packages), Parsed::Request(request)) = (
+                    packages,
+                    gatehouse_package::launcher::parse_launcher(&stdio.command, &stdio.args),
+                ) && !self.package_candidates(&request).is_empty() =>
+            {
+                self.admit_package(server, spec, request, packages, now)
+                    .await
+            }
             ServerSpec::Http(http) => {
                 self.admit_http(server, http.url.as_str(), now, fetch_timeout)
                     .await
@@ -291,7 +303,7 @@ impl Trust {
         }
     }
 
-    fn admitted(
+    pub(super) fn admitted(
         &self,
         mut verdict: Verdict,
         admitted: Admitted,
@@ -384,7 +396,7 @@ fn unattested_stdio_key(
     format!("stdio:{key}")
 }
 
-fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) -> String {
+pub(super) fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) -> String {
     policy
         .and_then(|p| p.required_clearance.clone())
         .unwrap_or_else(|| bundle.content().required_clearance.clone())
@@ -393,9 +405,9 @@ fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) ->
 /// What a document claims, read before verification: only to pick the bundle that judges it
 /// and to show the publisher as claimed. Nothing here is trusted.
 #[derive(Debug, Default)]
-struct ClaimedDocument {
+pub(super) struct ClaimedDocument {
     id: Option<String>,
-    publisher: Option<String>,
+    pub(super) publisher: Option<String>,
     signer_key_id: Option<String>,
 }
 
@@ -410,7 +422,7 @@ impl ClaimedDocument {
         .unwrap_or_default()
     }
 
-    fn of(document: &Value) -> ClaimedDocument {
+    pub(super) fn of(document: &Value) -> ClaimedDocument {
         let text = |key: &str| {
             document
                 .get(key)

@@ -17,6 +17,7 @@ mod admit;
 mod bundles;
 mod executable;
 mod lock;
+mod package;
 mod verdict;
 
 use std::collections::BTreeMap;

@@ -22,6 +22,9 @@ pub enum AdmissionReason {
     /// The attestation could not be fetched (insecure origin, redirect elsewhere, too large,
     /// timeout, HTTP or network error).
     AttestationUnavailable,
+    /// A package server's config, user arguments, closure, store entry or interpreter was
+    /// refused (issue 25): the code says which.
+    Package(crate::ErrorCode),
 }
 
 impl AdmissionReason {
@@ -31,6 +34,7 @@ impl AdmissionReason {
             AdmissionReason::BinaryChanged => "binary_changed",
             AdmissionReason::StdioBindingMismatch => "stdio_binding_mismatch",
             AdmissionReason::AttestationUnavailable => "attestation_unavailable",
+            AdmissionReason::Package(code) => code.as_str(),
         }
     }
     /// The ATSA registry code, for registry reasons.
@@ -39,7 +43,8 @@ impl AdmissionReason {
             AdmissionReason::Atsa(reason) => Some(reason.code()),
             AdmissionReason::BinaryChanged
             | AdmissionReason::StdioBindingMismatch
-            | AdmissionReason::AttestationUnavailable => None,
+            | AdmissionReason::AttestationUnavailable
+            | AdmissionReason::Package(_) => None,
         }
     }
 }
@@ -110,6 +115,9 @@ pub struct Verdict {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origin_binding: Option<OriginBinding>,
     pub command: Option<String>,
+    /// A package server: what is bound and what was checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<crate::audit_event::gate::PackageSummary>,
     pub bundle: Option<String>,
     pub demo: bool,
     /// Under which key user tool approvals are stored for this server.
@@ -121,6 +129,9 @@ pub struct Verdict {
     pub(super) policy: Option<ServerPolicy>,
     #[serde(skip)]
     pub(super) program: Option<PathBuf>,
+    /// A package server: the interpreter and arguments that run the verified tree.
+    #[serde(skip)]
+    pub(super) launch: Option<crate::packages::PackageLaunch>,
 }
 
 impl Verdict {
@@ -139,12 +150,14 @@ impl Verdict {
             origin: None,
             origin_binding: None,
             command: None,
+            package: None,
             bundle: None,
             demo: false,
             approval_key: String::new(),
             proof: None,
             policy: None,
             program: None,
+            launch: None,
         }
     }
 
@@ -190,6 +203,11 @@ impl Verdict {
     /// The resolved executable that was hashed: launch exactly this file.
     pub fn program(&self) -> Option<&Path> {
         self.program.as_deref()
+    }
+
+    /// A package server's launch from the store.
+    pub fn package_launch(&self) -> Option<&crate::packages::PackageLaunch> {
+        self.launch.as_ref()
     }
 
     /// One line for people: "admitted as urn:… (clearance internal, signer k, bundle b@1) [DEMO]".

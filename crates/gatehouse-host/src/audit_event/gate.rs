@@ -43,9 +43,28 @@ pub struct Admission {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin_binding: Option<OriginBinding>,
     pub command: Option<String>,
+    /// A package server: the bound package, its closure and what was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<PackageSummary>,
     pub bundle: Option<String>,
     pub demo: bool,
     pub decision: AdmissionDecision,
+}
+
+/// A package server's admission (issue 25): what is bound and what was checked.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PackageSummary {
+    pub ecosystem: gatehouse_attest::package::Ecosystem,
+    pub package: String,
+    pub version: String,
+    /// Packages in the closure, the bound one included.
+    pub closure: usize,
+    /// Files of the tree checked against the manifest at this admission.
+    pub files_verified: usize,
+    /// The user's own arguments, as passed (directories canonical).
+    pub user_args: Vec<String>,
+    /// How the config launched it (`npx`, `uvx`, `mcpb`).
+    pub launcher: gatehouse_package::LauncherKind,
 }
 
 impl EventPayload for Admission {
@@ -73,6 +92,7 @@ impl From<&Verdict> for Admission {
             origin: v.origin.clone(),
             origin_binding: v.origin_binding,
             command: v.command.clone(),
+            package: v.package.clone(),
             bundle: v.bundle.clone(),
             demo: v.demo,
             decision,

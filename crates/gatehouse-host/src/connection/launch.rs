@@ -75,6 +75,8 @@ pub(super) async fn resolve(
                 cwd: s.cwd,
                 stderr_log,
                 grace,
+                env_remove: Vec::new(),
+                env_remove_prefixes: Vec::new(),
             }),
             ServerSpec::Http(h) => {
                 let headers = resolve_all(&h.headers)?;

@@ -263,6 +263,17 @@ impl Connection {
             stdio.command = program.display().to_string();
             stdio.cwd = Some(PathBuf::from(BOUND_SERVER_CWD));
         }
+        // A package server runs the bound interpreter on the verified tree, never the
+        // configured launcher; what the environment could add to its module path is removed.
+        if let (Launch::Stdio(stdio), Some(package)) = (&mut launch, verdict.package_launch()) {
+            stdio.command = package.program.display().to_string();
+            stdio.args = package.args.clone();
+            stdio.cwd = Some(PathBuf::from(BOUND_SERVER_CWD));
+            stdio.env_remove_prefixes = crate::packages::MODULE_ENV_PREFIXES
+                .iter()
+                .map(|k| (*k).to_string())
+                .collect();
+        }
         for (name, value) in &used {
             tap.redact(name, value.expose());
         }

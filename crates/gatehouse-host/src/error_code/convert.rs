@@ -96,6 +96,7 @@ impl From<AdmissionReason> for ErrorCode {
             AdmissionReason::BinaryChanged => ErrorCode::BinaryChanged,
             AdmissionReason::StdioBindingMismatch => ErrorCode::StdioBindingMismatch,
             AdmissionReason::AttestationUnavailable => ErrorCode::AttestationUnavailable,
+            AdmissionReason::Package(code) => code,
         }
     }
 }

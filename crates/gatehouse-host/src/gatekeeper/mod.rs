@@ -244,6 +244,9 @@ pub struct Gatekeeper {
     approvals: Approvals,
     suspensions: Suspensions,
     clock: Clock,
+    /// Package servers' store and sources; set once when the host opens. Without it a
+    /// package config is judged as a plain stdio command (unbound).
+    packages: std::sync::OnceLock<Arc<crate::packages::Packages>>,
 }
 
 impl std::fmt::Debug for Gatekeeper {
@@ -270,7 +273,18 @@ impl Gatekeeper {
             approvals,
             suspensions: Suspensions::in_memory(),
             clock,
+            packages: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives admission the package runtime (once; a second call is ignored).
+    pub fn set_packages(&self, packages: Arc<crate::packages::Packages>) {
+        let _ = self.packages.set(packages);
+    }
+
+    /// The package runtime, when the host has one.
+    pub fn packages(&self) -> Option<&Arc<crate::packages::Packages>> {
+        self.packages.get()
     }
 
     /// Loads the trust again from `settings` before each admission, at that admission's time,
@@ -383,7 +397,15 @@ impl Gatekeeper {
     pub async fn admit(&self, server: &str, spec: &ServerSpec) -> Result<Verdict, HostError> {
         let now = (self.clock)();
         let trust = self.reload_trust(now)?;
-        let verdict = trust.admit(server, spec, now, DEFAULT_FETCH_TIMEOUT).await;
+        let verdict = trust
+            .admit(
+                server,
+                spec,
+                now,
+                DEFAULT_FETCH_TIMEOUT,
+                self.packages.get().map(|p| &**p),
+            )
+            .await;
         self.audit
             .write(Some(&verdict.audit_server()), &Admission::from(&verdict))?;
         Ok(verdict)

@@ -78,6 +78,18 @@ impl Host {
             },
         )?;
         let gatekeeper = opened.gatekeeper;
+        let sources = crate::packages::PackageSources::load(&options.package_sources_path())
+            .map_err(|e| ApiError::new(ErrorCode::ConfigInvalid, e))?;
+        let home = options
+            .home
+            .clone()
+            .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from))
+            .unwrap_or_else(|| std::path::PathBuf::from("/nonexistent"));
+        gatekeeper.set_packages(Arc::new(crate::packages::Packages::new(
+            paths.data.join(crate::packages::STORE_DIR),
+            sources,
+            home,
+        )));
         let audit_warnings = AuditWarning::from_report(&opened.audit_report);
         let broker = ElicitationBroker::new(
             Arc::new(policy),

@@ -78,6 +78,13 @@ pub struct HostOptions {
     pub sign_in_timeout: Duration,
     /// Who answers the elicitations of this host's servers.
     pub answering: Answering,
+    /// The package-sources file to read instead of the one beside the system trust roots
+    /// (`/etc/gatehouse/package-sources.json`): the CLI's `--package-sources`, a test's
+    /// mirror.
+    pub package_sources: Option<PathBuf>,
+    /// The user's home, for package user-argument rules (`existing_directory_under_home`);
+    /// `None` is `$HOME`.
+    pub home: Option<PathBuf>,
     /// The scratch directory of an [`HostOptions::ephemeral`] host, kept (and removed) with
     /// the options the host holds.
     pub(super) scratch: Option<Arc<tempfile::TempDir>>,
@@ -102,6 +109,18 @@ impl HostOptions {
                 demo::locate_demo_server().map_err(|e| ApiError::new(ErrorCode::DemoUnavailable, e))
             }
         }
+    }
+
+    /// The package-sources file in use: the override, else the one beside the system's
+    /// admin trust roots.
+    pub fn package_sources_path(&self) -> PathBuf {
+        self.package_sources.clone().unwrap_or_else(|| {
+            self.paths
+                .system_trust_roots
+                .parent()
+                .unwrap_or(&self.paths.system_trust_roots)
+                .join(crate::packages::SOURCES_FILE)
+        })
     }
 
     /// The audit log in use.
@@ -131,6 +150,8 @@ impl HostOptions {
             sign_in: None,
             sign_in_timeout: ConnectOptions::default().sign_in_timeout,
             answering: Answering::Person,
+            package_sources: None,
+            home: None,
             scratch: None,
         }
     }

@@ -89,6 +89,7 @@ fn admission() {
         origin: Some("https://files.example".into()),
         origin_binding: Some(OriginBinding::Bundle),
         command: None,
+        package: None,
         bundle: Some("acme@7".into()),
         demo: false,
         decision: AdmissionDecision::Admitted,
@@ -103,7 +104,34 @@ fn admission() {
         "transport": "http", "origin": "https://files.example", "origin_binding": "bundle",
         "command": null, "bundle": "acme@7", "demo": false, "decision": "admitted",
     });
-    round_trip(payload.clone(), expected);
+    round_trip(payload.clone(), expected.clone());
+    // A package server's record adds what is bound and checked, after the command.
+    let package = Admission {
+        package: Some(PackageSummary {
+            ecosystem: gatehouse_attest::package::Ecosystem::Npm,
+            package: "@modelcontextprotocol/server-filesystem".into(),
+            version: "2026.8.31".into(),
+            closure: 104,
+            files_verified: 1200,
+            user_args: vec!["/home/a/docs".into()],
+            launcher: gatehouse_package::LauncherKind::Npx,
+        }),
+        ..payload.clone()
+    };
+    let mut with_package = expected.clone();
+    let object = with_package.as_object_mut().unwrap();
+    let tail: Vec<(String, serde_json::Value)> = ["bundle", "demo", "decision"]
+        .iter()
+        .map(|k| (k.to_string(), object.remove(*k).unwrap()))
+        .collect();
+    object.insert(
+        "package".into(),
+        json!({"ecosystem": "npm", "package": "@modelcontextprotocol/server-filesystem",
+            "version": "2026.8.31", "closure": 104, "files_verified": 1200,
+            "user_args": ["/home/a/docs"], "launcher": "npx"}),
+    );
+    object.extend(tail);
+    round_trip(package, with_package);
     // Without an origin binding (stdio), the key is absent, as it always was.
     let stdio = Admission {
         origin_binding: None,
