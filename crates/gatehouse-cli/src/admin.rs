@@ -27,7 +27,7 @@ fn read(path: &Path) -> Result<Vec<u8>, Failure> {
     std::fs::read(path).map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))
 }
 
-fn read_json(path: &Path) -> Result<Value, Failure> {
+pub(crate) fn read_json(path: &Path) -> Result<Value, Failure> {
     serde_json::from_slice(&read(path)?).map_err(|e| {
         Failure::usage(format!(
             "{}: not JSON: line {} column {}: {e}",
@@ -49,7 +49,7 @@ fn now_or(given: Option<&str>) -> Result<OffsetDateTime, Failure> {
     }
 }
 
-fn write_atomic(path: &Path, text: &[u8], mode: u32) -> Result<(), Failure> {
+pub(crate) fn write_atomic(path: &Path, text: &[u8], mode: u32) -> Result<(), Failure> {
     write_atomically(path, text, mode)
         .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))
 }
@@ -62,7 +62,7 @@ fn bundle_failure(path: &Path, error: BundleError) -> Failure {
     }
 }
 
-fn load_signing_key(path: &Path) -> Result<(String, SigningKey), Failure> {
+pub(crate) fn load_signing_key(path: &Path) -> Result<(String, SigningKey), Failure> {
     parse_private_key(&read(path)?).map_err(|e| Failure::usage(format!("{}: {e}", path.display())))
 }
 
@@ -295,6 +295,7 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
             );
             Ok(0)
         }
+        BundleCommand::AddServer(_) => Err(Failure::usage("bundle add-server runs asynchronously")),
         BundleCommand::Inspect { bundle, now } => {
             let now = now_or(now.as_deref())?;
             let parsed = Bundle::parse(&read(&bundle)?).map_err(|e| bundle_failure(&bundle, e))?;

@@ -572,12 +572,78 @@ pub enum BundleCommand {
         #[arg(long)]
         now: Option<String>,
     },
+    /// Add (or replace) a server entry bound to a package's exact bytes: resolve the closure
+    /// from a lockfile (npm) or a hashed requirements file (PyPI), install it into a scratch
+    /// store, start it in a throwaway home, list its tools, and write the binding, the pins of
+    /// the chosen tools and the entry's attestation signed with --signer-key. The bundle's
+    /// signatures are dropped: `bundle sign` it again.
+    AddServer(Box<AddServerArgs>),
     /// Show what a bundle says and who signed it.
     Inspect {
         bundle: PathBuf,
         #[arg(long)]
         now: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi"])))]
+pub struct AddServerArgs {
+    /// The bundle to edit (from `bundle init`).
+    pub bundle: PathBuf,
+    /// The server id (`urn:…`) the entry and its attestation carry.
+    #[arg(long)]
+    pub id: String,
+    /// The clearance level the attestation asserts (one of the bundle's levels the signer key
+    /// is approved for).
+    #[arg(long)]
+    pub clearance: String,
+    /// The attestation signer's private key (from `bundle keygen`).
+    #[arg(long = "signer-key", value_name = "KEY")]
+    pub signer_key: PathBuf,
+    /// An npm package: `NAME@VERSION` (with --lockfile).
+    #[arg(long, value_name = "NAME@VERSION")]
+    pub npm: Option<String>,
+    /// A PyPI package: `NAME==VERSION` (with --requirements).
+    #[arg(long, value_name = "NAME==VERSION")]
+    pub pypi: Option<String>,
+    /// The package-lock.json that pins the npm package's closure (`npm install
+    /// --package-lock-only --ignore-scripts NAME@VERSION` in an empty directory).
+    #[arg(long, value_name = "FILE")]
+    pub lockfile: Option<PathBuf>,
+    /// The hashed, wheels-only requirements file that pins the PyPI package's closure.
+    #[arg(long, value_name = "FILE")]
+    pub requirements: Option<PathBuf>,
+    /// What runs: npm, the file inside the package (default: its only `bin`); PyPI, a console
+    /// script (default: the package's name) or `module:function`.
+    #[arg(long)]
+    pub entry: Option<String>,
+    /// A fixed argument, before the user's own; repeat in order.
+    #[arg(long = "arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+    /// Arguments the user supplies: `existing_directory_under_home[:read_only|read_write][:MIN:MAX]`
+    /// or `one_of:V1,V2[:MIN:MAX]`; repeat in order.
+    #[arg(long = "user-arg", value_name = "RULE")]
+    pub user_args: Vec<String>,
+    /// Another allowed interpreter digest (SHA-256 hex), beside the one on this machine: the
+    /// next update's.
+    #[arg(long = "interpreter-sha256", value_name = "HEX")]
+    pub interpreter_sha256: Vec<String>,
+    /// A tool to allow, pinned to the definition the server lists now; repeat.
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Allow and pin every tool it lists now.
+    #[arg(long, conflicts_with = "tools")]
+    pub all_tools: bool,
+    /// A prompt to allow; repeat.
+    #[arg(long = "prompt", value_name = "NAME")]
+    pub prompts: Vec<String>,
+    /// A resource URI prefix to allow; repeat.
+    #[arg(long = "resource-prefix", value_name = "PREFIX")]
+    pub resource_prefixes: Vec<String>,
+    /// The publisher the attestation names (default: the package's name).
+    #[arg(long)]
+    pub publisher: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -806,6 +872,8 @@ pub fn groups(path: &str) -> &'static [Group] {
             &[Output]
         }
         "bundle install" => &[Output, TrustRoots, Audit],
+        // TrustRoots for --package-sources: where the closure is fetched from.
+        "bundle add-server" => &[Output, TrustRoots],
         "attest sign" | "attest fetch" | "attest verify" => &[Output],
         "policy show" | "policy check-url" | "policy check-form" => &[Output, Policy],
         "clients list" | "clients token" => &[Output],

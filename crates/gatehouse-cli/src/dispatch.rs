@@ -17,6 +17,9 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Trust => crate::trust::run(&context),
         Command::Call(args) => crate::tools::call(&context, &args).await,
         Command::Trace(args) => crate::tools::trace(&context, &args).await,
+        Command::Bundle(crate::cli::BundleCommand::AddServer(args)) => {
+            crate::add_server::run(&context, &args).await
+        }
         Command::Bundle(command) => crate::admin::bundle(&context, command),
         Command::Attest(command) => crate::admin::attest_async(&context, command).await,
         Command::Conformance { url } => crate::conformance::run(&context, &url).await,

@@ -5,6 +5,7 @@
 //! Exit codes: 0 success; 1 the server or the gate refused, or the tool returned `isError`;
 //! 2 usage, config or connection error.
 
+mod add_server;
 mod admin;
 mod audit;
 mod auth;

@@ -326,3 +326,140 @@ fn an_interpreter_outside_the_allowed_set_is_refused() {
     let message = out["error"]["message"].as_str().unwrap();
     assert!(message.contains(&sha256_file(&common::node())), "{message}");
 }
+
+#[test]
+fn an_admin_authors_the_binding_with_add_server_then_signs_and_installs_it() {
+    let fixture = Fixture::new();
+    // A fresh admin: no bundle installed yet.
+    std::fs::remove_dir_all(fixture.env.trust_roots()).unwrap();
+    let keys = fixture.env.dir.path().join("keys");
+    let bundle = fixture.env.dir.path().join("acme.json");
+    // The admin's commands, on the admin's machine: Node 22 on PATH for add-server.
+    let run = |args: &[&str]| {
+        common::json_of(
+            |all| {
+                let mut cmd = fixture.env.cmd(all);
+                cmd.env("PATH", format!("{}:/usr/bin:/bin", node_dir().display()));
+                common::output_of(cmd)
+            },
+            args,
+        )
+    };
+    for id in ["root", "signer"] {
+        let (code, out) = run(&[
+            "bundle",
+            "keygen",
+            "--out",
+            keys.to_str().unwrap(),
+            "--id",
+            id,
+        ]);
+        assert_eq!(code, 0, "{out}");
+    }
+    let key = |name: &str| keys.join(name).display().to_string();
+    let (code, out) = run(&[
+        "bundle",
+        "init",
+        "--bundle-id",
+        "acme",
+        "--root-key",
+        &key("root.pub.json"),
+        "--signer-key",
+        &key("signer.pub.json"),
+        "--out",
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let lockfile = repo().join("tests/packages/npm/server-filesystem/package-lock.json");
+
+    // A tool the server does not list is refused by name, and the bundle is not touched.
+    let before = std::fs::read(&bundle).unwrap();
+    let add = |tools: &[&str]| {
+        let mut args: Vec<String> = [
+            "bundle",
+            "add-server",
+            bundle.to_str().unwrap(),
+            "--id",
+            ID,
+            "--clearance",
+            "internal",
+            "--signer-key",
+            &key("signer.key"),
+            "--package-sources",
+            fixture.sources.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push(format!("--npm={FILESYSTEM}@{VERSION}"));
+        args.push(format!("--lockfile={}", lockfile.display()));
+        args.push("--user-arg=existing_directory_under_home:read_write:1:4".into());
+        for tool in tools {
+            args.push(format!("--tool={tool}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args)
+    };
+    let (code, out) = add(&["no_such_tool"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("list_allowed_directories"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(&bundle).unwrap(), before);
+
+    let (code, out) = add(&["list_allowed_directories"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out["tools_allowed"],
+        json!(["list_allowed_directories"]),
+        "{out}"
+    );
+    assert!(out["tools_listed"].as_array().unwrap().len() > 5, "{out}");
+    assert!(out["closure"].as_u64().unwrap() > 50, "{out}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let entry = &written["signed"]["servers"][0];
+    assert_eq!(written["signed"]["specVersion"], 4);
+    assert_eq!(entry["package"]["entry"], "dist/index.js");
+    assert!(
+        entry["toolPins"]["list_allowed_directories"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+
+    let (code, out) = run(&[
+        "bundle",
+        "sign",
+        "--key",
+        &key("root.key"),
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(&["bundle", "install", bundle.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+
+    fixture.configure(&[
+        "-y",
+        &format!("{FILESYSTEM}@{VERSION}"),
+        &docs_arg(&fixture),
+    ]);
+    let (code, out) = fixture.json(&["connect", "files"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["admission"]["identity"]["bundle"], "acme@1", "{out}");
+    let (code, out) = fixture.json(&["call", "files", "list_allowed_directories"]);
+    assert_eq!(code, 0, "{out}");
+    // Only the pinned tool: another is refused by the gate.
+    let (code, out) = fixture.json(&[
+        "call",
+        "files",
+        "read_text_file",
+        "--args",
+        r#"{"path": "/etc/hostname"}"#,
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["error"]["code"], "tool_not_admitted", "{out}");
+}

@@ -363,8 +363,11 @@ pub fn python_bootstrap_as(
         return Err(unsafe_tree("contains a control character"));
     }
     // importlib is imported before the tree is on sys.path, so the tree cannot replace it.
+    // No bytecode is written: a `__pycache__` in the tree would be a file its manifest lacks,
+    // refused at the next launch (and `-I` ignores PYTHONDONTWRITEBYTECODE).
     Ok(format!(
         "import sys, importlib\n\
+         sys.dont_write_bytecode = True\n\
          sys.path[:] = [p for p in sys.path if p not in ('', '.')] + [{tree}]\n\
          sys.argv[0] = {argv0}\n\
          target = importlib.import_module({module})\n\
@@ -647,6 +650,8 @@ mod tests {
 
         let out = run(&tree, "fixture_pkg.cli", "App.main", "fixture-app", &shadow);
         assert_eq!(out.status.code(), Some(0));
+        // Nothing was written into the tree (its manifest would no longer match).
+        assert!(!tree.join("fixture_pkg/__pycache__").exists());
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "app");
         // python_bootstrap names argv[0] after the module.
         let program = python_bootstrap(&tree, "fixture_pkg.cli", "main").unwrap();

@@ -43,6 +43,7 @@ pub mod lockfile;
 pub mod matching;
 mod names;
 pub mod user_args;
+pub mod wheels;
 
 #[cfg(test)]
 mod fixtures;

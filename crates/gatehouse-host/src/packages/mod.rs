@@ -12,6 +12,7 @@ mod interpreter;
 mod sources;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_attest::package::{Ecosystem, EntryPoint, Interpreter, PackageBinding};
@@ -192,7 +193,8 @@ impl Packages {
                     .map_err(|e| PackageFailure::Entry {
                         detail: e.to_string(),
                     })?;
-                args.extend(["-I".into(), "-S".into(), "-c".into(), program]);
+                // -B as well as the bootstrap: nothing may write bytecode into the verified tree.
+                args.extend(["-I".into(), "-S".into(), "-B".into(), "-c".into(), program]);
                 python
             }
             (interpreter, entry) => {
@@ -262,7 +264,7 @@ impl Packages {
         let root = self.store_root.clone();
         let _one = self.installing.lock().await;
         let store = blocking(move || Store::open(root)).await?;
-        let store = std::sync::Arc::new(store);
+        let store = Arc::new(store);
         let installed = {
             let (store, key) = (store.clone(), key.to_string());
             blocking(move || store.contains(&key)).await?
@@ -270,17 +272,33 @@ impl Packages {
         let mut installed_now = false;
         if !installed {
             let plan = layout::plan(binding);
+            // One fetch per distinct artifact (npm installs one version at several paths),
+            // each checked as it arrives: a wrong dependency stops the install at once.
+            let mut bytes_of: std::collections::BTreeMap<String, Arc<Vec<u8>>> =
+                Default::default();
             let mut fetched = Vec::with_capacity(plan.len());
             for artifact in &plan {
-                let bytes = match (binding.ecosystem, mcpb_file) {
-                    (Ecosystem::Mcpb, Some(file)) => tokio::fs::read(file).await.map_err(|e| {
-                        FetchFailure::Unreachable {
-                            package: artifact.name.clone(),
-                            url: file.display().to_string(),
-                            detail: e.to_string(),
-                        }
-                    })?,
-                    _ => self.fetcher.fetch(binding.ecosystem, artifact).await?,
+                let expected = artifact.artifact.to_text();
+                let bytes = match bytes_of.get(&expected) {
+                    Some(bytes) => bytes.clone(),
+                    None => {
+                        let bytes = match (binding.ecosystem, mcpb_file) {
+                            (Ecosystem::Mcpb, Some(file)) => {
+                                tokio::fs::read(file).await.map_err(|e| {
+                                    FetchFailure::Unreachable {
+                                        package: artifact.name.clone(),
+                                        url: file.display().to_string(),
+                                        detail: e.to_string(),
+                                    }
+                                })?
+                            }
+                            _ => self.fetcher.fetch(binding.ecosystem, artifact).await?,
+                        };
+                        gatehouse_store::verify_artifact(&bytes, &expected)?;
+                        let bytes = Arc::new(bytes);
+                        bytes_of.insert(expected, bytes.clone());
+                        bytes
+                    }
                 };
                 fetched.push((artifact.clone(), bytes));
             }

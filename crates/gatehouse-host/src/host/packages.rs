@@ -1,0 +1,137 @@
+//! Previewing a package binding before anyone signs it: `bundle add-server` (the admin) and
+//! `servers pin` (a person without one) install the closure into a scratch store, start the
+//! server in a throwaway home and list what it offers, so what is pinned is what was seen.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gatehouse_attest::package::{PackageBinding, UserArgRule};
+use serde::Serialize;
+
+use super::{ApiError, Host, HostOptions};
+use crate::config::{ServerSpec, StdioSpec};
+use crate::packages::{PackageSources, Packages, STORE_DIR};
+use crate::tap::Clock;
+
+const PREVIEW: &str = "preview";
+
+/// What a binding installs and what its server offers.
+#[derive(Debug, Clone, Serialize)]
+pub struct PackagePreview {
+    pub package: String,
+    pub version: String,
+    /// Packages in the closure, the bound one included.
+    pub closure: usize,
+    /// Files of the installed tree (all checked against the manifest).
+    pub files: usize,
+    /// The interpreter and arguments it was started with.
+    pub command: Vec<String>,
+    /// The interpreter binary's path (its digest goes into the binding).
+    pub interpreter: Option<PathBuf>,
+    /// Each tool's whole definition, as `tools/list` gave it (what a pin hashes).
+    pub tools: Vec<serde_json::Value>,
+}
+
+impl Host {
+    /// Installs `binding`'s closure from `sources` (a package-sources file; `None` is the
+    /// public registries) into a scratch store, starts it in a throwaway home with example
+    /// user arguments (new directories under that home; the first allowed value), and lists
+    /// its tools. Nothing of the user's is read or written. `mcpb_file` is the `.mcpb` of an
+    /// MCPB binding.
+    pub async fn preview_package(
+        binding: &PackageBinding,
+        sources: Option<&Path>,
+        mcpb_file: Option<&Path>,
+        clock: Clock,
+    ) -> Result<PackagePreview, ApiError> {
+        let options = HostOptions::ephemeral(clock)?;
+        let scratch = options
+            .scratch
+            .as_ref()
+            .map(|s| s.path().to_path_buf())
+            .expect("an ephemeral host has a scratch directory");
+        let sources = match sources {
+            Some(path) => PackageSources::load(path)
+                .map_err(|e| ApiError::new(crate::ErrorCode::ConfigInvalid, e))?,
+            None => PackageSources::default(),
+        };
+        let home = scratch.join("home");
+        let args = example_args(&binding.user_args, &home).map_err(|e| {
+            ApiError::new(
+                crate::ErrorCode::ScratchUnavailable,
+                format!("cannot create the preview's home {}: {e}", home.display()),
+            )
+        })?;
+        let packages = Packages::new(scratch.join("data").join(STORE_DIR), sources, home.clone());
+        let user_args = gatehouse_package::check_user_args(&binding.user_args, &args, &home)
+            .map_err(|e| ApiError::new(crate::ErrorCode::PackageUserArgRefused, e.to_string()))?;
+        let launch = packages
+            .prepare(binding, &user_args, mcpb_file)
+            .await
+            .map_err(|f| ApiError::new(f.code(), f.to_string()))?;
+        let host = Host::open(
+            options,
+            Arc::new(crate::secrets::MemoryStore::default()),
+            Arc::new(crate::consent::ScriptedConsent::new(Vec::new())),
+            Arc::new(|_| {}),
+        )?;
+        host.add_adhoc(
+            PREVIEW,
+            ServerSpec::Stdio(StdioSpec {
+                command: launch.program.display().to_string(),
+                args: launch.args.clone(),
+                env: vec![("HOME".into(), home.display().to_string())],
+                cwd: None,
+            }),
+        );
+        let detail = host.connect(PREVIEW).await;
+        host.shutdown().await;
+        let detail = detail?;
+        let tools = detail
+            .tools
+            .allowed
+            .iter()
+            .chain(&detail.tools.hidden)
+            .map(|t| serde_json::to_value(t).unwrap_or_default())
+            .collect();
+        let interpreter = match binding.interpreter {
+            gatehouse_attest::package::Interpreter::Binary => None,
+            _ => Some(launch.program.clone()),
+        };
+        Ok(PackagePreview {
+            package: binding.package.name.clone(),
+            version: binding.package.version.clone(),
+            closure: binding.closure.len() + 1,
+            files: launch.files,
+            command: std::iter::once(launch.program.display().to_string())
+                .chain(launch.args)
+                .collect(),
+            interpreter,
+            tools,
+        })
+    }
+}
+
+/// Arguments that satisfy `rules` in a throwaway home: the minimum count of each (at least
+/// one for a rule that allows one), new directories for directory rules.
+fn example_args(rules: &[UserArgRule], home: &Path) -> std::io::Result<Vec<String>> {
+    std::fs::create_dir_all(home)?;
+    let mut args = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let (min, max) = rule.count();
+        let count = min.max(max.min(1));
+        for n in 0..count {
+            match rule {
+                UserArgRule::ExistingDirectoryUnderHome { .. } => {
+                    let dir = home.join(format!("preview-{i}-{n}"));
+                    std::fs::create_dir_all(&dir)?;
+                    args.push(dir.display().to_string());
+                }
+                UserArgRule::OneOf { values, .. } => {
+                    args.push(values.first().cloned().unwrap_or_default());
+                }
+            }
+        }
+    }
+    Ok(args)
+}
