@@ -201,6 +201,20 @@ function toolGroup(title, note, items, empty) {
     items.length > 0 ? el('ul', { class: 'tools' }, items) : el('p', { class: 'empty' }, empty));
 }
 
+/**
+ * A package server's binding (`ServerRow.package`), read-only and as text: what is bound, how
+ * many packages its tree holds, how many files admission checked, and the user's own arguments.
+ */
+function packageLine(pkg) {
+  if (!pkg || typeof pkg !== 'object') return null;
+  const args = Array.isArray(pkg.user_args) ? pkg.user_args.map(String) : [];
+  return el('p', { class: 'muted mono', 'data-testid': 'package-binding' },
+    `${pkg.ecosystem ?? ''} ${pkg.package ?? ''} ${pkg.version ?? ''}`,
+    ` · ${Number(pkg.closure) || 0} packages`,
+    ` · tree verified (${Number(pkg.files_verified) || 0} files)`,
+    args.length > 0 ? ` · your args: ${args.join(' ')}` : '');
+}
+
 function renderDetail(next) {
   detail = next;
   const { row } = next;
@@ -226,6 +240,7 @@ function renderDetail(next) {
       el('div', { class: 'spacer' }),
       resumeButton, reconnect),
     el('p', { class: 'muted mono' }, `${row.transport} · ${row.target ?? ''}`, next.era ? ` · protocol ${next.era}` : ''),
+    packageLine(row.package),
     row.headline ? el('p', { class: 'headline' }, row.headline) : null,
     row.reason
       ? el('p', { class: 'reason', 'data-testid': 'detail-reason', 'data-code': row.reason.code },

@@ -4,12 +4,16 @@
 
 use std::path::Path;
 
-use gatehouse_attest::package::{PackageBinding, parse_package};
+use gatehouse_attest::package::{Ecosystem, PackageBinding, parse_package};
 use gatehouse_attest::pins::tool_pin;
 use gatehouse_attest::sign_document;
 use gatehouse_host::host::{Host, PackagePreview};
 use gatehouse_host::system_clock;
-use gatehouse_package::lockfile::{Platform, npm_closure};
+use gatehouse_package::binding::{
+    BindingError, Common, mcpb_binding, npm_binding, parse_user_arg_rule, pypi_binding,
+};
+use gatehouse_package::mcpb::{ServerType, read_mcpb};
+use gatehouse_package::wheels::{self, parse_requirements};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -35,24 +39,31 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
     let (key_id, signing) = load_signing_key(&args.signer_key)?;
     check_signer(signed, &key_id, &args.clearance)?;
 
-    let (name, version, mut binding) = if let Some(spec) = &args.npm {
-        npm_binding(spec, args)?
-    } else {
-        return Err(Failure::usage(
-            "--pypi is not handled by add-server yet; write the entry by hand (trust-roots/README.md)",
-        ));
-    };
-    if !args.args.is_empty() {
-        binding["args"] = json!(args.args);
-    }
     let rules = args
         .user_args
         .iter()
-        .map(|r| user_arg_rule(r))
+        .map(|r| parse_user_arg_rule(r).map_err(|e| Failure::usage(format!("--user-arg {e}"))))
         .collect::<Result<Vec<_>, _>>()?;
-    if !rules.is_empty() {
-        binding["userArgs"] = Value::Array(rules);
-    }
+    let common = Common {
+        entry: args.entry.clone(),
+        args: args.args.clone(),
+        user_args: rules,
+        interpreter_sha256: Vec::new(),
+    };
+    let (name, version, mut binding, mcpb_file) = if let Some(spec) = &args.npm {
+        let (name, version, binding) = npm(spec, args, common)?;
+        (name, version, binding, None)
+    } else if let Some(spec) = &args.pypi {
+        let (name, version, binding) = pypi(context, spec, args, common).await?;
+        (name, version, binding, None)
+    } else if let Some(file) = &args.mcpb {
+        let (name, version, binding, file) = mcpb(file, args, common)?;
+        (name, version, binding, Some(file))
+    } else {
+        return Err(Failure::usage(
+            "name the package with --npm, --pypi or --mcpb (a plain --stdio command is not bound by add-server: write its entry by hand, trust-roots/README.md)",
+        ));
+    };
     let sad = json!({
         "v": "1.0", "id": args.id,
         "publisher": args.publisher.clone().unwrap_or_else(|| name.clone()),
@@ -67,7 +78,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
     let preview = Host::preview_package(
         &parsed,
         context.package_sources.as_deref(),
-        None,
+        mcpb_file.as_deref(),
         system_clock(),
     )
     .await?;
@@ -192,7 +203,27 @@ fn split_npm(spec: &str) -> Result<(String, String), Failure> {
     Ok((spec[..at].to_string(), spec[at + 1..].to_string()))
 }
 
-fn npm_binding(spec: &str, args: &AddServerArgs) -> Result<(String, String, Value), Failure> {
+fn binding_failure(source: &Path, error: BindingError) -> Failure {
+    Failure::usage(format!("{}: {error} ({})", source.display(), error.code()))
+}
+
+/// The machine's digest of `command` on PATH, then the admin's extra ones.
+fn interpreter_digests(command: &str, args: &AddServerArgs) -> Result<Vec<String>, Failure> {
+    let path = which(command).ok_or_else(|| {
+        Failure::usage(format!(
+            "no `{command}` on PATH: the binding allows the digest of the {command} that runs it; install the {command} you reviewed and run add-server where it is on PATH"
+        ))
+    })?;
+    let mut digests = vec![sha256_hex(&path)?];
+    digests.extend(args.interpreter_sha256.iter().cloned());
+    Ok(digests)
+}
+
+fn npm(
+    spec: &str,
+    args: &AddServerArgs,
+    mut common: Common,
+) -> Result<(String, String, Value), Failure> {
     let (name, version) = split_npm(spec)?;
     let lockfile = args.lockfile.as_ref().ok_or_else(|| {
         Failure::usage(format!(
@@ -200,51 +231,156 @@ fn npm_binding(spec: &str, args: &AddServerArgs) -> Result<(String, String, Valu
         ))
     })?;
     let lock = read_json(lockfile)?;
-    let closure = npm_closure(&lock, &name, &version, Platform::current())
-        .map_err(|e| Failure::usage(format!("{}: {e}", lockfile.display())))?;
-    let entry = match &args.entry {
-        Some(entry) => entry.clone(),
-        None => npm_bin(&lock, &name).map_err(|why| {
-            Failure::usage(format!(
-                "{}: {why}; name the file with --entry",
-                lockfile.display()
-            ))
-        })?,
-    };
-    let node = which("node").ok_or_else(|| {
-        Failure::usage("no `node` on PATH: the binding allows the digest of the Node that runs it; install the Node you reviewed, or pass its digest with --interpreter-sha256 and run add-server where it is installed")
-    })?;
-    let mut digests = vec![sha256_hex(&node)?];
-    digests.extend(args.interpreter_sha256.iter().map(|d| d.to_lowercase()));
-    digests.dedup();
-    let binding = json!({
-        "ecosystem": "npm", "name": name, "version": version,
-        "artifact": closure.package.artifact.to_text(),
-        "closure": closure.closure.iter().map(|p| json!({
-            "name": p.name, "version": p.version, "artifact": p.artifact.to_text(), "path": p.path,
-        })).collect::<Vec<_>>(),
-        "entry": entry,
-        "interpreter": {"kind": "node", "sha256": digests},
-    });
+    common.interpreter_sha256 = interpreter_digests("node", args)?;
+    let binding =
+        npm_binding(&lock, &name, &version, &common).map_err(|e| binding_failure(lockfile, e))?;
     Ok((name, version, binding))
 }
 
-/// The package's only `bin` file, from its lockfile entry.
-fn npm_bin(lock: &Value, name: &str) -> Result<String, String> {
-    let entry = &lock["packages"][format!("node_modules/{name}")];
-    match &entry["bin"] {
-        Value::Object(bins) if bins.len() == 1 => bins
-            .values()
-            .next()
-            .and_then(Value::as_str)
-            .map(|p| p.trim_start_matches("./").to_string())
-            .ok_or_else(|| "its bin is not a path".to_string()),
-        Value::Object(bins) if bins.len() > 1 => Err(format!(
-            "{name} has several bins ({})",
-            bins.keys().cloned().collect::<Vec<_>>().join(", ")
-        )),
-        _ => Err(format!("{name} declares no bin in the lockfile")),
+/// `NAME==VERSION`.
+fn split_pypi(spec: &str) -> Result<(String, String), Failure> {
+    match spec.split_once("==") {
+        Some((name, version))
+            if !name.trim().is_empty() && !version.is_empty() && !version.starts_with('=') =>
+        {
+            Ok((name.trim().to_string(), version.to_string()))
+        }
+        _ => Err(Failure::usage(format!(
+            "--pypi {spec:?} is not NAME==VERSION; write the exact version the requirements file pins"
+        ))),
     }
+}
+
+async fn pypi(
+    context: &Context,
+    spec: &str,
+    args: &AddServerArgs,
+    mut common: Common,
+) -> Result<(String, String, Value), Failure> {
+    let (name, version) = split_pypi(spec)?;
+    let file = args.requirements.as_ref().ok_or_else(|| {
+        Failure::usage(format!(
+            "--pypi needs --requirements: the closure is bound from what you reviewed. Write `{name}=={version}` in requirements.in and run `uv pip compile --generate-hashes --only-binary :all: requirements.in -o requirements.txt` (or pip-compile --generate-hashes), then pass requirements.txt"
+        ))
+    })?;
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", file.display())))?;
+    let requirements = parse_requirements(&text)
+        .map_err(|e| binding_failure(file, BindingError::Requirements(e)))?;
+    common.interpreter_sha256 = interpreter_digests("python3", args)?;
+    let python = which("python3").ok_or_else(|| Failure::usage("no `python3` on PATH"))?;
+    let env = python_environment(&python)?;
+    let mut files = Vec::new();
+    for requirement in requirements.iter().filter(|r| r.applies(&env)) {
+        files.extend(
+            Host::package_files(
+                context.package_sources.as_deref(),
+                Ecosystem::Pypi,
+                &requirement.name,
+            )
+            .await?,
+        );
+    }
+    let binding = pypi_binding(&text, &name, &version, &files, &env, &common)
+        .map_err(|e| binding_failure(file, e))?;
+    let name = binding["name"].as_str().unwrap_or(&name).to_string();
+    Ok((name, version, binding))
+}
+
+/// What `wheels::choose` needs to know of the Python at `python`, asked of it (isolated, no
+/// site): its version, and the C library it runs on.
+fn python_environment(python: &Path) -> Result<wheels::Environment, Failure> {
+    let out = std::process::Command::new(python)
+        .args([
+            "-I",
+            "-S",
+            "-c",
+            "import platform, sys; print(sys.implementation.name, sys.version_info[0], sys.version_info[1]); print(*platform.libc_ver())",
+        ])
+        .output()
+        .map_err(|e| Failure::usage(format!("cannot run {}: {e}", python.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let refuse = |why: &str| {
+        Failure::usage(format!(
+            "{}: {why}; Gatehouse binds wheels for CPython 3 on glibc Linux",
+            python.display()
+        ))
+    };
+    if !out.status.success() {
+        return Err(refuse("it did not report its version"));
+    }
+    let mut lines = text.lines();
+    let version: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
+    let libc: Vec<&str> = lines.next().unwrap_or_default().split(' ').collect();
+    let number = |t: &str| {
+        t.parse::<u32>()
+            .map_err(|_| refuse("its version does not parse"))
+    };
+    let python_version = match version.as_slice() {
+        ["cpython", major, minor] => (number(major)?, number(minor)?),
+        _ => return Err(refuse("it is not CPython")),
+    };
+    let glibc = match libc.as_slice() {
+        ["glibc", v] => match v.split_once('.') {
+            Some((major, minor)) => (
+                number(major)?,
+                number(minor.split('.').next().unwrap_or(minor))?,
+            ),
+            None => return Err(refuse("its glibc version does not parse")),
+        },
+        _ => return Err(refuse("it does not run on glibc")),
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => wheels::Arch::X86_64,
+        "aarch64" => wheels::Arch::Aarch64,
+        other => {
+            return Err(refuse(&format!(
+                "the {other} architecture has no wheel tags here"
+            )));
+        }
+    };
+    if std::env::consts::OS != "linux" {
+        return Err(refuse("this is not Linux"));
+    }
+    Ok(wheels::Environment {
+        python: python_version,
+        implementation: wheels::Implementation::CPython,
+        platform: wheels::Platform {
+            os: wheels::Os::Linux,
+            arch,
+        },
+        glibc,
+    })
+}
+
+fn mcpb(
+    file: &Path,
+    args: &AddServerArgs,
+    mut common: Common,
+) -> Result<(String, String, Value, std::path::PathBuf), Failure> {
+    let file = std::fs::canonicalize(file)
+        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", file.display())))?;
+    let bytes = std::fs::read(&file)
+        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", file.display())))?;
+    let stem = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".mcpb"))
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "{} is not a .mcpb file name; the config names the bundle by its path, NAME.mcpb",
+                file.display()
+            ))
+        })?
+        .to_string();
+    let manifest = read_mcpb(&bytes).map_err(|e| binding_failure(&file, BindingError::Mcpb(e)))?;
+    common.interpreter_sha256 = match manifest.server_type {
+        ServerType::Node => interpreter_digests("node", args)?,
+        ServerType::Python => interpreter_digests("python3", args)?,
+        ServerType::Binary => args.interpreter_sha256.clone(),
+    };
+    let binding = mcpb_binding(&bytes, &stem, &common).map_err(|e| binding_failure(&file, e))?;
+    Ok((stem, manifest.version, binding, file))
 }
 
 fn which(command: &str) -> Option<std::path::PathBuf> {
@@ -260,45 +396,6 @@ fn sha256_hex(path: &Path) -> Result<String, Failure> {
     let bytes = std::fs::read(path)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
     Ok(hex::encode(Sha256::digest(bytes)))
-}
-
-/// `existing_directory_under_home[:ACCESS][:MIN:MAX]` or `one_of:V1,V2[:MIN:MAX]`.
-fn user_arg_rule(text: &str) -> Result<Value, Failure> {
-    let parts: Vec<&str> = text.split(':').collect();
-    let bad = || {
-        Failure::usage(format!(
-            "--user-arg {text:?} is not a rule; write existing_directory_under_home[:read_only|read_write][:MIN:MAX] or one_of:V1,V2[:MIN:MAX]"
-        ))
-    };
-    let counts = |rest: &[&str]| -> Result<(u64, u64), Failure> {
-        match rest {
-            [] => Ok((1, 1)),
-            [min, max] => Ok((
-                min.parse().map_err(|_| bad())?,
-                max.parse().map_err(|_| bad())?,
-            )),
-            _ => Err(bad()),
-        }
-    };
-    match parts.as_slice() {
-        ["existing_directory_under_home", rest @ ..] => {
-            let (access, rest) = match rest.first().copied() {
-                Some(a @ ("read_only" | "read_write")) => (a, &rest[1..]),
-                _ => ("read_only", rest),
-            };
-            let (min, max) = counts(rest)?;
-            Ok(
-                json!({"rule": "existing_directory_under_home", "access": access, "min": min, "max": max}),
-            )
-        }
-        ["one_of", values, rest @ ..] => {
-            let (min, max) = counts(rest)?;
-            Ok(
-                json!({"rule": "one_of", "values": values.split(',').collect::<Vec<_>>(), "min": min, "max": max}),
-            )
-        }
-        _ => Err(bad()),
-    }
 }
 
 /// The tools to allow and their pins, from what the server listed.
@@ -355,26 +452,19 @@ mod tests {
     }
 
     #[test]
-    fn user_arg_rules_parse_and_bad_ones_are_refused() {
+    fn pypi_specs_need_an_exact_version() {
         assert_eq!(
-            user_arg_rule("existing_directory_under_home:read_write:1:8").unwrap(),
-            json!({"rule": "existing_directory_under_home", "access": "read_write", "min": 1, "max": 8})
-        );
-        assert_eq!(
-            user_arg_rule("existing_directory_under_home").unwrap()["access"],
-            "read_only"
-        );
-        assert_eq!(
-            user_arg_rule("one_of:utc,local").unwrap(),
-            json!({"rule": "one_of", "values": ["utc", "local"], "min": 1, "max": 1})
+            split_pypi("mcp-server-time==2026.10.19").unwrap(),
+            ("mcp-server-time".into(), "2026.10.19".into())
         );
         for bad in [
-            "any_path",
-            "one_of",
-            "existing_directory_under_home:1",
-            "one_of:a:x:2",
+            "mcp-server-time",
+            "mcp-server-time>=1",
+            "==1.0",
+            "x===1.0",
+            "x==",
         ] {
-            assert!(user_arg_rule(bad).is_err(), "{bad}");
+            assert!(split_pypi(bad).is_err(), "{bad}");
         }
     }
 }

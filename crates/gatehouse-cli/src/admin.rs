@@ -7,6 +7,7 @@ use std::path::Path;
 use ed25519_dalek::SigningKey;
 use gatehouse_attest::bundle::{AuditDurability, Bundle, BundleError, VerifiedBundle, sign_bundle};
 use gatehouse_attest::keys::{parse_private_key, private_key_document, public_key_document};
+use gatehouse_attest::package::{Access, EntryPoint, Interpreter, PackageBinding, UserArgRule};
 use gatehouse_attest::{TrustRoot, VerifyContext, sign_document, verify};
 use gatehouse_host::fetch::{
     AttestationSource, DEFAULT_FETCH_TIMEOUT, FetchError, fetch_attestation,
@@ -304,7 +305,7 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
             let servers: Vec<Value> = c
                 .servers
                 .iter()
-                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes}))
+                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes, "package": s.package.as_ref().map(package_json)}))
                 .collect();
             let data = json!({
                 "bundle": format!("{}@{}", c.bundle_id, c.version),
@@ -325,10 +326,111 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                 output::print_json(&data);
             } else {
                 println!("{}", serde_json::to_string_pretty(&data).expect("json"));
+                // The package bindings once more, one line each, where a reviewer reads them.
+                for s in &c.servers {
+                    if let Some(binding) = &s.package {
+                        println!("{}: {}", s.id, package_line(binding));
+                    }
+                }
             }
             Ok(if verdict.is_ok() { 0 } else { 1 })
         }
     }
+}
+
+/// A bundle entry's package binding as `bundle inspect` shows it: what is pinned, not the
+/// hashes of every closure entry (the bundle file has those).
+fn package_json(binding: &PackageBinding) -> Value {
+    let (digests, node_package) = match &binding.interpreter {
+        Interpreter::Node { sha256, package } => (sha256.len(), package.as_ref()),
+        Interpreter::Python { sha256 } => (sha256.len(), None),
+        Interpreter::Binary => (0, None),
+    };
+    json!({
+        "ecosystem": binding.ecosystem,
+        "name": binding.package.name,
+        "version": binding.package.version,
+        "artifact": binding.package.artifact.to_text(),
+        // The bound package and every other one installed with it.
+        "closure": binding.closure.len() + 1,
+        "entry": entry_text(&binding.entry),
+        "interpreter": {
+            "kind": binding.interpreter.kind(),
+            "allowedDigests": digests,
+            "package": node_package.map(|p| format!("{}@{}", p.name, p.version)),
+        },
+        "args": binding.args,
+        "userArgs": binding.user_args.iter().map(user_arg_json).collect::<Vec<_>>(),
+    })
+}
+
+fn entry_text(entry: &EntryPoint) -> String {
+    match entry {
+        EntryPoint::Path(path) => path.clone(),
+        EntryPoint::ConsoleScript(script) => script.clone(),
+        EntryPoint::Callable { module, function } => format!("{module}:{function}"),
+    }
+}
+
+fn user_arg_json(rule: &UserArgRule) -> Value {
+    let (min, max) = rule.count();
+    match rule {
+        UserArgRule::ExistingDirectoryUnderHome { access, .. } => {
+            json!({"rule": rule.rule(), "access": access, "min": min, "max": max})
+        }
+        UserArgRule::OneOf { values, .. } => {
+            json!({"rule": rule.rule(), "values": values, "min": min, "max": max})
+        }
+    }
+}
+
+/// One line: `npm NAME@VERSION · 104 packages · entry dist/index.js · node (1 allowed digest)
+/// · user args: existing_directory_under_home read_write 1..4`.
+fn package_line(binding: &PackageBinding) -> String {
+    let value = package_json(binding);
+    let digests = value["interpreter"]["allowedDigests"].as_u64().unwrap_or(0);
+    let mut interpreter = binding.interpreter.kind().to_string();
+    if !matches!(binding.interpreter, Interpreter::Binary) {
+        interpreter.push_str(&format!(
+            " ({digests} allowed digest{})",
+            if digests == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(node) = value["interpreter"]["package"].as_str() {
+        interpreter.push_str(&format!(", or {node} from the store"));
+    }
+    let rules: Vec<String> = binding
+        .user_args
+        .iter()
+        .map(|rule| {
+            let (min, max) = rule.count();
+            match rule {
+                UserArgRule::ExistingDirectoryUnderHome { access, .. } => {
+                    let access = match access {
+                        Access::ReadOnly => "read_only",
+                        Access::ReadWrite => "read_write",
+                    };
+                    format!("{} {access} {min}..{max}", rule.rule())
+                }
+                UserArgRule::OneOf { values, .. } => {
+                    format!("{} [{}] {min}..{max}", rule.rule(), values.join(", "))
+                }
+            }
+        })
+        .collect();
+    format!(
+        "{} {}@{} · {} packages · entry {} · {interpreter} · user args: {}",
+        binding.ecosystem.as_str(),
+        binding.package.name,
+        binding.package.version,
+        binding.closure.len() + 1,
+        entry_text(&binding.entry),
+        if rules.is_empty() {
+            "none".to_string()
+        } else {
+            rules.join("; ")
+        }
+    )
 }
 
 fn hex_encode(bytes: &[u8]) -> String {

@@ -352,6 +352,17 @@ pub enum ServersCommand {
     Remove { name: String },
     /// Re-enable a server the kill switch suspended for abusing elicitations (audited).
     Resume { name: String },
+    /// Pin a configured npx package server yourself, without an admin: resolve its closure,
+    /// install it into a scratch store, start it and show what would be pinned (package,
+    /// version, closure size, tools and their definitions); once you confirm, write the
+    /// binding into your own bundle (signed with your key in the keychain). It then runs from
+    /// Gatehouse's store in deny-by-default, "pinned by you".
+    Pin {
+        name: String,
+        /// Pin without asking (with --json, without --yes only the plan is printed).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Import servers from a Claude Desktop, Cursor or VS Code config file.
     Import {
         path: PathBuf,
@@ -587,7 +598,7 @@ pub enum BundleCommand {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi"])))]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi", "mcpb"])))]
 pub struct AddServerArgs {
     /// The bundle to edit (from `bundle init`).
     pub bundle: PathBuf,
@@ -607,6 +618,10 @@ pub struct AddServerArgs {
     /// A PyPI package: `NAME==VERSION` (with --requirements).
     #[arg(long, value_name = "NAME==VERSION")]
     pub pypi: Option<String>,
+    /// An MCP bundle file, `NAME.mcpb`: bound by its SHA-256, its manifest's version, server
+    /// type and entry point; the config names it by its path.
+    #[arg(long, value_name = "FILE")]
+    pub mcpb: Option<PathBuf>,
     /// The package-lock.json that pins the npm package's closure (`npm install
     /// --package-lock-only --ignore-scripts NAME@VERSION` in an empty directory).
     #[arg(long, value_name = "FILE")]
@@ -615,7 +630,8 @@ pub struct AddServerArgs {
     #[arg(long, value_name = "FILE")]
     pub requirements: Option<PathBuf>,
     /// What runs: npm, the file inside the package (default: its only `bin`); PyPI, a console
-    /// script (default: the package's name) or `module:function`.
+    /// script (default: the package's name) or `module:function`; MCPB, a file in the bundle
+    /// (default: the manifest's entry point).
     #[arg(long)]
     pub entry: Option<String>,
     /// A fixed argument, before the user's own; repeat in order.
@@ -855,9 +871,8 @@ pub fn groups(path: &str) -> &'static [Group] {
     match path {
         // Only a choice of subcommand.
         "servers" | "secret" | "auth" | "audit" | "bundle" | "attest" | "policy" | "clients" => &[],
-        "servers list" | "servers add" | "servers remove" | "servers resume" | "servers import" => {
-            HOST
-        }
+        "servers list" | "servers add" | "servers remove" | "servers resume" | "servers import"
+        | "servers pin" => HOST,
         "secret set" | "secret delete" => &[Output],
         "auth login" => SERVER,
         "auth status" | "auth logout" => HOST,

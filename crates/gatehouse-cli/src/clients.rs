@@ -200,8 +200,21 @@ async fn connect(
         }
     };
     let warnings = unmanaged_warnings(roots, &backups, location.client);
+    // Which of its servers are packages, and what each needs now (by the installed bundles;
+    // nothing is admitted or started).
+    let mut names = outcome.import.imported.clone();
+    names.extend(outcome.already_configured.iter().cloned());
+    let packages = match crate::commands::open_host(context, crate::commands::terminal_consent()) {
+        Ok(host) => {
+            let states = host.package_states(&names);
+            host.shutdown().await;
+            states
+        }
+        Err(_) => Vec::new(),
+    };
     if context.json {
         output::print_json(&json!({
+            "packages": output::package_states_json(&packages),
             "client": location.client,
             "scope": location.scope,
             "path": outcome.path,
@@ -218,6 +231,7 @@ async fn connect(
     for name in &outcome.already_configured {
         println!("  = {name} (already in servers.json with the same settings)");
     }
+    output::print_package_states(&packages);
     println!(
         "{} now launches Gatehouse as its only MCP server: {} {}",
         location.client.display_name(),

@@ -18,6 +18,7 @@ mod dispatch;
 mod failure;
 mod gated;
 mod output;
+mod pin;
 mod policy;
 mod prompts;
 mod resources;

@@ -343,7 +343,33 @@ pub fn print_servers(path: &Path, rows: &[Value]) {
         if let Some(verdict) = row["verdict"].as_str() {
             println!("    {}", safe_line(verdict));
         }
+        if let Some(package) = row.get("package").filter(|p| p.is_object()) {
+            println!("    {}", safe_line(&package_line(package)));
+        }
     }
+}
+
+/// A package server's binding in one line: `npm NAME VERSION · 104 packages · tree verified
+/// (1234 files) · your args: DIR`.
+pub fn package_line(package: &Value) -> String {
+    let text = |field: &str| package[field].as_str().unwrap_or_default();
+    let count = |field: &str| package[field].as_u64().unwrap_or_default();
+    let args: Vec<&str> = package["user_args"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut line = format!(
+        "{} {} {} · {} packages · tree verified ({} files)",
+        text("ecosystem"),
+        text("package"),
+        text("version"),
+        count("closure"),
+        count("files_verified"),
+    );
+    if !args.is_empty() {
+        line.push_str(&format!(" · your args: {}", args.join(" ")));
+    }
+    line
 }
 
 pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
@@ -365,6 +391,35 @@ pub fn print_import(source: &Path, into: &Path, report: &ImportReport) {
     print_held_back(report);
     for warning in &report.warnings {
         eprintln!("warning: {warning}");
+    }
+}
+
+/// The imported servers that are packages, and what each needs: bound (runs from the store),
+/// pinnable (`servers pin`), or an admin's binding.
+pub fn package_states_json(states: &[(String, gatehouse_host::host::PackageState)]) -> Value {
+    Value::Array(
+        states
+            .iter()
+            .map(|(name, state)| serde_json::json!({"name": name, "state": state}))
+            .collect(),
+    )
+}
+
+pub fn print_package_states(states: &[(String, gatehouse_host::host::PackageState)]) {
+    use gatehouse_host::host::PackageState;
+    for (name, state) in states {
+        let what = match state {
+            PackageState::PackageBound => "package-bound: runs from Gatehouse's store".to_string(),
+            PackageState::PinnedByYou => "pinned by you: runs from Gatehouse's store".to_string(),
+            PackageState::CanBePinned => format!(
+                "a package no bundle binds: refused until pinned; `gatehouse servers pin {name}` pins it"
+            ),
+            PackageState::AskYourAdmin => {
+                "a package no bundle binds: refused until your admin binds it".to_string()
+            }
+            PackageState::Refused => "a bound package, refused as configured".to_string(),
+        };
+        println!("  {name}: {what}");
     }
 }
 

@@ -25,14 +25,20 @@ pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failu
             let rows: Vec<Value> = admissions?
                 .into_iter()
                 .map(|admission| {
-                    json!({
+                    let mut row = json!({
                         "name": admission.name,
                         "transport": admission.transport,
                         "target": admission.target,
                         "secrets": admission.secrets,
                         "admission": admission.verdict,
                         "verdict": admission.verdict.headline(),
-                    })
+                    });
+                    // A package server's binding, at the top where a person looks; other rows
+                    // keep their shape.
+                    if let Some(package) = &admission.verdict.package {
+                        row["package"] = json!(package);
+                    }
+                    row
                 })
                 .collect();
             if context.json {
@@ -69,6 +75,7 @@ pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failu
             );
             Ok(0)
         }
+        ServersCommand::Pin { name, yes } => crate::pin::run(context, &name, yes).await,
         ServersCommand::Resume { name } => {
             // A configured server, or the demo's in --demo; nothing connects.
             let (host, name, _) =
@@ -98,12 +105,21 @@ pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failu
             let imported = host
                 .import_servers_from(&text, &source, replace, &allow_launch_settings)
                 .await;
+            // Which imported servers are packages, and what each needs now.
+            let packages = imported
+                .as_ref()
+                .map(|r| host.package_states(&r.imported))
+                .unwrap_or_default();
             host.shutdown().await;
             let report_data = imported?;
             if context.json {
-                output::print_json(&json!({"config": path, "import": report_data}));
+                output::print_json(&json!({
+                    "config": path, "import": report_data,
+                    "packages": output::package_states_json(&packages),
+                }));
             } else {
                 output::print_import(&source, path, &report_data);
+                output::print_package_states(&packages);
             }
             Ok(0)
         }

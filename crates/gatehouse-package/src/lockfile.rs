@@ -265,10 +265,17 @@ fn resolve(
 /// Whether an optional dependency is installed on `platform` (npm's `os`/`cpu` lists; a `!x`
 /// excludes).
 fn fits(body: &Map<String, Value>, platform: Platform) -> bool {
-    let allows = |field: &str, value: &str| match body.get(field).and_then(Value::as_array) {
+    // npm writes a list, or a single string for one value.
+    let allows = |field: &str, value: &str| match body.get(field) {
         None => true,
         Some(list) => {
-            let items: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+            let items: Vec<&str> = match list {
+                Value::String(one) => vec![one.as_str()],
+                other => other
+                    .as_array()
+                    .map(|l| l.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default(),
+            };
             if items.iter().any(|i| i.strip_prefix('!') == Some(value)) {
                 return false;
             }
@@ -349,7 +356,7 @@ mod tests {
                 "node_modules/@s/b": {"version": "2.0.0", "integrity": integrity(3), "dependencies": {"a": "^2"}},
                 "node_modules/@s/b/node_modules/a": {"version": "2.0.0", "integrity": integrity(4)},
                 "node_modules/mac-only": {"version": "1.0.0", "integrity": integrity(5), "os": ["darwin"], "optional": true},
-                "node_modules/linux-only": {"version": "1.0.0", "integrity": integrity(6), "os": ["linux"], "cpu": ["x64"], "optional": true},
+                "node_modules/linux-only": {"version": "1.0.0", "integrity": integrity(6), "os": "linux", "cpu": ["x64"], "optional": true},
                 "node_modules/other": {"version": "1.0.0", "integrity": integrity(7)}
             }
         })

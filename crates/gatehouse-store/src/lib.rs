@@ -14,7 +14,10 @@
 //!   binding (for example a SHA-256 of the closure's artifact hashes).
 //! - `<root>/<key>/manifest.json`: `{"version":1,"files":[{"path","size","sha256",
 //!   "executable"}…]}`, sorted by path.
-//! - `<root>/.tmp-<key>-<pid>-<n>`: an install in progress; removed by [`Store::open`].
+//! - `<root>/.tmp-<key>-<pid>-<n>`: an install in progress; removed by [`Store::open`] or the
+//!   next install, only while holding the lock.
+//! - `<root>/.lock`: the advisory lock that serializes installs and removals across processes
+//!   (the CLI and the desktop app share a store).
 //!
 //! # Invariants
 //!

@@ -1,10 +1,15 @@
 //! The content-addressed store: `<root>/<key>/manifest.json` and `<root>/<key>/tree/…`,
 //! installed atomically (a temporary directory under the root, fsync'd, renamed into place in
 //! one step) and checked against its manifest before each launch.
+//!
+//! Several processes share one store (the CLI and the desktop app): installs and removals take
+//! an advisory lock on `<root>/.lock`, and leftovers of unfinished installs are removed only
+//! while holding it, so one process never removes another's install in progress. Reading
+//! (`contains`, `verify`) takes no lock: an entry appears and disappears only by one rename.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write as _;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{ErrorKind, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,6 +21,8 @@ use crate::{ArchiveKind, Change, Limits, StoreError, normalize_path, verify_arti
 
 /// Names of in-progress installs start with this; an entry name never does (keys are hex).
 const TEMP_PREFIX: &str = ".tmp-";
+/// The advisory lock file; never an entry (keys are hex) nor a leftover (no temp prefix).
+const LOCK: &str = ".lock";
 const MANIFEST: &str = "manifest.json";
 const TREE: &str = "tree";
 const MANIFEST_VERSION: u32 = 1;
@@ -63,7 +70,9 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Store {
     /// Opens (creating) the store with the real limits and removes leftovers of installs that
-    /// did not finish (a crash between unpacking and the rename).
+    /// did not finish (a crash between unpacking and the rename), when no other install holds
+    /// the store's lock; it never waits for the lock (an install in progress elsewhere keeps
+    /// its temporary directory, and the next install cleans up instead).
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         Store::open_with_limits(root, Limits::default())
     }
@@ -72,18 +81,74 @@ impl Store {
     pub fn open_with_limits(root: impl Into<PathBuf>, limits: Limits) -> Result<Store, StoreError> {
         let root = root.into();
         create_dir_all(&root)?;
-        for dirent in fs::read_dir(&root).map_err(StoreError::io(&root))? {
-            let dirent = dirent.map_err(StoreError::io(&root))?;
+        let store = Store { root, limits };
+        // Every install creates the lock file before writing anything, so without one there
+        // is nothing to clean (opening never creates it: a store nothing was installed into
+        // stays empty). A store whose lock file cannot be opened (a read-only, pre-seeded
+        // one) can still be verified and launched from; an install would say what is wrong.
+        if let Ok(file) = File::open(store.root.join(LOCK)) {
+            match file.try_lock() {
+                Ok(()) => store.remove_leftovers()?,
+                // Another process is installing: its temporary directory is not a leftover.
+                Err(TryLockError::WouldBlock) => {}
+                Err(TryLockError::Error(e)) if e.kind() == ErrorKind::Unsupported => {}
+                Err(TryLockError::Error(e)) => {
+                    return Err(StoreError::StoreIo {
+                        path: store.root.join(LOCK),
+                        source: e,
+                    });
+                }
+            }
+        }
+        Ok(store)
+    }
+
+    /// Removes every temporary directory in the root. Only called while holding the lock
+    /// exclusively, so none of them belongs to an install in progress.
+    fn remove_leftovers(&self) -> Result<(), StoreError> {
+        for dirent in fs::read_dir(&self.root).map_err(StoreError::io(&self.root))? {
+            let dirent = dirent.map_err(StoreError::io(&self.root))?;
             if dirent
                 .file_name()
                 .to_string_lossy()
                 .starts_with(TEMP_PREFIX)
             {
-                let path = dirent.path();
-                remove_any(&path)?;
+                remove_any(&dirent.path())?;
             }
         }
-        Ok(Store { root, limits })
+        Ok(())
+    }
+
+    /// The lock file, created if missing and opened anew each time: `flock`-style locks
+    /// belong to one open file, so two `Store` values (or two threads) exclude each other
+    /// just as two processes do.
+    fn lock_file(&self) -> Result<File, StoreError> {
+        let path = self.root.join(LOCK);
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            // An existing lock file in a directory this user may not write still locks.
+            .or_else(|e| File::open(&path).map_err(|_| e))
+            .map_err(StoreError::io(&path))
+    }
+
+    /// Waits for the store's lock, held until the returned file is dropped (or the process
+    /// ends). `None` where the platform has no file locks: installing still works there
+    /// (the rename is atomic and a lost race verifies the winner's entry), but nothing is
+    /// cleaned, because a temporary directory might be another install's.
+    fn lock_exclusive(&self) -> Result<Option<File>, StoreError> {
+        let file = self.lock_file()?;
+        match file.lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(None),
+            Err(e) => Err(StoreError::StoreIo {
+                path: self.root.join(LOCK),
+                source: e,
+            }),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -112,8 +177,10 @@ impl Store {
 
     /// Installs a closure under `key`: verifies every artifact's hash, then checks every
     /// archive, before anything is written; unpacks into a temporary directory, writes the
-    /// manifest, fsyncs, and renames it to `<root>/<key>`. An entry already installed is
-    /// verified instead and its manifest returned.
+    /// manifest, fsyncs, and renames it to `<root>/<key>`, holding the store's lock from the
+    /// check for an installed entry to the rename. An entry already installed (or installed
+    /// by another process while this one waited for the lock) is verified instead and its
+    /// manifest returned.
     pub fn install(&self, key: &str, artifacts: &[Artifact<'_>]) -> Result<Manifest, StoreError> {
         let entry = self.entry_path(key)?;
         if entry.is_dir() {
@@ -136,6 +203,14 @@ impl Store {
         }
         let entries = tree.into_entries();
 
+        // Everything above is checking bytes in memory; only the writing is serialized.
+        let lock = self.lock_exclusive()?;
+        if entry.is_dir() {
+            return self.verify(key);
+        }
+        if lock.is_some() {
+            self.remove_leftovers()?;
+        }
         let temp = self.temp_path(key);
         let result = (|| {
             create_dir_0755(&temp)?;
@@ -199,14 +274,17 @@ impl Store {
             });
         }
         sync_dir(&self.root)?;
+        drop(lock);
         Ok(manifest)
     }
 
     /// Removes the entry of `key` (for example after `store_entry_changed`, before installing
     /// it again). It is first renamed to a temporary name in one step, so a crash midway
-    /// leaves a leftover that the next open removes, never a partial entry.
+    /// leaves a leftover that the next open removes, never a partial entry. It holds the
+    /// store's lock, so no other process's cleanup races it for that temporary directory.
     pub fn remove(&self, key: &str) -> Result<(), StoreError> {
         let entry = self.entry_path(key)?;
+        let _lock = self.lock_exclusive()?;
         if !entry.is_dir() {
             return Ok(());
         }
@@ -265,6 +343,7 @@ impl Store {
         all.extend(found.keys().map(String::as_str));
         all.sort_unstable();
         all.dedup();
+        let mut to_hash = Vec::with_capacity(expected.len());
         for path in all {
             match (expected.get(path), found.get(path)) {
                 (Some(_), None) => return Err(changed(path, Change::Missing)),
@@ -272,11 +351,49 @@ impl Store {
                     return Err(changed(path, Change::Added));
                 }
                 (Some(want), Some(Found::File { path: disk, mode })) => {
-                    if !file_matches(want, disk, *mode)? {
-                        return Err(changed(path, Change::Modified));
-                    }
+                    to_hash.push((*want, disk.as_path(), *mode));
                 }
                 (None, None) => {}
+            }
+        }
+        // Hashing is the cost of a launch (thousands of files): spread it over the cores, then
+        // name the first changed file in path order, as a sequential check would.
+        let workers = std::thread::available_parallelism()
+            .map(std::num::NonZeroUsize::get)
+            .unwrap_or(1)
+            .clamp(1, 8);
+        let chunk = to_hash.len().div_ceil(workers).max(1);
+        let outcomes: Vec<Result<Option<usize>, StoreError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = to_hash
+                .chunks(chunk)
+                .enumerate()
+                .map(|(n, files)| {
+                    scope.spawn(move || {
+                        for (i, (want, disk, mode)) in files.iter().enumerate() {
+                            if !file_matches(want, disk, *mode)? {
+                                return Ok(Some(n * chunk + i));
+                            }
+                        }
+                        Ok(None)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(StoreError::StoreIo {
+                            path: entry.clone(),
+                            source: std::io::Error::other("a verifying thread failed"),
+                        })
+                    })
+                })
+                .collect()
+        });
+        // Chunks are in path order, so the first chunk with a problem holds the first one.
+        for outcome in outcomes {
+            if let Some(i) = outcome? {
+                return Err(changed(&to_hash[i].0.path, Change::Modified));
             }
         }
         Ok(manifest)

@@ -144,11 +144,12 @@ fn install_one(store: &Store, kind: ArchiveKind, bytes: &[u8]) -> Result<(), Sto
         .map(drop)
 }
 
-/// Names in the store root: nothing of a refused install may remain.
+/// Names in the store root but its lock file: nothing of a refused install may remain.
 fn root_names(store: &Store) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(store.root())
         .unwrap()
         .map(|d| d.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != ".lock")
         .collect();
     names.sort();
     names
@@ -768,11 +769,145 @@ fn a_crashed_install_is_never_used_and_is_cleaned_on_open() {
     // The finished entry is untouched.
     store.verify(KEY).unwrap();
 
-    // A leftover appearing while the store is open is not an entry either.
-    fs::create_dir(root.join(format!(".tmp-{other_key}-4242-2"))).unwrap();
+    // A leftover appearing while the store is open is not an entry either, and the next
+    // install (holding the lock) removes it.
+    let late = root.join(format!(".tmp-{other_key}-4242-2"));
+    fs::create_dir(&late).unwrap();
     assert!(!store.contains(&other_key).unwrap());
     install_one_key(&store, &other_key).unwrap();
     store.verify(&other_key).unwrap();
+    assert!(!late.exists());
+    assert_eq!(root_names(&store), [KEY, other_key.as_str()]);
+}
+
+/// The store's lock held as another process's install holds it (locks belong to one open
+/// file, so this excludes a `Store` of this process as it would another process's).
+fn hold_lock(root: &Path) -> fs::File {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(root.join(".lock"))
+        .unwrap();
+    file.lock().unwrap();
+    file
+}
+
+#[test]
+fn an_install_in_progress_elsewhere_keeps_its_temporary_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    Store::open_with_limits(&root, small()).unwrap();
+    // Opening alone writes nothing, not even the lock file.
+    assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+    let in_progress = root.join(format!(".tmp-{KEY}-4242-0"));
+    fs::create_dir(&in_progress).unwrap();
+    fs::write(in_progress.join("partial"), b"x").unwrap();
+
+    let lock = hold_lock(&root);
+    // Opening never waits for the lock, and does not touch what the holder is writing.
+    let store = Store::open_with_limits(&root, small()).unwrap();
+    assert!(in_progress.join("partial").exists());
+    assert!(!store.contains(KEY).unwrap());
+    assert_eq!(store.verify(KEY).unwrap_err().code(), "store_entry_missing");
+
+    // Once the holder is gone (finished or crashed), the directory is a leftover.
+    drop(lock);
+    Store::open_with_limits(&root, small()).unwrap();
+    assert!(!in_progress.exists());
+}
+
+#[test]
+fn concurrent_installs_of_one_key_both_succeed_and_install_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let bytes = good_wheel();
+    let expected = sha256(&bytes);
+    // Separate stores, as two processes would have.
+    let stores: Vec<Store> = (0..4)
+        .map(|_| Store::open_with_limits(&root, small()).unwrap())
+        .collect();
+    let start = std::sync::Barrier::new(stores.len());
+    let manifests: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = stores
+            .iter()
+            .map(|store| {
+                let (start, bytes, expected) = (&start, &bytes, &expected);
+                scope.spawn(move || {
+                    start.wait();
+                    store.install(
+                        KEY,
+                        &[Artifact {
+                            dest: "",
+                            kind: ArchiveKind::Zip,
+                            expected,
+                            bytes,
+                        }],
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let manifests: Vec<_> = manifests.into_iter().map(Result::unwrap).collect();
+    assert!(manifests.iter().all(|m| *m == manifests[0]));
+    assert!(!manifests[0].files.is_empty());
+    assert_eq!(root_names(&stores[0]), [KEY]);
+    stores[0].verify(KEY).unwrap();
+}
+
+#[test]
+fn an_install_waiting_for_the_lock_uses_the_entry_installed_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let other = dir.path().join("other");
+    let store = Store::open_with_limits(&root, small()).unwrap();
+    let lock = hold_lock(&root);
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| {
+            let bytes = good_wheel();
+            store.install(
+                KEY,
+                &[Artifact {
+                    dest: "",
+                    kind: ArchiveKind::Zip,
+                    expected: &sha256(&bytes),
+                    bytes: &bytes,
+                }],
+            )
+        });
+        // The holder's install: complete elsewhere, then renamed in, as an install does.
+        let elsewhere = Store::open_with_limits(&other, small()).unwrap();
+        install_one(&elsewhere, ArchiveKind::Zip, &good_wheel()).unwrap();
+        fs::rename(other.join(KEY), root.join(KEY)).unwrap();
+        drop(lock);
+        let manifest = waiting.join().unwrap().unwrap();
+        assert_eq!(manifest, store.verify(KEY).unwrap());
+    });
+    assert_eq!(root_names(&store), [KEY]);
+}
+
+#[test]
+fn an_install_waiting_for_the_lock_refuses_an_entry_changed_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    let other = dir.path().join("other");
+    let store = Store::open_with_limits(&root, small()).unwrap();
+    let lock = hold_lock(&root);
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| install_one(&store, ArchiveKind::Zip, &good_wheel()));
+        let elsewhere = Store::open_with_limits(&other, small()).unwrap();
+        install_one(&elsewhere, ArchiveKind::Zip, &good_wheel()).unwrap();
+        // What the other installer left is not trusted: it is verified like any entry.
+        fs::write(other.join(KEY).join("tree").join("extra"), b"x").unwrap();
+        fs::rename(other.join(KEY), root.join(KEY)).unwrap();
+        drop(lock);
+        assert_eq!(
+            waiting.join().unwrap().unwrap_err().code(),
+            "store_entry_changed"
+        );
+    });
 }
 
 #[test]
@@ -852,4 +987,31 @@ fn a_tarball_that_decompresses_past_the_cap_in_its_headers_is_refused() {
     let e = check_tgz(&tgz_with_pax(20_000), &small()).unwrap_err();
     assert_eq!(e.code(), "archive_too_large", "{e}");
     assert!(e.to_string().contains("decompressed"), "{e}");
+}
+
+#[test]
+fn of_many_changed_files_the_first_in_path_order_is_named() {
+    // Enough files that the parallel check splits them between threads.
+    let names: Vec<Vec<u8>> = (0..64)
+        .map(|i| format!("package/f{i:03}.js").into_bytes())
+        .collect();
+    let mut entries = vec![T::Dir(b"package/")];
+    entries.extend(names.iter().map(|n| T::File(n, b"x", 0o644)));
+    let bytes = tgz(&entries);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("store")).unwrap();
+    install_one(&store, ArchiveKind::NpmTgz, &bytes).unwrap();
+    let tree = store.tree_path(KEY).unwrap();
+    for i in [61, 40, 7] {
+        fs::write(tree.join(format!("f{i:03}.js")), b"y").unwrap();
+    }
+    assert_eq!(
+        changed(store.verify(KEY).unwrap_err()),
+        ("f007.js".into(), Change::Modified)
+    );
+    fs::write(tree.join("f007.js"), b"x").unwrap();
+    assert_eq!(
+        changed(store.verify(KEY).unwrap_err()),
+        ("f040.js".into(), Change::Modified)
+    );
 }

@@ -43,6 +43,8 @@ pub struct Mirror {
 
 struct Shared {
     seed: PathBuf,
+    /// `http://127.0.0.1:PORT`, for the absolute tarball URLs of packuments.
+    base: String,
     requests: Mutex<Vec<String>>,
     tamper: Mutex<HashMap<String, Vec<u8>>>,
 }
@@ -68,6 +70,7 @@ impl Mirror {
         );
         let shared = Arc::new(Shared {
             seed: seed_dir.into(),
+            base: base.clone(),
             requests: Mutex::default(),
             tamper: Mutex::default(),
         });
@@ -156,6 +159,8 @@ enum Route {
     PypiProject(String),
     /// `<seed>/pypi/<file>`.
     PypiFile(String),
+    /// An npm packument, by the package's name (`@scope/name` or `name`).
+    NpmPackument(String),
 }
 
 /// Decodes `%XX` escapes; `None` for a malformed escape or bytes that are not UTF-8.
@@ -224,6 +229,19 @@ fn route(path: &str) -> Option<Route> {
         ["pypi", "files", file] if !listing && !file.contains('/') => {
             Some(Route::PypiFile((*file).to_owned()))
         }
+        // A packument (`GET /npm/<name>`, `@scope/name` or `@scope%2fname`): what npm's
+        // resolver reads.
+        ["npm", scope, name] if !listing && scope.starts_with('@') && !name.starts_with('@') => {
+            Some(Route::NpmPackument(format!("{scope}/{name}")))
+        }
+        ["npm", name] if !listing => match name.split_once('/') {
+            Some((scope, rest)) if scope.starts_with('@') && !rest.contains('/') => {
+                Some(Route::NpmPackument((*name).to_owned()))
+            }
+            Some(_) => None,
+            None if !name.starts_with('@') => Some(Route::NpmPackument((*name).to_owned())),
+            None => None,
+        },
         ["npm", name @ .., "-", file] if !listing && file.ends_with(".tgz") => {
             let name = name.join("/");
             let (scope, name) = match name.split_once('/') {
@@ -245,6 +263,22 @@ fn route(path: &str) -> Option<Route> {
 }
 
 /// A regular file's bytes; links are not followed, so nothing outside the seed is reached.
+/// `package/package.json` of an npm tarball.
+fn package_json(tgz: &[u8]) -> Option<serde_json::Value> {
+    use std::io::Read;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(tgz));
+    for entry in archive.entries().ok()? {
+        let entry = entry.ok()?;
+        let path = entry.path().ok()?.to_string_lossy().into_owned();
+        if path.split_once('/').map(|(_, rest)| rest) == Some("package.json") {
+            let mut text = String::new();
+            entry.take(1 << 20).read_to_string(&mut text).ok()?;
+            return serde_json::from_str(&text).ok();
+        }
+    }
+    None
+}
+
 fn read_file(path: &Path) -> Option<Vec<u8>> {
     let metadata = std::fs::symlink_metadata(path).ok()?;
     if !metadata.file_type().is_file() {
@@ -258,6 +292,66 @@ impl Shared {
     fn served(&self, path: &Path, file_name: &str) -> Option<Vec<u8>> {
         let bytes = read_file(path)?;
         Some(lock(&self.tamper).get(file_name).cloned().unwrap_or(bytes))
+    }
+
+    /// The npm packument of `name`, made from the seed's tarballs of that name (each one's
+    /// `package.json`, its `dist.tarball` on this mirror and its sha512 `integrity`), with
+    /// `latest` the highest version; `None` if the seed holds none.
+    fn packument(&self, name: &str) -> Option<serde_json::Value> {
+        use base64::Engine;
+        use sha2::Sha512;
+        let dir = self.seed.join("npm").join(name).join("-");
+        let mut versions = serde_json::Map::new();
+        let mut latest: Option<(Vec<u64>, String)> = None;
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let file = entry.file_name().into_string().ok()?;
+            if !file.ends_with(".tgz") {
+                continue;
+            }
+            let bytes = self.served(&entry.path(), &file)?;
+            let Some(manifest) = package_json(&bytes) else {
+                continue;
+            };
+            let Some(version) = manifest["version"].as_str().map(str::to_owned) else {
+                continue;
+            };
+            let mut doc = serde_json::Map::new();
+            for key in [
+                "name",
+                "version",
+                "dependencies",
+                "optionalDependencies",
+                "peerDependencies",
+                "peerDependenciesMeta",
+                "bin",
+                "engines",
+                "os",
+                "cpu",
+                "bundleDependencies",
+            ] {
+                if let Some(value) = manifest.get(key) {
+                    doc.insert(key.to_owned(), value.clone());
+                }
+            }
+            let integrity = format!(
+                "sha512-{}",
+                base64::engine::general_purpose::STANDARD.encode(Sha512::digest(&bytes))
+            );
+            doc.insert(
+                "dist".into(),
+                json!({"tarball": format!("{}/npm/{name}/-/{file}", self.base), "integrity": integrity}),
+            );
+            let key: Vec<u64> = version
+                .split(['.', '-'])
+                .map(|p| p.parse().unwrap_or(0))
+                .collect();
+            if latest.as_ref().is_none_or(|(k, _)| key > *k) {
+                latest = Some((key, version.clone()));
+            }
+            versions.insert(version, serde_json::Value::Object(doc));
+        }
+        let (_, latest) = latest?;
+        Some(json!({"name": name, "dist-tags": {"latest": latest}, "versions": versions}))
     }
 
     /// The PEP 691 page of a project: every wheel of `<seed>/pypi/` whose distribution name
@@ -336,6 +430,13 @@ async fn serve(
             path.push(&file);
             shared.served(&path, &file).map_or_else(not_found, octets)
         }
+        Route::NpmPackument(name) => shared.packument(&name).map_or_else(not_found, |doc| {
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                doc.to_string(),
+            )
+                .into_response()
+        }),
         Route::PypiFile(file) => shared
             .served(&shared.seed.join("pypi").join(&file), &file)
             .map_or_else(not_found, octets),

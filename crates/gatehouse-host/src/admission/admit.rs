@@ -69,11 +69,39 @@ impl Trust {
                         None,
                     )
                 });
-                self.admit_stdio(server, spec, resolved, workdir.as_deref(), now)
+                let verdict = self.admit_stdio(server, spec, resolved, workdir.as_deref(), now);
+                self.unbound_package_hint(verdict, stdio)
             }
         };
         verdict.posture = self.posture;
         verdict.proceeds = verdict.status == Status::Admitted || self.posture == Posture::Warn;
+        verdict
+    }
+
+    /// An npx/uvx server no bundle binds: say what the person can do about it.
+    fn unbound_package_hint(&self, mut verdict: Verdict, stdio: &crate::config::StdioSpec) -> Verdict {
+        if verdict.status != Status::Unattested {
+            return verdict;
+        }
+        if let Parsed::Request(request) =
+            gatehouse_package::launcher::parse_launcher(&stdio.command, &stdio.args)
+        {
+            let what = format!(
+                "no installed bundle binds the {} package {}",
+                request.ecosystem.as_str(),
+                request.name
+            );
+            verdict.detail = match (self.locked_by(), request.ecosystem) {
+                (Some(bundle), _) => format!(
+                    "{what}, and your admin's bundle {bundle} is locked (pins of your own do not apply): ask your admin to bind it"
+                ),
+                (None, gatehouse_attest::package::Ecosystem::Npm) => format!(
+                    "{what}: pin it yourself with `gatehouse servers pin {}` (or the Pin button in the app), which binds the version it resolves to now, or ask your admin to bind it",
+                    verdict.server
+                ),
+                (None, _) => format!("{what}: ask your admin to bind it (gatehouse bundle add-server)"),
+            };
+        }
         verdict
     }
 

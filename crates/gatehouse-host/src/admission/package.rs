@@ -35,6 +35,15 @@ impl Trust {
             .collect()
     }
 
+    /// Whether an installed bundle binds the package `request` names: `Some(true)` when the
+    /// binding is the person's own pin, `Some(false)` an admin's.
+    pub fn package_bound_by(&self, request: &PackageRequest) -> Option<bool> {
+        self.package_candidates(request).first().map(|(bundle, _)| {
+            bundle.content().bundle_id == crate::host::PIN_BUNDLE_ID
+                && self.source(&bundle.content().bundle_id) == Some(super::BundleSource::User)
+        })
+    }
+
     pub(super) async fn admit_package(
         &self,
         server: &str,

@@ -210,9 +210,26 @@ impl Verdict {
         self.launch.as_ref()
     }
 
+    /// Admitted through the person's own pin (`servers pin`), not an admin's bundle.
+    pub fn pinned_by_you(&self) -> bool {
+        self.identity.as_ref().is_some_and(|id| {
+            id.bundle_source == BundleSource::User
+                && id
+                    .bundle
+                    .strip_prefix(crate::host::PIN_BUNDLE_ID)
+                    .is_some_and(|rest| rest.starts_with('@'))
+        })
+    }
+
     /// One line for people: "admitted as urn:… (clearance internal, signer k, bundle b@1) [DEMO]".
     pub fn headline(&self) -> String {
-        let demo = if self.demo { " [DEMO trust root]" } else { "" };
+        let demo = if self.demo {
+            " [DEMO trust root]"
+        } else if self.pinned_by_you() {
+            " [pinned by you]"
+        } else {
+            ""
+        };
         match (&self.identity, self.status) {
             (Some(id), Status::Admitted) => format!(
                 "admitted as {} (clearance {}, signer {}, bundle {}){demo}",

@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::{ApiError, DEMO_LEGACY_NAME, Host, Slot};
 use crate::ErrorCode;
+use crate::audit_event::gate::PackageSummary;
 use crate::config::{ServerKind, ServersFile};
 use crate::{HostError, ServerSpec, demo};
 
@@ -20,6 +21,11 @@ pub struct ServerRow {
     pub headline: String,
     /// A live connection exists (admitted, or unattested under the warn posture).
     pub connected: bool,
+    /// A package server admitted from the store: what is bound and what the last admission
+    /// checked. Absent for every other row, so their shape is unchanged. Boxed: a failed
+    /// connection's slot holds a row, and most rows have none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<Box<PackageSummary>>,
 }
 
 /// Where a server stands, as the Servers view and `servers list` show it.
@@ -138,6 +144,7 @@ impl Host {
             reason,
             headline,
             connected,
+            package: None,
         };
         match slot {
             None => base(RowStatus::NotConnected, None, "not connected yet".into()),
@@ -150,14 +157,17 @@ impl Host {
                 } else {
                     verdict.status.into()
                 };
-                base(
-                    status,
-                    verdict.reason.map(|code| RowReason {
-                        code: code.to_string(),
-                        detail: verdict.detail.clone(),
-                    }),
-                    verdict.headline(),
-                )
+                ServerRow {
+                    package: verdict.package.clone().map(Box::new),
+                    ..base(
+                        status,
+                        verdict.reason.map(|code| RowReason {
+                            code: code.to_string(),
+                            detail: verdict.detail.clone(),
+                        }),
+                        verdict.headline(),
+                    )
+                }
             }
         }
     }
@@ -216,5 +226,6 @@ pub(super) fn failed_row(
         }),
         headline,
         connected: false,
+        package: None,
     }
 }

@@ -140,6 +140,98 @@ impl Fetcher {
     }
 }
 
+impl Fetcher {
+    /// The files a PyPI project offers, as (file name, SHA-256 hex): the seed directories'
+    /// wheels of `name` first, then (network on) its PEP 691 index page. For `bundle
+    /// add-server`, which picks among them by the requirements file's hashes; nothing here is
+    /// trusted beyond its name and digest.
+    pub(crate) async fn pypi_files(
+        &self,
+        name: &str,
+    ) -> Result<Vec<(String, String)>, FetchFailure> {
+        use sha2::{Digest as _, Sha256};
+        let normal = pypi_normal(name);
+        let mut files: Vec<(String, String)> = Vec::new();
+        for seed in &self.sources.seeds {
+            let Ok(mut entries) = tokio::fs::read_dir(seed.join("pypi")).await else {
+                continue;
+            };
+            while let Ok(Some(entry)) = entries.next_entry().await {
+                let file = entry.file_name().to_string_lossy().into_owned();
+                let project = file.split('-').next().unwrap_or_default();
+                if pypi_normal(project) != normal || !file.ends_with(".whl") {
+                    continue;
+                }
+                let Ok(meta) = tokio::fs::metadata(entry.path()).await else {
+                    continue;
+                };
+                if !meta.is_file() || meta.len() > MAX_ARTIFACT_BYTES {
+                    continue;
+                }
+                if let Ok(bytes) = tokio::fs::read(entry.path()).await {
+                    files.push((file, hex::encode(Sha256::digest(&bytes))));
+                }
+            }
+        }
+        if !self.sources.network {
+            return if files.is_empty() {
+                Err(FetchFailure::Offline { package: normal })
+            } else {
+                Ok(files)
+            };
+        }
+        let index = &self.sources.pypi_index;
+        let page = Url::parse(&format!(
+            "{}/{normal}/",
+            index.as_str().trim_end_matches('/')
+        ))
+        .map_err(|e| FetchFailure::Unreachable {
+            package: normal.clone(),
+            url: index.to_string(),
+            detail: e.to_string(),
+        })?;
+        let listed = tokio::time::timeout(
+            self.timeout,
+            get(
+                &page,
+                &normal,
+                MAX_INDEX_BYTES,
+                Some("application/vnd.pypi.simple.v1+json"),
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(FetchFailure::Unreachable {
+                package: normal.clone(),
+                url: page.to_string(),
+                detail: format!("no answer within {}s", self.timeout.as_secs()),
+            })
+        });
+        let body = match listed {
+            Ok(body) => body,
+            // The seed already holds this project's files: the index is not needed.
+            Err(_) if !files.is_empty() => return Ok(files),
+            Err(e) => return Err(e),
+        };
+        let json: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| FetchFailure::Unreachable {
+                package: normal.clone(),
+                url: page.to_string(),
+                detail: format!("the index page is not PEP 691 JSON: {e}"),
+            })?;
+        for file in json["files"].as_array().into_iter().flatten() {
+            if let (Some(name), Some(digest)) = (
+                file["filename"].as_str(),
+                file.pointer("/hashes/sha256")
+                    .and_then(serde_json::Value::as_str),
+            ) {
+                files.push((name.to_string(), digest.to_ascii_lowercase()));
+            }
+        }
+        Ok(files)
+    }
+}
+
 /// The npm registry's tarball path: `<name>/-/<basename>-<version>.tgz`, where the basename
 /// drops the scope (`@scope/pkg` → `pkg`).
 pub fn npm_tarball_path(name: &str, version: &str) -> String {
@@ -319,7 +411,11 @@ async fn get(
 }
 
 /// The artifact from one seed directory, when it holds a file with the pinned bytes.
-async fn from_seed(seed: &Path, ecosystem: Ecosystem, artifact: &PlannedArtifact) -> Option<Vec<u8>> {
+async fn from_seed(
+    seed: &Path,
+    ecosystem: Ecosystem,
+    artifact: &PlannedArtifact,
+) -> Option<Vec<u8>> {
     let expected = artifact.artifact.to_text();
     let candidates: Vec<PathBuf> = match ecosystem {
         Ecosystem::Npm => vec![

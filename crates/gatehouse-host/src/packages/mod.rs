@@ -36,6 +36,10 @@ pub const STORE_DIR: &str = "store";
 /// How long one artifact may take to fetch.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long fetching one whole closure may take, on top of [`FETCH_TIMEOUT`] for each
+/// artifact: hundreds of dependencies each answering just in time must still end.
+pub const CLOSURE_FETCH_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Why a bound package cannot be launched. Each names what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageFailure {
@@ -146,6 +150,9 @@ impl Packages {
         user_args: &[String],
         mcpb_file: Option<&Path>,
     ) -> Result<PackageLaunch, PackageFailure> {
+        if binding.ecosystem == Ecosystem::Mcpb {
+            check_mcpb(binding, mcpb_file).await?;
+        }
         let key = layout::store_key(binding);
         let (tree, files, installed_now) = self.install(binding, &key, mcpb_file).await?;
         let path_env = std::env::var_os("PATH");
@@ -172,10 +179,11 @@ impl Packages {
                 let (module, attr, argv0) = match entry {
                     EntryPoint::ConsoleScript(script) => {
                         let (module, attr) =
-                            layout::console_script(&tree, &binding.package.name, script)
-                                .map_err(|e| PackageFailure::Entry {
+                            layout::console_script(&tree, &binding.package.name, script).map_err(
+                                |e| PackageFailure::Entry {
                                     detail: e.to_string(),
-                                })?;
+                                },
+                            )?;
                         (module, attr, script.clone())
                     }
                     EntryPoint::Callable { module, function } => {
@@ -189,9 +197,11 @@ impl Packages {
                         });
                     }
                 };
-                let program = layout::python_bootstrap_as(&tree, &module, &attr, &argv0)
-                    .map_err(|e| PackageFailure::Entry {
-                        detail: e.to_string(),
+                let program =
+                    layout::python_bootstrap_as(&tree, &module, &attr, &argv0).map_err(|e| {
+                        PackageFailure::Entry {
+                            detail: e.to_string(),
+                        }
                     })?;
                 // -B as well as the bootstrap: nothing may write bytecode into the verified tree.
                 args.extend(["-I".into(), "-S".into(), "-B".into(), "-c".into(), program]);
@@ -274,37 +284,67 @@ impl Packages {
             let plan = layout::plan(binding);
             // One fetch per distinct artifact (npm installs one version at several paths),
             // each checked as it arrives: a wrong dependency stops the install at once.
-            let mut bytes_of: std::collections::BTreeMap<String, Arc<Vec<u8>>> =
-                Default::default();
-            let mut fetched = Vec::with_capacity(plan.len());
-            for artifact in &plan {
-                let expected = artifact.artifact.to_text();
-                let bytes = match bytes_of.get(&expected) {
-                    Some(bytes) => bytes.clone(),
-                    None => {
-                        let bytes = match (binding.ecosystem, mcpb_file) {
-                            (Ecosystem::Mcpb, Some(file)) => {
-                                tokio::fs::read(file).await.map_err(|e| {
-                                    FetchFailure::Unreachable {
+            let fetch_all = async {
+                let mut bytes_of: std::collections::BTreeMap<String, Arc<Vec<u8>>> =
+                    Default::default();
+                let mut fetched = Vec::with_capacity(plan.len());
+                for artifact in &plan {
+                    let expected = artifact.artifact.to_text();
+                    let bytes = match bytes_of.get(&expected) {
+                        Some(bytes) => bytes.clone(),
+                        None => {
+                            let bytes = match (binding.ecosystem, mcpb_file) {
+                                (Ecosystem::Mcpb, Some(file)) => tokio::fs::read(file)
+                                    .await
+                                    .map_err(|e| FetchFailure::Unreachable {
                                         package: artifact.name.clone(),
                                         url: file.display().to_string(),
                                         detail: e.to_string(),
-                                    }
-                                })?
-                            }
-                            _ => self.fetcher.fetch(binding.ecosystem, artifact).await?,
-                        };
-                        gatehouse_store::verify_artifact(&bytes, &expected)?;
-                        let bytes = Arc::new(bytes);
-                        bytes_of.insert(expected, bytes.clone());
-                        bytes
+                                    })?,
+                                _ => self.fetcher.fetch(binding.ecosystem, artifact).await?,
+                            };
+                            gatehouse_store::verify_artifact(&bytes, &expected)?;
+                            let bytes = Arc::new(bytes);
+                            bytes_of.insert(expected, bytes.clone());
+                            bytes
+                        }
+                    };
+                    fetched.push((artifact.clone(), bytes));
+                }
+                Ok::<_, PackageFailure>(fetched)
+            };
+            // Only fetching is bounded: nothing is written before every artifact has arrived,
+            // so giving up leaves nothing behind (and the store's install below, once begun,
+            // runs to its atomic end).
+            let fetched = match tokio::time::timeout(CLOSURE_FETCH_TIMEOUT, fetch_all).await {
+                Ok(result) => result?,
+                Err(_) => {
+                    let sources = self.fetcher.sources();
+                    return Err(FetchFailure::Unreachable {
+                        package: format!("{}@{}", binding.package.name, binding.package.version),
+                        url: match (binding.ecosystem, mcpb_file) {
+                            (Ecosystem::Mcpb, Some(file)) => file.display().to_string(),
+                            (Ecosystem::Npm, _) => sources.npm_registry.to_string(),
+                            _ => sources.pypi_index.to_string(),
+                        },
+                        detail: format!(
+                            "its closure of {} artifacts as a whole was not fetched within {}s \
+                             (each artifact may take {}s); nothing was installed",
+                            plan.iter()
+                                .map(|a| a.artifact.to_text())
+                                .collect::<std::collections::BTreeSet<_>>()
+                                .len(),
+                            CLOSURE_FETCH_TIMEOUT.as_secs(),
+                            FETCH_TIMEOUT.as_secs()
+                        ),
                     }
-                };
-                fetched.push((artifact.clone(), bytes));
-            }
+                    .into());
+                }
+            };
             let (store, key) = (store.clone(), key.to_string());
             blocking(move || {
-                let texts: Vec<String> = fetched.iter().map(|(a, _)| a.artifact.to_text()).collect();
+                let texts: Vec<String> =
+                    fetched.iter().map(|(a, _)| a.artifact.to_text()).collect();
                 let artifacts: Vec<Artifact<'_>> = fetched
                     .iter()
                     .zip(&texts)
@@ -327,6 +367,43 @@ impl Packages {
     }
 }
 
+/// An MCPB server runs only while the file its config names is the reviewed one: checked at
+/// every launch, not only at install, so a file replaced after the first install is refused
+/// instead of silently running the old tree. Its manifest's server type must be the bound
+/// interpreter kind and its entry a file in it.
+async fn check_mcpb(binding: &PackageBinding, file: Option<&Path>) -> Result<(), PackageFailure> {
+    let Some(file) = file else {
+        return Err(PackageFailure::Entry {
+            detail: "an MCPB binding runs the .mcpb file its config names, and none was given; write the path to the .mcpb as the command".into(),
+        });
+    };
+    let bytes = tokio::fs::read(file)
+        .await
+        .map_err(|e| FetchFailure::Unreachable {
+            package: binding.package.name.clone(),
+            url: file.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    gatehouse_store::verify_artifact(&bytes, &binding.package.artifact.to_text())?;
+    let entry = layout::entry_file(binding);
+    let manifest =
+        gatehouse_package::mcpb::read_mcpb_as(&bytes, entry.as_deref()).map_err(|e| {
+            PackageFailure::Entry {
+                detail: e.to_string(),
+            }
+        })?;
+    let kind = manifest.server_type.interpreter_kind();
+    if kind != binding.interpreter.kind() {
+        return Err(PackageFailure::Entry {
+            detail: format!(
+                "the .mcpb's manifest says server.type {kind:?}, the binding interpreter {:?}; bind it again from the file",
+                binding.interpreter.kind()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The store key of Node fetched as a package: its own namespace, so it can never collide
 /// with a server's tree.
 fn interpreter_key(binding: &PackageBinding) -> String {
@@ -339,12 +416,10 @@ fn interpreter_key(binding: &PackageBinding) -> String {
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| {
-            Err(StoreError::StoreIo {
-                path: PathBuf::from("(store)"),
-                source: std::io::Error::other(e.to_string()),
-            })
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        Err(StoreError::StoreIo {
+            path: PathBuf::from("(store)"),
+            source: std::io::Error::other(e.to_string()),
         })
+    })
 }

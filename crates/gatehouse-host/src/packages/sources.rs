@@ -166,7 +166,10 @@ mod tests {
             r#"{"npmRegistry": "https://npm.example.com/repo/", "pypiIndex": "http://127.0.0.1:8080/simple", "seed": ["/srv/seed"], "network": false}"#,
         )
         .unwrap();
-        assert_eq!(sources.npm_registry.as_str(), "https://npm.example.com/repo");
+        assert_eq!(
+            sources.npm_registry.as_str(),
+            "https://npm.example.com/repo"
+        );
         assert_eq!(sources.pypi_index.as_str(), "http://127.0.0.1:8080/simple");
         assert_eq!(sources.seeds, vec![PathBuf::from("/srv/seed")]);
         assert!(!sources.network);
