@@ -352,7 +352,7 @@ pub enum ServersCommand {
     Remove { name: String },
     /// Re-enable a server the kill switch suspended for abusing elicitations (audited).
     Resume { name: String },
-    /// Pin a configured npx package server yourself, without an admin: resolve its closure,
+    /// Pin a configured npx or uvx package server yourself, without an admin: resolve its closure,
     /// install it into a scratch store, start it and show what would be pinned (package,
     /// version, closure size, tools and their definitions); once you confirm, write the
     /// binding into your own bundle (signed with your key in the keychain). It then runs from

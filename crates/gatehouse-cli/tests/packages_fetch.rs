@@ -573,3 +573,98 @@ fn what_a_crash_mid_install_leaves_is_removed_and_never_used() {
     assert!(!installed.contains("written after the check"));
     fixture.assert_call_works("after the crash");
 }
+
+#[test]
+fn a_tarball_that_writes_outside_its_directory_is_refused_and_nothing_is_written() {
+    let env = Env::new();
+    let package_json =
+        serde_json::to_vec(&json!({"name": SCRIPTED, "version": SCRIPTED_VERSION})).unwrap();
+    // An entry named `package/../../../escaped.js`, written byte for byte (the tar crate's
+    // own path setter refuses `..`, as a hostile packer would not).
+    let gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut tar = tar::Builder::new(gzip);
+    for (name, data) in [
+        (&b"package/package.json"[..], &package_json[..]),
+        (&b"package/../../../escaped.js"[..], &b"owned()"[..]),
+    ] {
+        let mut header = tar::Header::new_ustar();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_cksum();
+        tar.append(&header, data).unwrap();
+    }
+    let tarball = tar.into_inner().unwrap().finish().unwrap();
+    let seed = env.dir.path().join("registry");
+    let path = seed
+        .join("npm")
+        .join(npm_tarball_path(SCRIPTED, SCRIPTED_VERSION));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, &tarball).unwrap();
+    let mirror = Mirror::start(&seed);
+    let sources = env.dir.path().join("package-sources.json");
+    std::fs::write(
+        &sources,
+        serde_json::to_vec(&json!({"npmRegistry": mirror.npm_url()})).unwrap(),
+    )
+    .unwrap();
+    install_bundle(
+        &env,
+        "urn:test:escaping",
+        json!({
+            "ecosystem": "npm", "name": SCRIPTED, "version": SCRIPTED_VERSION,
+            "artifact": sri_sha512(&tarball), "closure": [], "entry": "index.js",
+            "interpreter": {"kind": "node", "sha256": [node_sha256()]},
+            "attestation": bundles::attestation("urn:test:escaping", None),
+        }),
+        &["noop"],
+    );
+    let config = json!({"mcpServers": {"escaping": {
+        "command": "npx", "args": ["-y", format!("{SCRIPTED}@{SCRIPTED_VERSION}")],
+    }}});
+    std::fs::write(env.config(), serde_json::to_vec(&config).unwrap()).unwrap();
+    let mut args = vec!["--package-sources", sources.to_str().unwrap()];
+    args.extend_from_slice(&DENY);
+    args.extend_from_slice(&["connect", "escaping"]);
+    let (code, out) = common::json_of(
+        |all| {
+            let mut cmd = env.cmd(all);
+            cmd.env("PATH", format!("{}:/usr/bin:/bin", node_dir().display()));
+            common::output_of(cmd)
+        },
+        &args,
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["error"]["code"], "archive_unsafe", "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("escaped.js"),
+        "{out}"
+    );
+    assert_nothing_stored(
+        &env.dir.path().join(".local/share/gatehouse/store"),
+        "escaping",
+    );
+    let escaped: Vec<_> = walk_names(env.dir.path())
+        .into_iter()
+        .filter(|n| n == "escaped.js")
+        .collect();
+    assert!(escaped.is_empty(), "a file escaped the store");
+}
+
+/// Every file name under `dir`, recursively.
+fn walk_names(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() && !path.is_symlink() {
+            names.extend(walk_names(&path));
+        } else {
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names
+}

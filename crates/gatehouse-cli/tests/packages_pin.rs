@@ -32,6 +32,8 @@ struct Person {
     env: Env,
     sources: PathBuf,
     docs: PathBuf,
+    /// First on PATH: `python3`, a link to the real interpreter (not a version manager's shim).
+    bin: PathBuf,
     _mirror: Mirror,
 }
 
@@ -43,9 +45,12 @@ impl Person {
         let sources = env.dir.path().join("package-sources.json");
         std::fs::write(
             &sources,
-            json!({"npmRegistry": mirror.npm_url()}).to_string(),
+            json!({"npmRegistry": mirror.npm_url(), "pypiIndex": mirror.pypi_url()}).to_string(),
         )
         .unwrap();
+        let bin = env.dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(real_python(), bin.join("python3")).unwrap();
         let docs = env.dir.path().join("docs");
         std::fs::create_dir_all(&docs).unwrap();
         std::fs::write(docs.join("note.txt"), "mine").unwrap();
@@ -53,13 +58,18 @@ impl Person {
             env,
             sources,
             docs,
+            bin,
             _mirror: mirror,
         }
     }
 
-    fn path_env() -> String {
+    fn path_env(&self) -> String {
         let node = common::node();
-        format!("{}:/usr/bin:/bin", node.parent().unwrap().display())
+        format!(
+            "{}:{}:/usr/bin:/bin",
+            self.bin.display(),
+            node.parent().unwrap().display()
+        )
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -72,7 +82,7 @@ impl Person {
         ];
         all.extend_from_slice(args);
         let mut cmd = self.env.cmd(&all);
-        cmd.env("PATH", Person::path_env());
+        cmd.env("PATH", self.path_env());
         cmd
     }
 
@@ -97,6 +107,19 @@ impl Person {
         }
         parse(common::output_of(cmd))
     }
+}
+
+/// The interpreter `python3` on PATH runs, resolved (through a version manager's shim too).
+fn real_python() -> PathBuf {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import os, sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .expect("python3 on PATH");
+    assert!(out.status.success(), "{out:?}");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
 fn parse((code, stdout, stderr): (i32, String, String)) -> (i32, Value) {
@@ -226,6 +249,64 @@ fn a_locked_admin_bundle_refuses_a_pin_of_your_own() {
             .as_str()
             .unwrap()
             .contains("ask your admin"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_person_pins_a_uvx_server_resolved_by_pip_and_it_runs_from_the_store() {
+    let person = Person::new();
+    let config = json!({"mcpServers": {"time": {"command": "uvx",
+        "args": ["mcp-server-time", "--local-timezone", "UTC"]}}});
+    std::fs::write(person.env.config(), config.to_string()).unwrap();
+    let (code, out) = person.json(&["connect", "time"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("gatehouse servers pin time"),
+        "{out}"
+    );
+
+    let (code, out) = person.json_in_keyring(&["servers", "pin", "time", "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["planned"]["package"], "mcp-server-time", "{out}");
+    assert_eq!(out["planned"]["version"], "2026.10.19", "{out}");
+    assert_eq!(
+        out["planned"]["args"],
+        json!(["--local-timezone", "UTC"]),
+        "{out}"
+    );
+    assert!(
+        out["planned"]["preview"]["closure"].as_u64().unwrap() > 20,
+        "{out}"
+    );
+
+    let (code, out) = person.json(&["connect", "time"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out["admission"]["identity"]["bundle_source"], "user",
+        "{out}"
+    );
+    let (code, out) = person.json(&[
+        "call",
+        "time",
+        "get_current_time",
+        "--args",
+        r#"{"timezone": "UTC"}"#,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.to_string().contains("UTC"), "{out}");
+    // The fixed arguments were pinned: other ones are refused.
+    let config = json!({"mcpServers": {"time": {"command": "uvx",
+        "args": ["mcp-server-time", "--local-timezone", "Europe/Paris"]}}});
+    std::fs::write(person.env.config(), config.to_string()).unwrap();
+    let (code, out) = person.json(&["connect", "time"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out["error"]["code"],
+        ErrorCode::PackageVersionNotBound.as_str(),
         "{out}"
     );
 }

@@ -69,7 +69,27 @@ impl Trust {
                         None,
                     )
                 });
-                let verdict = self.admit_stdio(server, spec, resolved, workdir.as_deref(), now);
+                // A package launcher that is not even installed (`uvx` without uv): the
+                // package is what matters, and it is unbound (never run through the launcher).
+                let verdict = match resolved {
+                    StdioCheck::Failed { program: None, .. }
+                        if matches!(
+                            gatehouse_package::launcher::parse_launcher(
+                                &stdio.command,
+                                &stdio.args
+                            ),
+                            Parsed::Request(_)
+                        ) =>
+                    {
+                        let mut verdict =
+                            Verdict::new(server, crate::config::ServerKind::Stdio);
+                        verdict.command = Some(spec.describe());
+                        verdict.approval_key =
+                            unattested_stdio_key(spec, None, workdir.as_deref());
+                        verdict.unattested(String::new())
+                    }
+                    resolved => self.admit_stdio(server, spec, resolved, workdir.as_deref(), now),
+                };
                 self.unbound_package_hint(verdict, stdio)
             }
         };
@@ -95,7 +115,11 @@ impl Trust {
                 (Some(bundle), _) => format!(
                     "{what}, and your admin's bundle {bundle} is locked (pins of your own do not apply): ask your admin to bind it"
                 ),
-                (None, gatehouse_attest::package::Ecosystem::Npm) => format!(
+                (
+                    None,
+                    gatehouse_attest::package::Ecosystem::Npm
+                    | gatehouse_attest::package::Ecosystem::Pypi,
+                ) => format!(
                     "{what}: pin it yourself with `gatehouse servers pin {}` (or the Pin button in the app), which binds the version it resolves to now, or ask your admin to bind it",
                     verdict.server
                 ),

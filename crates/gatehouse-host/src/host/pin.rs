@@ -1,12 +1,14 @@
 //! A person's own pins (issue 25). Most people who install the app have no admin: `servers pin
-//! NAME` (and the app's Pin button) binds a configured `npx` package server to the closure it
-//! resolves to now, in a bundle of the person's own in their user trust-roots directory, signed
+//! NAME` (and the app's Pin button) binds a configured `npx` or `uvx` package server to the
+//! closure it resolves to now, in a bundle of the person's own in their user trust-roots directory, signed
 //! with a key kept in the keychain. The server then runs from the store in deny-by-default like
 //! an admin-bound one, labelled "pinned by you"; a later version or a changed tree is refused
 //! until they pin again. A locked admin bundle forbids it: it ignores user trust roots.
 //!
-//! The closure is resolved by the launcher's own resolver (`npm install --package-lock-only
-//! --ignore-scripts`: it reads the registry and writes a lockfile, and runs no package code);
+//! The closure is resolved by the ecosystem's own resolver (`npm install --package-lock-only
+//! --ignore-scripts`, or `pip install --dry-run --report --only-binary=:all:` for the python3
+//! that will run it: each reads the registry and writes a lockfile or report, and runs no
+//! package code);
 //! every artifact is then fetched and checked by Gatehouse itself, as for an admin's binding.
 
 use std::path::{Path, PathBuf};
@@ -76,9 +78,10 @@ pub enum PackageState {
     PackageBound,
     /// Bound by the person's own pin: runs from the store.
     PinnedByYou,
-    /// An npx package no bundle binds: `servers pin` (or the Pin button) can pin it.
+    /// An npx or uvx package no bundle binds: `servers pin` (or the Pin button) can pin it.
     CanBePinned,
-    /// A package the person cannot pin (PyPI, a locked admin bundle): an admin must bind it.
+    /// A package the person cannot pin (a `.mcpb`, a locked admin bundle): an admin must
+    /// bind it.
     AskYourAdmin,
     /// A package bound, but refused as configured (another version, an argument outside its
     /// rule, a changed tree…): the verdict says why.
@@ -110,7 +113,7 @@ impl Host {
         let ServerSpec::Stdio(stdio) = &spec else {
             return Err(refuse(
                 ErrorCode::PinUnsupported,
-                format!("{name} is an HTTP server; pins bind npm packages launched with npx"),
+                format!("{name} is an HTTP server; pins bind packages launched with npx or uvx"),
             ));
         };
         let request = match parse_launcher(&stdio.command, &stdio.args) {
@@ -125,21 +128,12 @@ impl Host {
                 return Err(refuse(
                     ErrorCode::PinUnsupported,
                     format!(
-                        "{name} runs {} directly, not a package through npx; only npx packages can be pinned yourself (ask an admin to bind other servers)",
+                        "{name} runs {} directly, not a package through npx or uvx; only those can be pinned yourself (ask an admin to bind other servers)",
                         stdio.command
                     ),
                 ));
             }
         };
-        if request.ecosystem != Ecosystem::Npm {
-            return Err(refuse(
-                ErrorCode::PinUnsupported,
-                format!(
-                    "{name} is a {} package; pinning it yourself is available for npm packages (npx) only, for now: ask an admin to bind it with `gatehouse bundle add-server`",
-                    request.ecosystem.as_str()
-                ),
-            ));
-        }
         let sources_path = self.options.package_sources_path();
         let sources = crate::packages::PackageSources::load(&sources_path)
             .map_err(|e| refuse(ErrorCode::ConfigInvalid, e))?;
@@ -155,36 +149,21 @@ impl Host {
         }
         let scratch = tempfile::tempdir()
             .map_err(|e| refuse(ErrorCode::ScratchUnavailable, e.to_string()))?;
-        let lock = npm_resolve(&request, sources.npm_registry.as_str(), scratch.path()).await?;
-        let version = lock["packages"][format!("node_modules/{}", request.name)]["version"]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                refuse(
-                    ErrorCode::PackageResolveFailed,
-                    format!("npm's lockfile does not install {}", request.name),
-                )
-            })?;
-        let closure = npm_closure(&lock, &request.name, &version, Platform::current())
-            .map_err(|e| refuse(ErrorCode::PackageResolveFailed, e.to_string()))?;
-        let entry = npm_bin(&lock, &request.name).map_err(|why| {
-            refuse(
-                ErrorCode::PinUnsupported,
-                format!("{}: {why}", request.name),
-            )
-        })?;
-        let node = which_node()?;
         let (args, user_args) = split_args(&request.args, &self.home());
-        let mut binding = json!({
-            "ecosystem": "npm", "name": request.name, "version": version,
-            "artifact": closure.package.artifact.to_text(),
-            "closure": closure.closure.iter().map(|p| json!({
-                "name": p.name, "version": p.version, "artifact": p.artifact.to_text(),
-                "path": p.path,
-            })).collect::<Vec<_>>(),
-            "entry": entry,
-            "interpreter": {"kind": "node", "sha256": [node]},
-        });
+        let (version, mut binding) = match request.ecosystem {
+            Ecosystem::Npm => {
+                npm_plan(&request, sources.npm_registry.as_str(), scratch.path()).await?
+            }
+            Ecosystem::Pypi => pypi_plan(&request, &sources.pypi_index, scratch.path()).await?,
+            Ecosystem::Mcpb => {
+                return Err(refuse(
+                    ErrorCode::PinUnsupported,
+                    format!(
+                        "{name} is a .mcpb bundle; pinning one yourself is not available: ask an admin to bind it with `gatehouse bundle add-server --mcpb`"
+                    ),
+                ));
+            }
+        };
         if !args.is_empty() {
             binding["args"] = json!(args);
         }
@@ -204,8 +183,12 @@ impl Host {
         .await?;
         Ok(PinPlan {
             server: name.to_string(),
-            id: format!("urn:gatehouse:pinned:npm:{}", request.name),
-            ecosystem: Ecosystem::Npm,
+            id: format!(
+                "urn:gatehouse:pinned:{}:{}",
+                request.ecosystem.as_str(),
+                request.name
+            ),
+            ecosystem: request.ecosystem,
             package: request.name.clone(),
             version,
             args,
@@ -312,7 +295,7 @@ impl Host {
                 self.gatekeeper.trust().locked_by().is_some(),
                 request.ecosystem,
             ) {
-                (crate::admission::Status::Unattested, false, Ecosystem::Npm) => {
+                (crate::admission::Status::Unattested, false, Ecosystem::Npm | Ecosystem::Pypi) => {
                     PackageState::CanBePinned
                 }
                 (crate::admission::Status::Unattested, _, _) => PackageState::AskYourAdmin,
@@ -342,7 +325,7 @@ impl Host {
                 ) {
                     (Some(true), _, _) => PackageState::PinnedByYou,
                     (Some(false), _, _) => PackageState::PackageBound,
-                    (None, None, Ecosystem::Npm) => PackageState::CanBePinned,
+                    (None, None, Ecosystem::Npm | Ecosystem::Pypi) => PackageState::CanBePinned,
                     (None, _, _) => PackageState::AskYourAdmin,
                 };
                 Some((name.clone(), state))
@@ -370,6 +353,187 @@ impl Host {
             .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
             .unwrap_or_else(|| PathBuf::from("/nonexistent"))
     }
+}
+
+/// An npx server's version and binding: npm's resolver, then the closure Node would load.
+async fn npm_plan(
+    request: &PackageRequest,
+    registry: &str,
+    scratch: &Path,
+) -> Result<(String, Value), ApiError> {
+    let lock = npm_resolve(request, registry, scratch).await?;
+    let version = lock["packages"][format!("node_modules/{}", request.name)]["version"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            refuse(
+                ErrorCode::PackageResolveFailed,
+                format!("npm's lockfile does not install {}", request.name),
+            )
+        })?;
+    let closure = npm_closure(&lock, &request.name, &version, Platform::current())
+        .map_err(|e| refuse(ErrorCode::PackageResolveFailed, e.to_string()))?;
+    let entry = npm_bin(&lock, &request.name).map_err(|why| {
+        refuse(
+            ErrorCode::PinUnsupported,
+            format!("{}: {why}", request.name),
+        )
+    })?;
+    let node = interpreter_digest("node")?;
+    let binding = json!({
+        "ecosystem": "npm", "name": request.name, "version": version,
+        "artifact": closure.package.artifact.to_text(),
+        "closure": closure.closure.iter().map(|p| json!({
+            "name": p.name, "version": p.version, "artifact": p.artifact.to_text(),
+            "path": p.path,
+        })).collect::<Vec<_>>(),
+        "entry": entry,
+        "interpreter": {"kind": "node", "sha256": [node]},
+    });
+    Ok((version, binding))
+}
+
+/// A uvx server's version and binding: pip's resolver for the `python3` that will run it
+/// (`--dry-run --report`, wheels only: it reads the index and the wheels' metadata, installs
+/// and builds nothing), each wheel pinned by the sha256 the report gives.
+async fn pypi_plan(
+    request: &PackageRequest,
+    index: &url::Url,
+    scratch: &Path,
+) -> Result<(String, Value), ApiError> {
+    let python =
+        crate::admission::resolve_program("python3", None, std::env::var_os("PATH").as_deref())
+            .map_err(|e| {
+                refuse(
+                    ErrorCode::PackageResolveFailed,
+                    format!("{e}; pinning a PyPI package needs the python3 that will run it"),
+                )
+            })?;
+    let spec = match &request.version {
+        Some(version) => format!("{}=={version}", request.name),
+        None => request.name.clone(),
+    };
+    let report = scratch.join("report.json");
+    let mut command = tokio::process::Command::new(&python);
+    command
+        .current_dir(scratch)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--only-binary=:all:",
+            "--isolated",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--quiet",
+        ])
+        .arg("--report")
+        .arg(&report)
+        .arg("--index-url")
+        .arg(index.as_str());
+    // Plain http is accepted only for a mirror on this machine's loopback.
+    if index.scheme() == "http"
+        && let Some(host) = index.host_str()
+    {
+        command.arg("--trusted-host").arg(host);
+    }
+    command
+        .arg(&spec)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy().to_ascii_uppercase();
+        if name.starts_with("PIP_") || name.starts_with("PYTHON") {
+            command.env_remove(key);
+        }
+    }
+    let output = tokio::time::timeout(RESOLVE_TIMEOUT, command.output())
+        .await
+        .map_err(|_| {
+            refuse(
+                ErrorCode::PackageResolveFailed,
+                format!(
+                    "pip did not resolve {spec} within {}s",
+                    RESOLVE_TIMEOUT.as_secs()
+                ),
+            )
+        })?
+        .map_err(|e| {
+            refuse(
+                ErrorCode::PackageResolveFailed,
+                format!("cannot run pip: {e}"),
+            )
+        })?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
+        return Err(refuse(
+            ErrorCode::PackageResolveFailed,
+            format!(
+                "pip could not resolve {spec} as wheels: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            ),
+        ));
+    }
+    let text = std::fs::read(&report).map_err(|e| {
+        refuse(
+            ErrorCode::PackageResolveFailed,
+            format!("pip wrote no report: {e}"),
+        )
+    })?;
+    let report: Value = serde_json::from_slice(&text).map_err(|e| {
+        refuse(
+            ErrorCode::PackageResolveFailed,
+            format!("pip's report: {e}"),
+        )
+    })?;
+    let mut root = None;
+    let mut closure = Vec::new();
+    for item in report["install"].as_array().into_iter().flatten() {
+        let name = item["metadata"]["name"].as_str().unwrap_or_default();
+        let version = item["metadata"]["version"].as_str().unwrap_or_default();
+        let url = item["download_info"]["url"].as_str().unwrap_or_default();
+        let Some(sha256) = item["download_info"]["archive_info"]["hashes"]["sha256"].as_str()
+        else {
+            return Err(refuse(
+                ErrorCode::PackageResolveFailed,
+                format!("pip's report gives no sha256 for {name} {version}"),
+            ));
+        };
+        if !url.ends_with(".whl") {
+            return Err(refuse(
+                ErrorCode::PackageSourceOnly,
+                format!(
+                    "{name} {version} resolves to {url}, not a wheel; Gatehouse never builds from source"
+                ),
+            ));
+        }
+        let pinned = json!({"name": name, "version": version, "artifact": format!("sha256:{}", sha256.to_ascii_lowercase())});
+        if crate::packages::pypi_normal(name) == crate::packages::pypi_normal(&request.name) {
+            root = Some((version.to_string(), pinned));
+        } else {
+            closure.push(pinned);
+        }
+    }
+    let Some((version, root)) = root else {
+        return Err(refuse(
+            ErrorCode::PackageResolveFailed,
+            format!("pip's report does not install {}", request.name),
+        ));
+    };
+    let python = interpreter_digest("python3")?;
+    let entry = request
+        .script
+        .clone()
+        .unwrap_or_else(|| crate::packages::pypi_normal(&request.name));
+    let binding = json!({
+        "ecosystem": "pypi", "name": request.name, "version": version,
+        "artifact": root["artifact"], "closure": closure, "entry": entry,
+        "interpreter": {"kind": "python", "sha256": [python]},
+    });
+    Ok((version, binding))
 }
 
 /// Runs npm's resolver in `scratch`: a lockfile for `request`, no scripts, none of the
@@ -486,17 +650,18 @@ fn npm_bin(lock: &Value, name: &str) -> Result<String, String> {
     }
 }
 
-/// The SHA-256 of the `node` on PATH, canonical.
-fn which_node() -> Result<String, ApiError> {
-    let node = crate::admission::resolve_program("node", None, std::env::var_os("PATH").as_deref())
-        .map_err(|e| {
-            refuse(
-                ErrorCode::InterpreterNotAllowed,
-                format!("{e}; install Node"),
-            )
-        })?;
-    let node = std::fs::canonicalize(&node).unwrap_or(node);
-    crate::admission::file_sha256(&node)
+/// The SHA-256 of `command` (`node`, `python3`) on PATH, canonical: what runs the pin.
+fn interpreter_digest(command: &str) -> Result<String, ApiError> {
+    let program =
+        crate::admission::resolve_program(command, None, std::env::var_os("PATH").as_deref())
+            .map_err(|e| {
+                refuse(
+                    ErrorCode::InterpreterNotAllowed,
+                    format!("{e}; install {command}"),
+                )
+            })?;
+    let program = std::fs::canonicalize(&program).unwrap_or(program);
+    crate::admission::file_sha256(&program)
         .map(hex::encode)
         .map_err(|e| refuse(ErrorCode::InterpreterNotAllowed, e))
 }
