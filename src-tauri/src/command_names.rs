@@ -31,6 +31,11 @@ pub const ALL: &[&str] = &[
     "audit_verify",
     "traffic_list",
     "clients_list",
+    "pin_plan",
+    "pin",
+    "client_configs",
+    "client_connect",
+    "client_restore",
     "settings_get",
     "ui_ready",
 ];

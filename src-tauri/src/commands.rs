@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use gatehouse_desk::FieldError;
 use gatehouse_desk::{
-    AuditVerdict, CallOutcome, CompletionTarget, Desk, DeskError, ImportOutcome, NewServer,
+    AuditVerdict, CallOutcome, ClientConnected, ClientFileRow, ClientId, ClientRestored,
+    CompletionTarget, Desk, DeskError, ImportOutcome, NewServer, PinPlanView, PinnedView,
     PromptCard, PromptGroups, PromptView, ResourceGroups, ServerDetail, ServerRow, ServerSignIn,
     Settings, ShelvedRead, SignInCards, SignInReply, SignInRow, WindowAnswer,
 };
@@ -267,6 +268,39 @@ fn clients_list(desk: DeskState<'_>) -> Answer<Vec<ClientRow>> {
     desk.clients()
 }
 
+/// What pinning `name` yourself would write (the host resolves, installs into a scratch
+/// store and lists the tools; nothing of the person's changes). The desk keeps the plan.
+#[tauri::command]
+async fn pin_plan(desk: DeskState<'_>, name: String) -> Answer<PinPlanView> {
+    desk.pin_plan(&name).await
+}
+
+/// The person's Pin in the confirmation panel: writes the plan last shown for `name`.
+#[tauri::command]
+async fn pin(desk: DeskState<'_>, name: String) -> Answer<PinnedView> {
+    desk.pin_server(&name).await
+}
+
+/// The AI clients' config files (not the clients seen through `gatehouse serve`).
+#[tauri::command]
+async fn client_configs(desk: DeskState<'_>) -> Answer<Vec<ClientFileRow>> {
+    desk.client_files().await
+}
+
+#[tauri::command]
+async fn client_connect(desk: DeskState<'_>, client: ClientId) -> Answer<ClientConnected> {
+    desk.client_connect(client).await
+}
+
+#[tauri::command]
+async fn client_restore(
+    desk: DeskState<'_>,
+    client: ClientId,
+    force: Option<bool>,
+) -> Answer<ClientRestored> {
+    desk.client_restore(client, force.unwrap_or(false)).await
+}
+
 #[tauri::command]
 fn settings_get(desk: DeskState<'_>) -> Settings {
     desk.settings()
@@ -326,6 +360,11 @@ pub fn handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + 
         audit_verify,
         traffic_list,
         clients_list,
+        pin_plan,
+        pin,
+        client_configs,
+        client_connect,
+        client_restore,
         settings_get,
         ui_ready,
     ]

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_desk::{
-    Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
+    ClientSetup, Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
+    locate_gatehouse,
 };
 use gatehouse_gateway::bridge;
 use gatehouse_host::HostEvent;
@@ -68,6 +69,10 @@ pub struct Launch {
     /// Where saved resources go, instead of `$GATEHOUSE_DOWNLOAD_DIR` or the user's download
     /// directory (tests).
     pub downloads: Option<PathBuf>,
+    /// The AI clients' directories and the `gatehouse` their files will launch, instead of
+    /// the path resolver's home and config directories and the one found beside the app or
+    /// on PATH (tests).
+    pub clients: Option<ClientSetup>,
 }
 
 const USAGE: &str = "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn] [--no-bridge]";
@@ -183,6 +188,26 @@ fn download_dir<R: Runtime>(app: &tauri::AppHandle<R>, launch: &Launch) -> Optio
         })
 }
 
+/// Where the AI clients' files are (the resolver's home and config directories, as the CLI
+/// reads them) and the `gatehouse` command line they will launch.
+fn client_setup<R: Runtime>(app: &tauri::AppHandle<R>, launch: &Launch) -> Option<ClientSetup> {
+    if let Some(setup) = &launch.clients {
+        return Some(setup.clone());
+    }
+    let home = app.path().home_dir().ok()?;
+    let config_dir = app
+        .path()
+        .config_dir()
+        .unwrap_or_else(|_| home.join(".config"));
+    let exe = std::env::current_exe().ok();
+    let gatehouse = locate_gatehouse(exe.as_deref(), std::env::var_os("PATH").as_deref());
+    Some(ClientSetup {
+        home,
+        config_dir,
+        gatehouse,
+    })
+}
+
 /// Passes the host's resource updates (for resources the user subscribed to) on to the window
 /// as `gatehouse://resources` notices: `{server, uri}`, nothing more.
 async fn forward_resource_updates<R: Runtime>(
@@ -292,6 +317,9 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
             .map_err(|e| e.to_string())?;
             if let Some(dir) = download_dir(&handle, &launch) {
                 desk.set_download_dir(dir);
+            }
+            if let Some(setup) = client_setup(&handle, &launch) {
+                desk.set_client_setup(setup);
             }
             tauri::async_runtime::spawn(forward_resource_updates(handle.clone(), desk.subscribe()));
             app.manage(desk.clone());

@@ -80,6 +80,13 @@ export const resourceSave = (readId, index) => invoke('resource_save', { readId,
 // AI clients (through gatehouse serve)
 export const clientsList = () => invoke('clients_list');
 
+// Pins of your own, and the AI clients' config files
+export const pinPlan = (name) => invoke('pin_plan', { name });
+export const pin = (name) => invoke('pin', { name });
+export const clientConfigs = () => invoke('client_configs');
+export const clientConnect = (client) => invoke('client_connect', { client });
+export const clientRestore = (client, force = false) => invoke('client_restore', { client, force });
+
 // Prompts
 export const promptsList = () => invoke('prompts_list');
 export const promptValidate = (promptId, content) => invoke('prompt_validate', { promptId, content });

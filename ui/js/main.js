@@ -7,6 +7,7 @@ import * as signIns from './signin.js';
 import * as audit from './audit.js';
 import * as traffic from './traffic.js';
 import * as clients from './clients.js';
+import * as clientFiles from './clientfiles.js';
 import * as settings from './settings.js';
 import { resourceUpdated } from './resources.js';
 import { notify } from './notice.js';
@@ -17,7 +18,8 @@ const REFRESH = {
   prompts: prompts.refresh,
   audit: audit.refresh,
   traffic: traffic.refresh,
-  clients: clients.refresh,
+  // The clients seen through `gatehouse serve`, and the clients' own config files.
+  clients: () => Promise.all([clients.refresh(), clientFiles.refresh()]),
   settings: settings.refresh,
 };
 // Views whose data changed while they were not shown; refetched when shown.
@@ -55,6 +57,8 @@ async function subscribe() {
     // A sign-in that ends may change what the Servers view shows of its server.
     [EVENTS.signIns, () => { signIns.refresh(); servers.refreshSignIns(); }],
     [EVENTS.servers, () => refreshServers()],
+    // A server a client brought was admitted, refused or pinned: its line under the client.
+    [EVENTS.servers, () => refreshWhenShown('clients')],
     [EVENTS.audit, () => refreshWhenShown('audit')],
     [EVENTS.traffic, () => refreshWhenShown('traffic')],
     // A client's calls are audit records.
@@ -75,6 +79,7 @@ function start() {
   audit.init();
   traffic.init();
   clients.init();
+  clientFiles.init();
   settings.init();
 
   for (const link of document.querySelectorAll('nav [data-view]')) {
@@ -94,6 +99,7 @@ function start() {
     audit.refresh();
     traffic.refresh();
     clients.refresh();
+    clientFiles.refresh();
     settings.refresh();
   });
 }

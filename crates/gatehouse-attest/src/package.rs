@@ -220,7 +220,7 @@ fn count(map: &Map<String, Value>, key: &str, path: &str, default: u32) -> Check
 
 /// npm's rules for a new package name: lower case, URL-safe, at most 214 characters, an
 /// optional `@scope/`, neither part starting with `.` or `_`.
-fn check_npm_name(name: &str) -> Result<(), &'static str> {
+pub fn check_npm_name(name: &str) -> Result<(), &'static str> {
     fn part(p: &str) -> bool {
         !p.is_empty()
             && !p.starts_with(['.', '_'])
@@ -249,7 +249,7 @@ fn check_npm_name(name: &str) -> Result<(), &'static str> {
 }
 
 /// PEP 508 project names, returned PEP 503-normalised (lower case, runs of `-_.` as one `-`).
-fn normalize_pypi_name(name: &str) -> Option<String> {
+pub fn normalize_pypi_name(name: &str) -> Option<String> {
     let valid = name.len() <= 128
         && name
             .bytes()
@@ -282,8 +282,9 @@ fn normalize_pypi_name(name: &str) -> Option<String> {
 }
 
 /// A `.mcpb` file name stem.
-fn is_file_stem(name: &str) -> bool {
-    name.len() <= 128
+pub fn is_file_stem(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
         && !name.starts_with('.')
         && name
             .bytes()
@@ -319,7 +320,7 @@ fn numeric(part: &str) -> bool {
 }
 
 /// SemVer 2.0 exactly: `MAJOR.MINOR.PATCH[-pre][+build]`.
-fn is_semver(version: &str) -> bool {
+pub fn is_semver(version: &str) -> bool {
     let (rest, build) = match version.split_once('+') {
         Some((rest, build)) => (rest, Some(build)),
         None => (version, None),
@@ -341,7 +342,7 @@ fn is_semver(version: &str) -> bool {
 }
 
 /// PEP 440 in its normalised form: `[N!]N(.N)*[{a|b|rc}N][.postN][.devN][+local]`.
-fn is_pep440(version: &str) -> bool {
+pub fn is_pep440(version: &str) -> bool {
     let (public, local) = match version.split_once('+') {
         Some((p, l)) => (p, Some(l)),
         None => (version, None),

@@ -5,37 +5,17 @@
 
 mod common;
 
+use common::packages::{FILESYSTEM, VERSION, node_dir, seed, sha256_file};
+
 use std::path::{Path, PathBuf};
 
 use common::{Env, repo};
 use gatehouse_package::lockfile::{Platform, npm_closure};
 use gatehouse_testkit::bundles;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const DENY: [&str; 2] = ["--posture", "deny-by-default"];
-const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
-const VERSION: &str = "2026.8.31";
 const ID: &str = "urn:test:filesystem";
-
-/// The artifacts `scripts/install-deps.sh` fetched (`scripts/fetch-packages.mjs`).
-fn seed() -> PathBuf {
-    let seed = repo().join("target/package-seed");
-    assert!(
-        seed.join("npm").join(FILESYSTEM).is_dir(),
-        "{} is missing: run scripts/install-deps.sh (it fetches the test packages)",
-        seed.display()
-    );
-    seed
-}
-
-fn node_dir() -> PathBuf {
-    common::node().parent().unwrap().to_path_buf()
-}
-
-fn sha256_file(path: &Path) -> String {
-    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
-}
 
 /// Packages in the test lockfile's closure of server-filesystem, the bound one included.
 fn closure_size() -> usize {

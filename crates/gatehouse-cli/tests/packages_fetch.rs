@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::packages::{FILESYSTEM, VERSION, node_dir, seed};
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -20,25 +22,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256, Sha512};
 
 const DENY: [&str; 2] = ["--posture", "deny-by-default"];
-const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
-const VERSION: &str = "2026.8.31";
 const ID: &str = "urn:test:filesystem";
-
-/// The artifacts `scripts/install-deps.sh` fetched (`scripts/fetch-packages.mjs`), laid out as
-/// the mirror serves them.
-fn seed() -> PathBuf {
-    let seed = repo().join("target/package-seed");
-    assert!(
-        seed.join("npm").join(FILESYSTEM).is_dir(),
-        "{} is missing: run scripts/install-deps.sh (it fetches the test packages)",
-        seed.display()
-    );
-    seed
-}
-
-fn node_dir() -> PathBuf {
-    common::node().parent().unwrap().to_path_buf()
-}
 
 fn node_sha256() -> String {
     hex::encode(Sha256::digest(std::fs::read(common::node()).unwrap()))

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::packages::node_dir;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -76,10 +78,6 @@ fn pack(work: &Path, out: &Path, greeting: &str) {
         .unwrap();
     assert!(output.status.success(), "mcpb pack: {output:?}");
     assert!(out.is_file());
-}
-
-fn node_dir() -> PathBuf {
-    common::node().parent().unwrap().to_path_buf()
 }
 
 struct Admin<'a> {

@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::packages::{FILESYSTEM, seed};
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -15,18 +17,6 @@ use gatehouse_host::ErrorCode;
 use gatehouse_testkit::bundles;
 use gatehouse_testkit::mirror::Mirror;
 use serde_json::{Value, json};
-
-const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
-
-fn seed() -> PathBuf {
-    let seed = repo().join("target/package-seed");
-    assert!(
-        seed.join("npm").join(FILESYSTEM).is_dir(),
-        "{} is missing: run scripts/install-deps.sh (it fetches the test packages)",
-        seed.display()
-    );
-    seed
-}
 
 struct Person {
     env: Env,

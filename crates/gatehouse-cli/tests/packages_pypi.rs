@@ -7,7 +7,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::packages::sha256_file;
+
+use std::path::PathBuf;
 use std::process::Command;
 
 use common::{Env, repo};
@@ -19,7 +21,6 @@ use gatehouse_package::wheels::{
 use gatehouse_testkit::audit::payloads_in;
 use gatehouse_testkit::bundles;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const DENY: [&str; 2] = ["--posture", "deny-by-default"];
 const TIME: &str = "mcp-server-time";
@@ -37,10 +38,6 @@ fn seed() -> PathBuf {
         seed.display()
     );
     seed
-}
-
-fn sha256_file(path: &Path) -> String {
-    hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
 }
 
 /// The machine's `python3` (as the tests' own PATH finds it), resolved to its binary, and

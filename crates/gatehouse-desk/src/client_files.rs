@@ -22,7 +22,7 @@ use gatehouse_host::ErrorCode;
 use gatehouse_host::host::{PackageState, RowStatus, ServerRow};
 use serde::Serialize;
 
-use super::{Desk, DeskError, DeskEvent};
+use super::{Desk, DeskError};
 
 /// The command line's executable name.
 pub const GATEHOUSE_BINARY: &str = "gatehouse";
@@ -72,9 +72,9 @@ pub enum BroughtState {
     Admitted,
     /// Admitted (or, before its first admission, bound) by the person's own pin.
     PinnedByYou,
-    /// An npx package no bundle binds: the person can pin it.
+    /// An npx or uvx package no bundle binds: the person can pin it.
     CanBePinned,
-    /// A package the person cannot pin (PyPI, or a locked admin bundle).
+    /// A package the person cannot pin (a `.mcpb`, or under a locked admin bundle).
     AskYourAdmin,
     /// Admission refused it, or it failed to connect: `row.reason` says why.
     Refused,
@@ -108,7 +108,7 @@ impl BroughtState {
     /// From the host's two answers: the server's row (its status as last tried, and whether
     /// a live connection exists; `None` when it is no longer listed) and what it is as a
     /// package (by the bundles installed now). What the person can do comes first: an
-    /// unbound npx server is refused by deny-by-default, and pinning is the way out.
+    /// unbound npx/uvx server is refused by deny-by-default, and pinning is the way out.
     pub fn of(row: Option<(RowStatus, bool)>, package: Option<PackageState>) -> BroughtState {
         let Some((status, connected)) = row else {
             return BroughtState::Removed;
@@ -329,7 +329,10 @@ impl Desk {
             .ok_or_else(|| {
                 DeskError::new(
                     ErrorCode::ClientConfigMissing,
-                    format!("{} has no config file Gatehouse knows", client.display_name()),
+                    format!(
+                        "{} has no config file Gatehouse knows",
+                        client.display_name()
+                    ),
                 )
             })
     }
@@ -341,7 +344,7 @@ impl Desk {
     /// Connects `client` through Gatehouse, as `gatehouse clients connect CLIENT` does: its
     /// servers imported into servers.json (all or nothing), its file backed up byte for byte
     /// and rewritten to launch `gatehouse serve --client CLIENT`. The servers it brought are
-    /// then admitted in the background, as at the app's start; the window hears of each.
+    /// then admitted, so the answer lists each with its admission and package state.
     pub async fn client_connect(&self, client: ClientId) -> Result<ClientConnected, DeskError> {
         let (setup, roots, backups) = self.client_setup()?;
         let gatehouse = setup
@@ -368,17 +371,17 @@ impl Desk {
         .await
         .map_err(|e| DeskError::new(ErrorCode::ClientIo, format!("the connect task failed: {e}")))?
         .map_err(desk_error)?;
-        let imported = outcome.import.imported.clone();
-        for name in &imported {
-            (self.notify)(DeskEvent::Servers { name: name.clone() });
-        }
-        let host = self.host.clone();
-        tokio::spawn(async move {
-            for name in imported {
-                // Each admission's outcome is in the server's row; the host tells the window.
-                let _ = host.server_detail(&name).await;
-            }
-        });
+        // Admitted now, together, as at the app's start, so the answer says what each is (an
+        // unbound npx/uvx server is refused at once, nothing spawned; a bound package installs).
+        // Each outcome is in its row; the host tells the window of each.
+        futures::future::join_all(
+            outcome
+                .import
+                .imported
+                .iter()
+                .map(|name| self.host.server_detail(name)),
+        )
+        .await;
         Ok(ClientConnected {
             row: self.client_row(client).await?,
             backup: outcome.backup,
@@ -423,17 +426,49 @@ mod tests {
         use RowStatus as R;
         let cases = [
             (None, None, B::Removed),
-            (Some(row(R::Refused, false)), Some(P::CanBePinned), B::CanBePinned),
-            (Some(row(R::NotConnected, false)), Some(P::AskYourAdmin), B::AskYourAdmin),
-            (Some(row(R::Refused, false)), Some(P::PackageBound), B::Refused),
-            (Some(row(R::NotConnected, false)), Some(P::Refused), B::Refused),
+            (
+                Some(row(R::Refused, false)),
+                Some(P::CanBePinned),
+                B::CanBePinned,
+            ),
+            (
+                Some(row(R::NotConnected, false)),
+                Some(P::AskYourAdmin),
+                B::AskYourAdmin,
+            ),
+            (
+                Some(row(R::Refused, false)),
+                Some(P::PackageBound),
+                B::Refused,
+            ),
+            (
+                Some(row(R::NotConnected, false)),
+                Some(P::Refused),
+                B::Refused,
+            ),
             (Some(row(R::Error, false)), None, B::Refused),
             (Some(row(R::Unattested, false)), None, B::Refused),
             (Some(row(R::Unattested, true)), None, B::Unattested),
-            (Some(row(R::Suspended, true)), Some(P::PinnedByYou), B::Suspended),
-            (Some(row(R::Admitted, true)), Some(P::PinnedByYou), B::PinnedByYou),
-            (Some(row(R::NotConnected, false)), Some(P::PinnedByYou), B::PinnedByYou),
-            (Some(row(R::Admitted, true)), Some(P::PackageBound), B::Admitted),
+            (
+                Some(row(R::Suspended, true)),
+                Some(P::PinnedByYou),
+                B::Suspended,
+            ),
+            (
+                Some(row(R::Admitted, true)),
+                Some(P::PinnedByYou),
+                B::PinnedByYou,
+            ),
+            (
+                Some(row(R::NotConnected, false)),
+                Some(P::PinnedByYou),
+                B::PinnedByYou,
+            ),
+            (
+                Some(row(R::Admitted, true)),
+                Some(P::PackageBound),
+                B::Admitted,
+            ),
             (Some(row(R::Admitted, true)), None, B::Admitted),
             (Some(row(R::Connecting, false)), None, B::Connecting),
             (Some(row(R::NotConnected, false)), None, B::NotConnected),
@@ -473,7 +508,11 @@ mod tests {
         let cwd = std::env::current_dir().unwrap();
         let up = "../".repeat(cwd.components().count() - 1);
         let relative = PathBuf::from(up).join(bin.strip_prefix("/").unwrap());
-        assert!(is_executable(&relative), "{}", relative.display());
+        assert!(
+            is_executable(&relative.join(GATEHOUSE_BINARY)),
+            "{}",
+            relative.display()
+        );
         let error = locate_gatehouse(None, Some(relative.as_os_str())).unwrap_err();
         assert!(error.contains("install it"), "{error}");
         // A directory named gatehouse is not a program.

@@ -22,6 +22,11 @@ use serde::Serialize;
 use gatehouse_host::secrets::SecretStore;
 use gatehouse_host::{ServerSpec, ServersFile};
 
+pub use client_files::{
+    BroughtServer, BroughtState, ClientConnected, ClientFileRow, ClientRestored, ClientSetup,
+    locate_gatehouse,
+};
+pub use gatehouse_clients::{ClientId, Scope as ClientScope};
 pub use gatehouse_host::CompletionTarget;
 pub use gatehouse_host::host::SignInRow;
 pub use gatehouse_host::host::context::{
@@ -33,11 +38,6 @@ pub use gatehouse_host::host::{
     HostPaths as DeskPaths, ImportOutcome, NewServer, Notifier, RowReason, ServerDetail, ServerRow,
     Settings, ToolGroups,
 };
-pub use client_files::{
-    BroughtServer, BroughtState, ClientConnected, ClientFileRow, ClientRestored, ClientSetup,
-    locate_gatehouse,
-};
-pub use gatehouse_clients::ClientId;
 pub use gatehouse_host::host::{PackageState, RowStatus};
 pub use gatehouse_policy::FieldError;
 pub use pins::{PinPlanView, PinnedView, PlannedTool};

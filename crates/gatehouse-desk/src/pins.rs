@@ -38,7 +38,7 @@ pub struct PlannedTool {
 #[serde(rename_all = "camelCase")]
 pub struct PinPlanView {
     pub server: String,
-    /// The server id the pin gives it (`urn:gatehouse:pinned:npm:NAME`).
+    /// The server id the pin gives it (`urn:gatehouse:pinned:ECOSYSTEM:NAME`).
     pub id: String,
     pub ecosystem: Ecosystem,
     pub package: String,

@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI integration tests.
 #![allow(dead_code)]
 
+pub mod packages;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

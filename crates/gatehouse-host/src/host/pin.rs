@@ -449,34 +449,7 @@ async fn pypi_plan(
             command.env_remove(key);
         }
     }
-    let output = tokio::time::timeout(RESOLVE_TIMEOUT, command.output())
-        .await
-        .map_err(|_| {
-            refuse(
-                ErrorCode::PackageResolveFailed,
-                format!(
-                    "pip did not resolve {spec} within {}s",
-                    RESOLVE_TIMEOUT.as_secs()
-                ),
-            )
-        })?
-        .map_err(|e| {
-            refuse(
-                ErrorCode::PackageResolveFailed,
-                format!("cannot run pip: {e}"),
-            )
-        })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
-        return Err(refuse(
-            ErrorCode::PackageResolveFailed,
-            format!(
-                "pip could not resolve {spec} as wheels: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-            ),
-        ));
-    }
+    run_resolver(&mut command, "pip", &spec).await?;
     let text = std::fs::read(&report).map_err(|e| {
         refuse(
             ErrorCode::PackageResolveFailed,
@@ -536,6 +509,44 @@ async fn pypi_plan(
     Ok((version, binding))
 }
 
+/// Runs a resolver to its end within [`RESOLVE_TIMEOUT`]; its failure is the last lines it
+/// wrote to stderr.
+async fn run_resolver(
+    command: &mut tokio::process::Command,
+    tool: &str,
+    spec: &str,
+) -> Result<(), ApiError> {
+    let output = tokio::time::timeout(RESOLVE_TIMEOUT, command.output())
+        .await
+        .map_err(|_| {
+            refuse(
+                ErrorCode::PackageResolveFailed,
+                format!(
+                    "{tool} did not resolve {spec} within {}s",
+                    RESOLVE_TIMEOUT.as_secs()
+                ),
+            )
+        })?
+        .map_err(|e| {
+            refuse(
+                ErrorCode::PackageResolveFailed,
+                format!("cannot run {tool}: {e}"),
+            )
+        })?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
+    Err(refuse(
+        ErrorCode::PackageResolveFailed,
+        format!(
+            "{tool} could not resolve {spec}: {}",
+            tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        ),
+    ))
+}
+
 /// Runs npm's resolver in `scratch`: a lockfile for `request`, no scripts, none of the
 /// person's npm settings.
 async fn npm_resolve(
@@ -592,34 +603,7 @@ async fn npm_resolve(
             command.env_remove(key);
         }
     }
-    let output = tokio::time::timeout(RESOLVE_TIMEOUT, command.output())
-        .await
-        .map_err(|_| {
-            refuse(
-                ErrorCode::PackageResolveFailed,
-                format!(
-                    "npm did not resolve {spec} within {}s",
-                    RESOLVE_TIMEOUT.as_secs()
-                ),
-            )
-        })?
-        .map_err(|e| {
-            refuse(
-                ErrorCode::PackageResolveFailed,
-                format!("cannot run npm: {e}"),
-            )
-        })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
-        return Err(refuse(
-            ErrorCode::PackageResolveFailed,
-            format!(
-                "npm could not resolve {spec}: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-            ),
-        ));
-    }
+    run_resolver(&mut command, "npm", &spec).await?;
     let text = std::fs::read(scratch.join("package-lock.json")).map_err(|e| {
         refuse(
             ErrorCode::PackageResolveFailed,
