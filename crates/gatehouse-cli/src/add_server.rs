@@ -51,7 +51,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
         interpreter_sha256: Vec::new(),
     };
     let (name, version, mut binding, mcpb_file) = if let Some(spec) = &args.npm {
-        let (name, version, binding) = npm(spec, args, common)?;
+        let (name, version, binding) = npm(context, spec, args, common).await?;
         (name, version, binding, None)
     } else if let Some(spec) = &args.pypi {
         let (name, version, binding) = pypi(context, spec, args, common).await?;
@@ -219,21 +219,24 @@ fn interpreter_digests(command: &str, args: &AddServerArgs) -> Result<Vec<String
     Ok(digests)
 }
 
-fn npm(
+async fn npm(
+    context: &Context,
     spec: &str,
     args: &AddServerArgs,
     mut common: Common,
 ) -> Result<(String, String, Value), Failure> {
     let (name, version) = split_npm(spec)?;
-    let lockfile = args.lockfile.as_ref().ok_or_else(|| {
-        Failure::usage(format!(
-            "--npm needs --lockfile: the closure is bound from what you reviewed. Generate one with `npm install --package-lock-only --ignore-scripts {name}@{version}` in an empty directory and pass its package-lock.json"
-        ))
-    })?;
-    let lock = read_json(lockfile)?;
+    // The lockfile the admin reviewed, or npm's resolution from the registry now.
+    let (lock, source) = match &args.lockfile {
+        Some(lockfile) => (read_json(lockfile)?, lockfile.clone()),
+        None => (
+            Host::resolve_npm_lockfile(&name, &version, context.package_sources.as_deref()).await?,
+            std::path::PathBuf::from("(npm's resolution from the registry)"),
+        ),
+    };
     common.interpreter_sha256 = interpreter_digests("node", args)?;
     let binding =
-        npm_binding(&lock, &name, &version, &common).map_err(|e| binding_failure(lockfile, e))?;
+        npm_binding(&lock, &name, &version, &common).map_err(|e| binding_failure(&source, e))?;
     Ok((name, version, binding))
 }
 
@@ -258,13 +261,20 @@ async fn pypi(
     mut common: Common,
 ) -> Result<(String, String, Value), Failure> {
     let (name, version) = split_pypi(spec)?;
-    let file = args.requirements.as_ref().ok_or_else(|| {
-        Failure::usage(format!(
-            "--pypi needs --requirements: the closure is bound from what you reviewed. Write `{name}=={version}` in requirements.in and run `uv pip compile --generate-hashes --only-binary :all: requirements.in -o requirements.txt` (or pip-compile --generate-hashes), then pass requirements.txt"
-        ))
-    })?;
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", file.display())))?;
+    // The requirements the admin reviewed, or pip's resolution from the index now.
+    let (text, file) = match &args.requirements {
+        Some(file) => (
+            std::fs::read_to_string(file)
+                .map_err(|e| Failure::usage(format!("cannot read {}: {e}", file.display())))?,
+            file.clone(),
+        ),
+        None => (
+            Host::resolve_pypi_requirements(&name, &version, context.package_sources.as_deref())
+                .await?,
+            std::path::PathBuf::from("(pip's resolution from the index)"),
+        ),
+    };
+    let file = &file;
     let requirements = parse_requirements(&text)
         .map_err(|e| binding_failure(file, BindingError::Requirements(e)))?;
     common.interpreter_sha256 = interpreter_digests("python3", args)?;

@@ -584,7 +584,8 @@ pub enum BundleCommand {
         now: Option<String>,
     },
     /// Add (or replace) a server entry bound to a package's exact bytes: resolve the closure
-    /// from a lockfile (npm) or a hashed requirements file (PyPI), install it into a scratch
+    /// from a lockfile (npm) or a hashed requirements file (PyPI) you reviewed, or from the
+    /// registry now, install it into a scratch
     /// store, start it in a throwaway home, list its tools, and write the binding, the pins of
     /// the chosen tools and the entry's attestation signed with --signer-key. The bundle's
     /// signatures are dropped: `bundle sign` it again.
@@ -623,10 +624,13 @@ pub struct AddServerArgs {
     #[arg(long, value_name = "FILE")]
     pub mcpb: Option<PathBuf>,
     /// The package-lock.json that pins the npm package's closure (`npm install
-    /// --package-lock-only --ignore-scripts NAME@VERSION` in an empty directory).
+    /// --package-lock-only --ignore-scripts NAME@VERSION` in an empty directory). Without it,
+    /// npm's resolver resolves the closure from the registry now (no script runs).
     #[arg(long, value_name = "FILE")]
     pub lockfile: Option<PathBuf>,
     /// The hashed, wheels-only requirements file that pins the PyPI package's closure.
+    /// Without it, pip's resolver resolves it from the index now for the python3 on PATH
+    /// (wheels only, nothing installed).
     #[arg(long, value_name = "FILE")]
     pub requirements: Option<PathBuf>,
     /// What runs: npm, the file inside the package (default: its only `bin`); PyPI, a console

@@ -300,3 +300,118 @@ fn a_person_pins_a_uvx_server_resolved_by_pip_and_it_runs_from_the_store() {
         "{out}"
     );
 }
+
+/// The closure of a written entry, as comparable (name, version, artifact) triples.
+fn closure_of(bundle: &std::path::Path, id: &str) -> Vec<(String, String, String)> {
+    let document: Value = serde_json::from_slice(&std::fs::read(bundle).unwrap()).unwrap();
+    let entry = document["signed"]["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap()
+        .clone();
+    let package = &entry["package"];
+    let mut all: Vec<(String, String, String)> = package["closure"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(std::iter::once(package))
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["version"].as_str().unwrap().to_string(),
+                p["artifact"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+#[test]
+fn add_server_without_a_lockfile_resolves_from_the_registry_the_closure_the_lockfile_pins() {
+    let person = Person::new();
+    let keys = person.env.dir.path().join("keys");
+    let bundle = person.env.dir.path().join("acme.json");
+    let keys_text = keys.display().to_string();
+    for id in ["root", "signer"] {
+        let (code, out) = person.json(&["bundle", "keygen", "--out", &keys_text, "--id", id]);
+        assert_eq!(code, 0, "{out}");
+    }
+    let key = |name: &str| keys.join(name).display().to_string();
+    let (code, out) = person.json(&[
+        "bundle",
+        "init",
+        "--bundle-id",
+        "acme",
+        "--root-key",
+        &key("root.pub.json"),
+        "--signer-key",
+        &key("signer.pub.json"),
+        "--out",
+        bundle.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let add = |id: &str, extra: &[&str]| {
+        let signer = key("signer.key");
+        let mut args = vec![
+            "bundle",
+            "add-server",
+            bundle.to_str().unwrap(),
+            "--id",
+            id,
+            "--clearance",
+            "internal",
+            "--signer-key",
+            &signer,
+            "--all-tools",
+        ];
+        args.extend_from_slice(extra);
+        person.json(&args)
+    };
+    let npm = format!("{FILESYSTEM}@2026.8.31");
+    let lockfile = repo().join("tests/packages/npm/server-filesystem/package-lock.json");
+    let (code, out) = add("urn:acme:files-resolved", &["--npm", &npm]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = add(
+        "urn:acme:files-reviewed",
+        &["--npm", &npm, "--lockfile", lockfile.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{out}");
+    let resolved = closure_of(&bundle, "urn:acme:files-resolved");
+    assert!(resolved.len() > 50, "{resolved:?}");
+    assert_eq!(resolved, closure_of(&bundle, "urn:acme:files-reviewed"));
+
+    let requirements = repo().join("tests/packages/pypi/mcp-server-time/requirements.txt");
+    let time = [
+        "--pypi",
+        "mcp-server-time==2026.10.19",
+        "--arg=--local-timezone",
+        "--arg=UTC",
+    ];
+    let (code, out) = add("urn:acme:time-resolved", &time);
+    assert_eq!(code, 0, "{out}");
+    let mut reviewed = time.to_vec();
+    reviewed.extend(["--requirements", requirements.to_str().unwrap()]);
+    let (code, out) = add("urn:acme:time-reviewed", &reviewed);
+    assert_eq!(code, 0, "{out}");
+    let resolved = closure_of(&bundle, "urn:acme:time-resolved");
+    assert!(resolved.len() > 20, "{resolved:?}");
+    assert_eq!(resolved, closure_of(&bundle, "urn:acme:time-reviewed"));
+
+    // A version the registry does not have: refused by name, the bundle untouched.
+    let before = std::fs::read(&bundle).unwrap();
+    let (code, out) = add(
+        "urn:acme:missing",
+        &["--npm", &format!("{FILESYSTEM}@2025.1.1")],
+    );
+    assert_ne!(code, 0, "{out}");
+    assert_eq!(
+        out["error"]["code"],
+        ErrorCode::PackageResolveFailed.as_str(),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(&bundle).unwrap(), before);
+}

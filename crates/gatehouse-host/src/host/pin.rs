@@ -333,6 +333,73 @@ impl Host {
             .collect()
     }
 
+    /// For an admin's `bundle add-server` without a lockfile: `package-lock.json` as npm's
+    /// resolver writes it for `name@version` now, from `sources` (a package-sources file;
+    /// `None` is the public registry). No script runs; nothing is installed.
+    pub async fn resolve_npm_lockfile(
+        name: &str,
+        version: &str,
+        sources: Option<&Path>,
+    ) -> Result<Value, ApiError> {
+        let sources = resolver_sources(sources)?;
+        let scratch = tempfile::tempdir()
+            .map_err(|e| refuse(ErrorCode::ScratchUnavailable, e.to_string()))?;
+        let request = PackageRequest {
+            launcher: gatehouse_package::LauncherKind::Npx,
+            ecosystem: Ecosystem::Npm,
+            name: name.to_string(),
+            version: Some(version.to_string()),
+            script: None,
+            mcpb_file: None,
+            args: Vec::new(),
+        };
+        npm_resolve(&request, sources.npm_registry.as_str(), scratch.path()).await
+    }
+
+    /// For an admin's `bundle add-server` without a requirements file: the hashed,
+    /// wheels-only requirements pip's resolver gives for `name==version` and the `python3` on
+    /// PATH now, from `sources`, one `NAME==VERSION --hash=sha256:…` line a package.
+    pub async fn resolve_pypi_requirements(
+        name: &str,
+        version: &str,
+        sources: Option<&Path>,
+    ) -> Result<String, ApiError> {
+        let sources = resolver_sources(sources)?;
+        let scratch = tempfile::tempdir()
+            .map_err(|e| refuse(ErrorCode::ScratchUnavailable, e.to_string()))?;
+        let python =
+            crate::admission::resolve_program("python3", None, std::env::var_os("PATH").as_deref())
+                .map_err(|e| refuse(ErrorCode::PackageResolveFailed, e))?;
+        let report = pip_report(
+            &python,
+            &sources.pypi_index,
+            name,
+            Some(version),
+            scratch.path(),
+        )
+        .await?;
+        let mut text = format!(
+            "# Resolved by pip for {name}=={version} (gatehouse bundle add-server), wheels only.\n"
+        );
+        for item in report["install"].as_array().into_iter().flatten() {
+            let (Some(name), Some(version), Some(sha256)) = (
+                item["metadata"]["name"].as_str(),
+                item["metadata"]["version"].as_str(),
+                item["download_info"]["archive_info"]["hashes"]["sha256"].as_str(),
+            ) else {
+                return Err(refuse(
+                    ErrorCode::PackageResolveFailed,
+                    "pip's report lacks a name, version or sha256",
+                ));
+            };
+            text.push_str(&format!(
+                "{name}=={version} --hash=sha256:{}\n",
+                sha256.to_ascii_lowercase()
+            ));
+        }
+        Ok(text)
+    }
+
     /// A locked admin bundle ignores user trust roots: a pin would never apply.
     fn pin_allowed(&self) -> Result<(), ApiError> {
         match self.gatekeeper.trust().locked_by() {
@@ -409,59 +476,14 @@ async fn pypi_plan(
                     format!("{e}; pinning a PyPI package needs the python3 that will run it"),
                 )
             })?;
-    let spec = match &request.version {
-        Some(version) => format!("{}=={version}", request.name),
-        None => request.name.clone(),
-    };
-    let report = scratch.join("report.json");
-    let mut command = tokio::process::Command::new(&python);
-    command
-        .current_dir(scratch)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--dry-run",
-            "--ignore-installed",
-            "--only-binary=:all:",
-            "--isolated",
-            "--no-cache-dir",
-            "--disable-pip-version-check",
-            "--quiet",
-        ])
-        .arg("--report")
-        .arg(&report)
-        .arg("--index-url")
-        .arg(index.as_str());
-    // Plain http is accepted only for a mirror on this machine's loopback.
-    if index.scheme() == "http"
-        && let Some(host) = index.host_str()
-    {
-        command.arg("--trusted-host").arg(host);
-    }
-    command
-        .arg(&spec)
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    for (key, _) in std::env::vars_os() {
-        let name = key.to_string_lossy().to_ascii_uppercase();
-        if name.starts_with("PIP_") || name.starts_with("PYTHON") {
-            command.env_remove(key);
-        }
-    }
-    run_resolver(&mut command, "pip", &spec).await?;
-    let text = std::fs::read(&report).map_err(|e| {
-        refuse(
-            ErrorCode::PackageResolveFailed,
-            format!("pip wrote no report: {e}"),
-        )
-    })?;
-    let report: Value = serde_json::from_slice(&text).map_err(|e| {
-        refuse(
-            ErrorCode::PackageResolveFailed,
-            format!("pip's report: {e}"),
-        )
-    })?;
+    let report = pip_report(
+        &python,
+        index,
+        &request.name,
+        request.version.as_deref(),
+        scratch,
+    )
+    .await?;
     let mut root = None;
     let mut closure = Vec::new();
     for item in report["install"].as_array().into_iter().flatten() {
@@ -507,6 +529,87 @@ async fn pypi_plan(
         "interpreter": {"kind": "python", "sha256": [python]},
     });
     Ok((version, binding))
+}
+
+/// The sources a resolver reads: the file's, which must allow the network.
+fn resolver_sources(path: Option<&Path>) -> Result<crate::packages::PackageSources, ApiError> {
+    let sources = match path {
+        Some(path) => crate::packages::PackageSources::load(path)
+            .map_err(|e| refuse(ErrorCode::ConfigInvalid, e))?,
+        None => crate::packages::PackageSources::default(),
+    };
+    if !sources.network {
+        return Err(refuse(
+            ErrorCode::PackageUnavailable,
+            "resolving a closure reads the registry, and package-sources.json turns the network off; pass the lockfile or requirements file you reviewed",
+        ));
+    }
+    Ok(sources)
+}
+
+/// pip's resolution of `name` (at `version`) for `python`, as its `--report` JSON: wheels only
+/// (`--only-binary=:all:`), `--dry-run` (nothing installed or built), `--isolated` (none of the
+/// person's pip settings), no cache.
+async fn pip_report(
+    python: &Path,
+    index: &url::Url,
+    name: &str,
+    version: Option<&str>,
+    scratch: &Path,
+) -> Result<Value, ApiError> {
+    let spec = match version {
+        Some(version) => format!("{name}=={version}"),
+        None => name.to_string(),
+    };
+    let report = scratch.join("report.json");
+    let mut command = tokio::process::Command::new(python);
+    command
+        .current_dir(scratch)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--only-binary=:all:",
+            "--isolated",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--quiet",
+        ])
+        .arg("--report")
+        .arg(&report)
+        .arg("--index-url")
+        .arg(index.as_str());
+    // Plain http is accepted only for a mirror on this machine's loopback.
+    if index.scheme() == "http"
+        && let Some(host) = index.host_str()
+    {
+        command.arg("--trusted-host").arg(host);
+    }
+    command
+        .arg(&spec)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy().to_ascii_uppercase();
+        if name.starts_with("PIP_") || name.starts_with("PYTHON") {
+            command.env_remove(key);
+        }
+    }
+    run_resolver(&mut command, "pip", &spec).await?;
+    let text = std::fs::read(&report).map_err(|e| {
+        refuse(
+            ErrorCode::PackageResolveFailed,
+            format!("pip wrote no report: {e}"),
+        )
+    })?;
+    serde_json::from_slice(&text).map_err(|e| {
+        refuse(
+            ErrorCode::PackageResolveFailed,
+            format!("pip's report: {e}"),
+        )
+    })
 }
 
 /// Runs a resolver to its end within [`RESOLVE_TIMEOUT`]; its failure is the last lines it
