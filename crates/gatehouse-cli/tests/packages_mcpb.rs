@@ -210,6 +210,31 @@ fn a_packed_mcpb_is_bound_installed_and_run_and_another_file_at_its_path_is_refu
     assert_eq!(code, 1, "{out}");
     assert_eq!(out["error"]["code"], "tool_not_admitted", "{out}");
 
+    // A real MCP client (the TypeScript SDK's) through `gatehouse serve`: the bound tool is
+    // offered and answers from the store.
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "name": "x__hello", "arguments": {"name": "Grace"}},
+    ]);
+    let mut command = common::ts_client_command(&steps);
+    command.arg(env!("CARGO_BIN_EXE_gatehouse")).args([
+        "--config",
+        env.config().to_str().unwrap(),
+        "serve",
+    ]);
+    env.isolate(&mut command);
+    command
+        .env("GATEHOUSE_POSTURE", "deny-by-default")
+        .env("PATH", format!("{}:/usr/bin:/bin", node_dir().display()));
+    let (ok, lines, stderr) = common::client_run(command);
+    assert!(ok, "{lines:?}\n{stderr}");
+    assert_eq!(
+        common::offered(&lines[0]),
+        vec!["x__hello".to_string()],
+        "{lines:?}"
+    );
+    assert_eq!(common::result_text(&lines[1]), "Hello, Grace", "{lines:?}");
+
     // Another .mcpb at the same path (same name and version, other code), after the reviewed
     // one was installed: refused, never run from the old tree or the new file.
     let reviewed = std::fs::read(&file).unwrap();
