@@ -11,7 +11,8 @@
 //!   the warn posture, no binding: no attestation, no store check). Interleaved, so drift hits
 //!   both alike. Once more with a fresh host each time: the first admission in a process also
 //!   hashes the Node binary (later ones reuse the digest while the file is unchanged).
-//! - A cold install of each test npm package from the seed directory the install step fetched
+//! - A cold install of each test package (the two npm servers and mcp-server-time's wheels for
+//!   the python3 on PATH) from the seed directory the install step fetched
 //!   (`target/package-seed`): every artifact read and checked against its pinned hash, then
 //!   `Store::install` (each archive checked, unpacked, the manifest written).
 //!
@@ -26,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatehouse_attest::bundle::Posture;
-use gatehouse_attest::package::{PackageBinding, parse_package};
+use gatehouse_attest::package::{Ecosystem, PackageBinding, parse_package};
 use gatehouse_host::config::StdioSpec;
 use gatehouse_host::packages::{PackageSources, Packages, npm_tarball_path};
 use gatehouse_host::tap::system_clock;
@@ -34,8 +35,8 @@ use gatehouse_host::{
     Approvals, Auditor, ConnectOptions, Connection, Gatekeeper, MemoryStore, ServerSpec,
     TrafficTap, Trust, TrustSettings,
 };
-use gatehouse_package::layout;
 use gatehouse_package::lockfile::{Platform, npm_closure};
+use gatehouse_package::{binding, layout, wheels};
 use gatehouse_store::{Artifact, Store};
 use gatehouse_testkit::bundles;
 use serde_json::{Value, json};
@@ -99,6 +100,85 @@ fn binding_json(dir: &str, name: &str, node_sha256: &str) -> Value {
     })
 }
 
+/// The seed's wheel whose SHA-256 is `expected` (`sha256:<hex>`).
+fn seed_wheel(expected: &str) -> PathBuf {
+    let want = expected.trim_start_matches("sha256:");
+    std::fs::read_dir(seed().join("pypi"))
+        .expect("the seed's wheels")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| hex::encode(Sha256::digest(std::fs::read(p).expect("a wheel"))) == want)
+        .expect("the pinned wheel is in the seed")
+}
+
+/// mcp-server-time's binding from its hashed requirements, for the `python3` on PATH (as
+/// `bundle add-server --pypi` writes it), as bundle JSON.
+fn time_binding_json() -> Value {
+    let requirements = std::fs::read_to_string(
+        repo().join("tests/packages/pypi/mcp-server-time/requirements.txt"),
+    )
+    .expect("the requirements");
+    let out = Command::new("python3")
+        .args([
+            "-I",
+            "-S",
+            "-c",
+            "import os, sys; print(sys.version_info[0], sys.version_info[1]); print(os.confstr('CS_GNU_LIBC_VERSION'))",
+        ])
+        .output()
+        .expect("python3");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let version: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let glibc: Vec<u32> = lines
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("glibc ")
+        .split('.')
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let env = wheels::Environment {
+        python: (version[0], version[1]),
+        implementation: wheels::Implementation::CPython,
+        platform: wheels::Platform {
+            os: wheels::Os::Linux,
+            arch: wheels::Arch::X86_64,
+        },
+        glibc: (glibc[0], glibc[1]),
+    };
+    let files: Vec<(String, String)> = std::fs::read_dir(seed().join("pypi"))
+        .expect("the seed's wheels")
+        .flatten()
+        .map(|e| {
+            let bytes = std::fs::read(e.path()).expect("a wheel");
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                hex::encode(Sha256::digest(bytes)),
+            )
+        })
+        .collect();
+    let common = binding::Common {
+        interpreter_sha256: vec!["00".repeat(32)],
+        ..Default::default()
+    };
+    let mut raw = binding::pypi_binding(
+        &requirements,
+        "mcp-server-time",
+        "2026.10.19",
+        &files,
+        &env,
+        &common,
+    )
+    .expect("the PyPI binding");
+    raw["attestation"] = bundles::attestation(ID, None);
+    raw
+}
+
 fn binding(raw: &Value) -> PackageBinding {
     parse_package(raw, "package").expect("the binding parses")
 }
@@ -111,10 +191,13 @@ fn install(store: &Store, binding: &PackageBinding) -> usize {
     for artifact in &plan {
         let expected = artifact.artifact.to_text();
         if let std::collections::btree_map::Entry::Vacant(slot) = bytes_of.entry(expected) {
-            let file = seed()
-                .join("npm")
-                .join(npm_tarball_path(&artifact.name, &artifact.version));
-            let bytes = std::fs::read(&file).expect("the seeded tarball");
+            let file = match binding.ecosystem {
+                Ecosystem::Npm => seed()
+                    .join("npm")
+                    .join(npm_tarball_path(&artifact.name, &artifact.version)),
+                _ => seed_wheel(slot.key()),
+            };
+            let bytes = std::fs::read(&file).expect("the seeded artifact");
             gatehouse_store::verify_artifact(&bytes, slot.key()).expect("the pinned bytes");
             slot.insert(bytes);
         }
@@ -254,7 +337,12 @@ fn main() {
     // (c) Cold installs, each into a fresh store.
     println!("| cold install from the seed | packages | files | p50 (ms) | mean (ms) | min (ms) |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for (name, b) in [(FILESYSTEM, &filesystem), (EVERYTHING, &everything)] {
+    let time = binding(&time_binding_json());
+    for (name, b) in [
+        (FILESYSTEM, &filesystem),
+        (EVERYTHING, &everything),
+        ("mcp-server-time", &time),
+    ] {
         let mut samples = Vec::new();
         let mut files = 0;
         for i in 0..installs {
@@ -271,7 +359,8 @@ fn main() {
         }
         let s = stats(&samples);
         println!(
-            "| {name}@{VERSION} | {} | {files} | {:.1} | {:.1} | {:.1} |",
+            "| {name}@{} | {} | {files} | {:.1} | {:.1} | {:.1} |",
+            b.package.version,
             b.closure.len() + 1,
             s.p50,
             s.mean,
