@@ -7,7 +7,7 @@ use std::path::Path;
 use gatehouse_attest::package::{Ecosystem, PackageBinding, parse_package};
 use gatehouse_attest::pins::tool_pin;
 use gatehouse_attest::sign_document;
-use gatehouse_host::host::{Host, PackagePreview};
+use gatehouse_host::host::Host;
 use gatehouse_host::system_clock;
 use gatehouse_package::binding::{
     BindingError, Common, mcpb_binding, npm_binding, parse_user_arg_rule, pypi_binding,
@@ -38,6 +38,17 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
         })?;
     let (key_id, signing) = load_signing_key(&args.signer_key)?;
     check_signer(signed, &key_id, &args.clearance)?;
+    if let Some(command_line) = &args.stdio {
+        return stdio(
+            context,
+            args,
+            command_line,
+            &mut document,
+            &key_id,
+            &signing,
+        )
+        .await;
+    }
 
     let rules = args
         .user_args
@@ -61,7 +72,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
         (name, version, binding, Some(file))
     } else {
         return Err(Failure::usage(
-            "name the package with --npm, --pypi or --mcpb (a plain --stdio command is not bound by add-server: write its entry by hand, trust-roots/README.md)",
+            "name what to bind with --npm, --pypi, --mcpb or --stdio",
         ));
     };
     let sad = json!({
@@ -82,7 +93,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
         system_clock(),
     )
     .await?;
-    let (allowed, pins) = choose_tools(&preview, args)?;
+    let (allowed, pins) = choose_tools(&preview.tools, args)?;
 
     let mut entry = json!({"id": args.id, "package": binding, "allowedTools": allowed});
     if !pins.is_empty() {
@@ -145,6 +156,109 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
             preview.files,
             entry_names(&args.bundle, &args.id).len(),
             tools.len(),
+            args.bundle.display()
+        ),
+    );
+    Ok(0)
+}
+
+/// `--stdio 'CMD ARGS'`: the executable resolved on PATH and hashed, started in a throwaway
+/// home to list its tools, and bound by command line and SHA-256 (a stdio binding, any bundle
+/// version).
+async fn stdio(
+    context: &Context,
+    args: &AddServerArgs,
+    command_line: &str,
+    document: &mut Value,
+    key_id: &str,
+    signing: &ed25519_dalek::SigningKey,
+) -> Result<u8, Failure> {
+    let words = shlex::split(command_line)
+        .filter(|w| !w.is_empty())
+        .ok_or_else(|| {
+            Failure::usage(format!(
+                "--stdio {command_line:?}: write the command and its arguments, quoted as a shell would"
+            ))
+        })?;
+    let (command, command_args) = words.split_first().expect("not empty");
+    let program = if command.contains('/') {
+        std::fs::canonicalize(command).ok()
+    } else {
+        which(command)
+    }
+    .filter(|p| p.is_file())
+    .ok_or_else(|| {
+        Failure::usage(format!(
+            "--stdio: {command:?} is not an executable file here (looked on PATH); give its absolute path"
+        ))
+    })?;
+    let sha256 = sha256_hex(&program)?;
+    let tools = Host::preview_stdio(&program, command_args, system_clock()).await?;
+    let (allowed, pins) = choose_tools(&tools, args)?;
+    let sad = json!({
+        "v": "1.0", "id": args.id,
+        "publisher": args.publisher.clone().unwrap_or_else(|| program.display().to_string()),
+        "version": sha256[..12].to_string(), "clearance": args.clearance,
+        "capabilities": ["mcp-server"],
+    });
+    let attestation = sign_document(sad.as_object().expect("an object"), key_id, signing)
+        .map_err(|e| Failure::usage(format!("cannot sign the attestation: {e}")))?;
+    let mut entry = json!({
+        "id": args.id,
+        "stdio": {"command": program, "args": command_args, "sha256": sha256,
+                  "attestation": attestation},
+        "allowedTools": allowed,
+    });
+    if !pins.is_empty() {
+        entry["toolPins"] = Value::Object(pins);
+    }
+    if !args.prompts.is_empty() {
+        entry["allowedPrompts"] = json!(args.prompts);
+    }
+    if !args.resource_prefixes.is_empty() {
+        entry["allowedResourcePrefixes"] = json!(args.resource_prefixes);
+    }
+    let signed = document["signed"]
+        .as_object_mut()
+        .expect("checked by the caller");
+    let servers = signed
+        .entry("servers")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .ok_or_else(|| Failure::usage("the bundle's \"servers\" is not a list"))?;
+    let replaced = match servers.iter().position(|s| s["id"] == json!(args.id)) {
+        Some(i) => {
+            servers[i] = entry;
+            true
+        }
+        None => {
+            servers.push(entry);
+            false
+        }
+    };
+    document["signatures"] = json!([]);
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&document).expect("json")
+    );
+    write_atomic(&args.bundle, text.as_bytes(), 0o644)?;
+    let listed: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let allowed_now = entry_names(&args.bundle, &args.id);
+    report(
+        context,
+        json!({
+            "bundle": args.bundle, "id": args.id, "replaced": replaced,
+            "command": program, "sha256": sha256,
+            "tools_listed": listed, "tools_allowed": allowed_now,
+        }),
+        &format!(
+            "{} {} in {}: {} (SHA-256 {sha256}) started; {} of {} tools allowed and pinned. Signatures dropped: sign it again (gatehouse bundle sign --key ROOT_KEY {}).",
+            if replaced { "Replaced" } else { "Added" },
+            args.id,
+            args.bundle.display(),
+            program.display(),
+            allowed_now.len(),
+            listed.len(),
             args.bundle.display()
         ),
     );
@@ -410,11 +524,10 @@ fn sha256_hex(path: &Path) -> Result<String, Failure> {
 
 /// The tools to allow and their pins, from what the server listed.
 fn choose_tools(
-    preview: &PackagePreview,
+    listed_tools: &[Value],
     args: &AddServerArgs,
 ) -> Result<(Vec<String>, Map<String, Value>), Failure> {
-    let listed: Vec<(&str, &Value)> = preview
-        .tools
+    let listed: Vec<(&str, &Value)> = listed_tools
         .iter()
         .filter_map(|t| t["name"].as_str().map(|n| (n, t)))
         .collect();

@@ -599,7 +599,7 @@ pub enum BundleCommand {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi", "mcpb"])))]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi", "mcpb", "stdio"])))]
 pub struct AddServerArgs {
     /// The bundle to edit (from `bundle init`).
     pub bundle: PathBuf,
@@ -661,6 +661,10 @@ pub struct AddServerArgs {
     /// A resource URI prefix to allow; repeat.
     #[arg(long = "resource-prefix", value_name = "PREFIX")]
     pub resource_prefixes: Vec<String>,
+    /// A plain stdio server: `'CMD ARGS'`, bound by its resolved executable's SHA-256 and its
+    /// exact arguments (a stdio binding).
+    #[arg(long, value_name = "'CMD ARGS'")]
+    pub stdio: Option<String>,
     /// The publisher the attestation names (default: the package's name).
     #[arg(long)]
     pub publisher: Option<String>,

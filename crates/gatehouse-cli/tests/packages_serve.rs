@@ -205,3 +205,77 @@ fn an_admin_binds_an_npm_and_a_pypi_server_and_a_real_client_calls_them_through_
         lines[3]
     );
 }
+
+#[test]
+fn add_server_binds_a_plain_stdio_server_by_its_executable_and_arguments() {
+    let machine = Machine::new();
+    let keys = machine.keys.display().to_string();
+    for id in ["root", "signer"] {
+        let (code, out) = machine.run(&["bundle", "keygen", "--out", &keys, "--id", id]);
+        assert_eq!(code, 0, "{out}");
+    }
+    let bundle = machine.bundle.to_str().unwrap();
+    let (code, out) = machine.run(&[
+        "bundle",
+        "init",
+        "--bundle-id",
+        "acme",
+        "--root-key",
+        &machine.key("root.pub.json"),
+        "--signer-key",
+        &machine.key("signer.pub.json"),
+        "--out",
+        bundle,
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let demo = common::demo_bin();
+    let signer = machine.key("signer.key");
+    let add = |tool: &str| {
+        machine.run(&[
+            "bundle",
+            "add-server",
+            bundle,
+            "--id",
+            "urn:acme:demo",
+            "--clearance",
+            "internal",
+            "--signer-key",
+            &signer,
+            "--stdio",
+            &demo,
+            "--tool",
+            tool,
+        ])
+    };
+    let before = std::fs::read(&machine.bundle).unwrap();
+    let (code, out) = add("no_such_tool");
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out["error"]["message"].as_str().unwrap().contains("echo"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(&machine.bundle).unwrap(), before);
+    let (code, out) = add("echo");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["tools_allowed"], json!(["echo"]), "{out}");
+    let written: Value = serde_json::from_slice(&std::fs::read(&machine.bundle).unwrap()).unwrap();
+    let stdio = &written["signed"]["servers"][0]["stdio"];
+    assert_eq!(
+        stdio["sha256"],
+        common::packages::sha256_file(&std::fs::canonicalize(&demo).unwrap()),
+        "{stdio}"
+    );
+    let (code, out) = machine.run(&["bundle", "sign", "--key", &machine.key("root.key"), bundle]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = machine.run(&["bundle", "install", bundle]);
+    assert_eq!(code, 0, "{out}");
+
+    let config = json!({"mcpServers": {"demo": {"command": demo}}});
+    std::fs::write(machine.env.config(), config.to_string()).unwrap();
+    let (code, out) = machine.run(&["call", "demo", "echo", "--args", r#"{"message": "bound"}"#]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["result"]["content"][0]["text"], "bound", "{out}");
+    let (code, out) = machine.run(&["call", "demo", "add", "--args", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out["error"]["code"], "tool_not_admitted", "{out}");
+}

@@ -69,31 +69,16 @@ impl Host {
             .prepare(binding, &user_args, mcpb_file)
             .await
             .map_err(|f| ApiError::new(f.code(), f.to_string()))?;
-        let host = Host::open(
+        let tools = list_tools(
             options,
-            Arc::new(crate::secrets::MemoryStore::default()),
-            Arc::new(crate::consent::ScriptedConsent::new(Vec::new())),
-            Arc::new(|_| {}),
-        )?;
-        host.add_adhoc(
-            PREVIEW,
-            ServerSpec::Stdio(StdioSpec {
+            StdioSpec {
                 command: launch.program.display().to_string(),
                 args: launch.args.clone(),
                 env: vec![("HOME".into(), home.display().to_string())],
                 cwd: None,
-            }),
-        );
-        let detail = host.connect(PREVIEW).await;
-        host.shutdown().await;
-        let detail = detail?;
-        let tools = detail
-            .tools
-            .allowed
-            .iter()
-            .chain(&detail.tools.hidden)
-            .map(|t| serde_json::to_value(t).unwrap_or_default())
-            .collect();
+            },
+        )
+        .await?;
         let interpreter = match binding.interpreter {
             gatehouse_attest::package::Interpreter::Binary => None,
             _ => Some(launch.program.clone()),
@@ -110,6 +95,65 @@ impl Host {
             tools,
         })
     }
+}
+
+impl Host {
+    /// For `bundle add-server --stdio`: starts `command args` (a resolved executable) in a
+    /// throwaway home of a scratch host and lists its tools. Nothing of the user's is read or
+    /// written.
+    pub async fn preview_stdio(
+        command: &Path,
+        args: &[String],
+        clock: Clock,
+    ) -> Result<Vec<serde_json::Value>, ApiError> {
+        let options = HostOptions::ephemeral(clock)?;
+        let home = options
+            .scratch
+            .as_ref()
+            .map(|s| s.path().join("home"))
+            .expect("an ephemeral host has a scratch directory");
+        std::fs::create_dir_all(&home).map_err(|e| {
+            ApiError::new(
+                crate::ErrorCode::ScratchUnavailable,
+                format!("cannot create the preview's home {}: {e}", home.display()),
+            )
+        })?;
+        list_tools(
+            options,
+            StdioSpec {
+                command: command.display().to_string(),
+                args: args.to_vec(),
+                env: vec![("HOME".into(), home.display().to_string())],
+                cwd: Some(PathBuf::from(crate::connection::BOUND_SERVER_CWD)),
+            },
+        )
+        .await
+    }
+}
+
+/// Opens a scratch host on `options`, connects `spec` as an ad-hoc server (unattested, the
+/// warn posture of an ephemeral host) and returns every tool's whole definition.
+async fn list_tools(
+    options: HostOptions,
+    spec: StdioSpec,
+) -> Result<Vec<serde_json::Value>, ApiError> {
+    let host = Host::open(
+        options,
+        Arc::new(crate::secrets::MemoryStore::default()),
+        Arc::new(crate::consent::ScriptedConsent::new(Vec::new())),
+        Arc::new(|_| {}),
+    )?;
+    host.add_adhoc(PREVIEW, ServerSpec::Stdio(spec));
+    let detail = host.connect(PREVIEW).await;
+    host.shutdown().await;
+    let detail = detail?;
+    Ok(detail
+        .tools
+        .allowed
+        .iter()
+        .chain(&detail.tools.hidden)
+        .map(|t| serde_json::to_value(t).unwrap_or_default())
+        .collect())
 }
 
 /// Arguments that satisfy `rules` in a throwaway home: the minimum count of each (at least
