@@ -73,13 +73,17 @@ pub struct Launch {
     /// the path resolver's home and config directories and the one found beside the app or
     /// on PATH (tests).
     pub clients: Option<ClientSetup>,
+    /// The package-sources file instead of the one beside the system trust roots
+    /// (`GATEHOUSE_PACKAGE_SOURCES`, as for the CLI's `--package-sources`).
+    pub package_sources: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn] [--no-bridge]";
 
 impl Launch {
     /// From the command line: `--demo`, `--policy FILE`, `--posture POSTURE` (or
-    /// `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI).
+    /// `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI), and
+    /// `GATEHOUSE_PACKAGE_SOURCES`.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Launch, String> {
         let posture = match std::env::var_os("GATEHOUSE_POSTURE") {
             None => None,
@@ -95,6 +99,7 @@ impl Launch {
             demo: std::env::var("GATEHOUSE_DEMO").is_ok_and(|v| v == "1"),
             policy: std::env::var_os("GATEHOUSE_POLICY").map(PathBuf::from),
             posture,
+            package_sources: package_sources_from(std::env::var_os("GATEHOUSE_PACKAGE_SOURCES"))?,
             connect_at_start: true,
             bridge: true,
             ..Launch::default()
@@ -125,6 +130,19 @@ impl Launch {
             }
         }
         Ok(launch)
+    }
+}
+
+/// `GATEHOUSE_PACKAGE_SOURCES` as the CLI takes it: a file's path. Set but empty is refused,
+/// as the CLI's `--package-sources` refuses an empty value, rather than read as unset.
+fn package_sources_from(value: Option<std::ffi::OsString>) -> Result<Option<PathBuf>, String> {
+    match value {
+        None => Ok(None),
+        Some(value) if value.is_empty() => Err(
+            "GATEHOUSE_PACKAGE_SOURCES is empty: name a package-sources file, or unset it to use the system's"
+                .into(),
+        ),
+        Some(value) => Ok(Some(PathBuf::from(value))),
     }
 }
 
@@ -300,6 +318,7 @@ pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
             options.policy = launch.policy.clone();
             options.posture_override = launch.posture;
             options.demo_server = launch.demo_server.clone();
+            options.package_sources = launch.package_sources.clone();
             if let Some(opener) = &launch.opener {
                 options.opener = opener.clone();
             }
@@ -392,8 +411,20 @@ pub fn run(launch: Launch) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::cpu_painting_default;
-    use std::ffi::OsStr;
+    use super::{cpu_painting_default, package_sources_from};
+    use std::ffi::{OsStr, OsString};
+    use std::path::PathBuf;
+
+    #[test]
+    fn package_sources_come_from_a_named_file_and_an_empty_name_is_refused() {
+        assert_eq!(package_sources_from(None), Ok(None));
+        assert_eq!(
+            package_sources_from(Some(OsString::from("mirror/package-sources.json"))),
+            Ok(Some(PathBuf::from("mirror/package-sources.json")))
+        );
+        let empty = package_sources_from(Some(OsString::new())).unwrap_err();
+        assert!(empty.contains("GATEHOUSE_PACKAGE_SOURCES"), "{empty}");
+    }
 
     #[test]
     fn cpu_painting_is_chosen_only_when_the_user_has_not_chosen() {

@@ -1,8 +1,9 @@
 //! Drives the real desktop app in its real webview: a private Xvfb display, tauri-driver in
 //! front of WebKitWebDriver, and the debug build of `gatehouse-desktop` on the embedded demo,
-//! with its own config and data directories and a recorder standing in for the system
+//! with its own home, config and data directories and a recorder standing in for the system
 //! browser. Tests find things by the `data-*` hooks of docs/desktop-api.md only.
 
+use std::ffi::OsString;
 use std::io::{BufRead, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -256,6 +257,13 @@ pub struct Options {
     /// The posture to start in (`GATEHOUSE_POSTURE`): `warn` or `deny-by-default` (the
     /// default when `None`).
     pub posture: Option<&'static str>,
+    /// The app's home (`$HOME`, where it finds the AI clients' files), prepared by the test:
+    /// e.g. Claude Code's `.claude.json` naming a directory in it. Without it the app gets an
+    /// empty one of its own, never the real one.
+    pub home: Option<PathBuf>,
+    /// More environment for the app (tauri-driver and WebKitWebDriver pass theirs on), set
+    /// after the harness's own so a test's wins: e.g. `GATEHOUSE_PACKAGE_SOURCES`, `PATH`.
+    pub env: Vec<(String, OsString)>,
 }
 
 /// Writes `files` under `dir`, each by its path relative to it.
@@ -276,24 +284,42 @@ fn put_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) {
 pub struct App {
     pub client: Client,
     pub dirs: tempfile::TempDir,
+    home: PathBuf,
     screenshots: PathBuf,
     _driver: Process,
     _keychain: Option<Keychain>,
     _display: Display,
 }
 
+/// How long the helpers wait for the window by default.
+const SETTLE: Duration = Duration::from_secs(30);
+
 /// Polls `probe` until it gives something (up to 30 s): for states no CSS selector can name.
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    eventually_within(what, SETTLE, probe).await
+}
+
+/// [`eventually`] for up to `limit`: for work that takes long on a loaded machine (resolving
+/// and installing a package's closure).
+pub async fn eventually_within<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
     loop {
         if let Some(found) = probe().await {
             return found;
         }
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "not within {} s: {what}",
+            limit.as_secs()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -331,6 +357,11 @@ impl App {
         }
         put_files(&config.join("gatehouse"), &options.config_files);
         put_files(&data.join("gatehouse"), &options.data_files);
+        let home = options
+            .home
+            .clone()
+            .unwrap_or_else(|| dirs.path().join("home"));
+        std::fs::create_dir_all(&home).expect("home dir");
         let app = target_dir().join("gatehouse-desktop");
         assert!(
             app.is_file(),
@@ -359,6 +390,7 @@ impl App {
             ])
             // Inherited by WebKitWebDriver and so by the app.
             .env("DISPLAY", format!(":{}", display.number))
+            .env("HOME", &home)
             .env("XDG_CONFIG_HOME", &config)
             .env("XDG_DATA_HOME", &data)
             .env("XDG_CACHE_HOME", dirs.path().join("cache"))
@@ -394,6 +426,9 @@ impl App {
             // No session bus: single-instance steps aside, the keychain is not touched.
             None => driver.env_remove("DBUS_SESSION_BUS_ADDRESS"),
         };
+        for (key, value) in &options.env {
+            driver.env(key, value);
+        }
         let driver = Process(driver.spawn().expect("tauri-driver could not start"));
         let url = format!("http://127.0.0.1:{driver_port}");
         let mut capabilities = serde_json::Map::new();
@@ -422,6 +457,7 @@ impl App {
         App {
             client,
             dirs,
+            home,
             screenshots,
             _driver: driver,
             _keychain: keychain,
@@ -433,7 +469,7 @@ impl App {
     pub async fn wait(&self, css: &str) -> Element {
         self.client
             .wait()
-            .at_most(Duration::from_secs(30))
+            .at_most(SETTLE)
             .for_element(Locator::Css(css))
             .await
             .unwrap_or_else(|e| panic!("no element {css} within 30 s: {e}"))
@@ -570,7 +606,11 @@ impl App {
         self.dirs.path().join("downloads")
     }
 
-    /// The copy of the demo server the app runs (what the demo bundle binds).
+    /// The app's home (`$HOME`): [`Options::home`], or its own empty one.
+    pub fn home_dir(&self) -> &Path {
+        &self.home
+    }
+
     /// The app's runtime directory (its bridge socket is under it).
     pub fn runtime_dir(&self) -> PathBuf {
         self.dirs.path().join("run")
@@ -599,7 +639,7 @@ impl App {
             }
         }
         command
-            .env("HOME", self.dirs.path().join("home"))
+            .env("HOME", &self.home)
             .env("TS_CLIENT_TIMEOUT_MS", "20000")
             .env("XDG_RUNTIME_DIR", self.runtime_dir())
             .env_remove("XDG_CONFIG_HOME")
@@ -619,6 +659,7 @@ impl App {
         })
     }
 
+    /// The copy of the demo server the app runs (what the demo bundle binds).
     pub fn demo_server(&self) -> PathBuf {
         demo_server_in(self.dirs.path())
     }
