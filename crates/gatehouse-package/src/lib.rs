@@ -55,5 +55,5 @@ pub use layout::{
     LAYOUT_VERSION, LayoutError, PlannedArtifact, console_script, entry_file, plan,
     python_bootstrap, python_bootstrap_as, store_key,
 };
-pub use matching::{Mismatch, match_request};
+pub use matching::{Mismatch, match_request, normal_form};
 pub use user_args::{UserArgReason, UserArgRefusal, check_user_args};

@@ -89,8 +89,9 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// A name in the form its ecosystem compares it in.
-fn normal_form(ecosystem: Ecosystem, name: &str) -> String {
+/// A name in the form its ecosystem compares it in (PyPI names PEP 503-normalised by the
+/// bundle parser's own rule; npm and MCPB names as written).
+pub fn normal_form(ecosystem: Ecosystem, name: &str) -> String {
     match ecosystem {
         // A name the normaliser refuses is kept as written; it then equals no bound name,
         // since bound PyPI names are always normalised.

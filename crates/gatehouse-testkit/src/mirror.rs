@@ -191,20 +191,8 @@ fn safe_piece(piece: &str) -> bool {
 
 /// PEP 503: lower case, each run of `-`, `_` and `.` one `-`.
 pub fn normalize_pypi_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut in_run = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !in_run {
-                out.push('-');
-            }
-            in_run = true;
-        } else {
-            out.extend(c.to_lowercase());
-            in_run = false;
-        }
-    }
-    out
+    // The bundle parser's rule; a name it refuses is only lower-cased (and matches nothing).
+    gatehouse_attest::package::normalize_pypi_name(name).unwrap_or_else(|| name.to_lowercase())
 }
 
 /// Parses a request path (percent-encoded, as sent). Every segment is decoded once and

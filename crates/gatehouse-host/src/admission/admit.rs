@@ -10,7 +10,7 @@ use gatehouse_attest::{Admitted, Reason, VerifyContext};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use gatehouse_package::launcher::Parsed;
+use gatehouse_package::launcher::{PackageRequest, Parsed};
 
 use super::executable::{StdioCheck, stdio_check};
 use super::{AdmissionReason, BundleSource, Identity, Status, Trust, Verdict, working_directory};
@@ -30,67 +30,32 @@ impl Trust {
         packages: Option<&crate::packages::Packages>,
     ) -> Verdict {
         let mut verdict = match spec {
-            ServerSpec::Stdio(stdio)
-                if let (Some(packages), Parsed::Request(request)) = (
-                    packages,
-                    gatehouse_package::launcher::parse_launcher(&stdio.command, &stdio.args),
-                ) && !self.package_candidates(&request).is_empty() =>
-            {
-                self.admit_package(server, spec, request, packages, now)
-                    .await
-            }
             ServerSpec::Http(http) => {
                 self.admit_http(server, http.url.as_str(), now, fetch_timeout)
                     .await
             }
             ServerSpec::Stdio(stdio) => {
-                let path_env = stdio
-                    .env
-                    .iter()
-                    .find(|(k, _)| k == "PATH")
-                    .map(|(_, v)| v.clone().into())
-                    .or_else(|| std::env::var_os("PATH"));
-                let (command, args, cwd) =
-                    (stdio.command.clone(), stdio.args.clone(), stdio.cwd.clone());
-                let this = self.stdio_candidates();
-                let (resolved, workdir) = tokio::task::spawn_blocking(move || {
-                    (
-                        stdio_check(&this, &command, &args, cwd.as_deref(), path_env.as_deref()),
-                        working_directory(cwd.as_deref()),
-                    )
-                })
-                .await
-                .unwrap_or_else(|e| {
-                    (
-                        StdioCheck::Failed {
-                            program: None,
-                            detail: format!("the executable check failed: {e}"),
-                        },
-                        None,
-                    )
-                });
-                // A package launcher that is not even installed (`uvx` without uv): the
-                // package is what matters, and it is unbound (never run through the launcher).
-                let verdict = match resolved {
-                    StdioCheck::Failed { program: None, .. }
-                        if matches!(
-                            gatehouse_package::launcher::parse_launcher(
-                                &stdio.command,
-                                &stdio.args
-                            ),
-                            Parsed::Request(_)
-                        ) =>
-                    {
-                        let mut verdict =
-                            Verdict::new(server, crate::config::ServerKind::Stdio);
-                        verdict.command = Some(spec.describe());
-                        verdict.approval_key =
-                            unattested_stdio_key(spec, None, workdir.as_deref());
-                        verdict.unattested(String::new())
-                    }
-                    resolved => self.admit_stdio(server, spec, resolved, workdir.as_deref(), now),
+                // Read once: a package a bundle binds is admitted as a package; any other
+                // command (an unbound package's launcher included) by its executable.
+                let request = match gatehouse_package::launcher::parse_launcher(
+                    &stdio.command,
+                    &stdio.args,
+                ) {
+                    Parsed::Request(request) => Some(request),
+                    Parsed::NotALauncher | Parsed::Unsupported { .. } => None,
                 };
-                self.unbound_package_hint(verdict, stdio)
+                match (packages, request) {
+                    (Some(packages), Some(request))
+                        if !self.package_candidates(&request).is_empty() =>
+                    {
+                        self.admit_package(server, spec, request, packages, now)
+                            .await
+                    }
+                    (_, request) => {
+                        self.admit_command(server, spec, stdio, request.as_ref(), now)
+                            .await
+                    }
+                }
             }
         };
         verdict.posture = self.posture;
@@ -98,14 +63,69 @@ impl Trust {
         verdict
     }
 
+    /// A stdio server no package binding covers: admitted by its resolved executable (a stdio
+    /// binding), or unattested; `request` is the package its config names, if any.
+    async fn admit_command(
+        &self,
+        server: &str,
+        spec: &ServerSpec,
+        stdio: &crate::config::StdioSpec,
+        request: Option<&PackageRequest>,
+        now: OffsetDateTime,
+    ) -> Verdict {
+        let path_env = stdio
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone().into())
+            .or_else(|| std::env::var_os("PATH"));
+        let (command, args, cwd) =
+            (stdio.command.clone(), stdio.args.clone(), stdio.cwd.clone());
+        let this = self.stdio_candidates();
+        let (resolved, workdir) = tokio::task::spawn_blocking(move || {
+            (
+                stdio_check(&this, &command, &args, cwd.as_deref(), path_env.as_deref()),
+                working_directory(cwd.as_deref()),
+            )
+        })
+        .await
+        .unwrap_or_else(|e| {
+            (
+                StdioCheck::Failed {
+                    program: None,
+                    detail: format!("the executable check failed: {e}"),
+                },
+                None,
+            )
+        });
+        // A package launcher that is not even installed (`uvx` without uv): the
+        // package is what matters, and it is unbound (never run through the launcher).
+        let verdict = match resolved {
+            StdioCheck::Failed { program: None, .. }
+                if request.is_some() =>
+            {
+                let mut verdict =
+                    Verdict::new(server, crate::config::ServerKind::Stdio);
+                verdict.command = Some(spec.describe());
+                verdict.approval_key =
+                    unattested_stdio_key(spec, None, workdir.as_deref());
+                verdict.unattested(String::new())
+            }
+            resolved => self.admit_stdio(server, spec, resolved, workdir.as_deref(), now),
+        };
+        self.unbound_package_hint(verdict, request)
+    }
+
     /// An npx/uvx server no bundle binds: say what the person can do about it.
-    fn unbound_package_hint(&self, mut verdict: Verdict, stdio: &crate::config::StdioSpec) -> Verdict {
+    fn unbound_package_hint(
+        &self,
+        mut verdict: Verdict,
+        request: Option<&PackageRequest>,
+    ) -> Verdict {
         if verdict.status != Status::Unattested {
             return verdict;
         }
-        if let Parsed::Request(request) =
-            gatehouse_package::launcher::parse_launcher(&stdio.command, &stdio.args)
-        {
+        if let Some(request) = request {
             let what = format!(
                 "no installed bundle binds the {} package {}",
                 request.ecosystem.as_str(),

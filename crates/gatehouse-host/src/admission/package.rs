@@ -216,12 +216,8 @@ impl Trust {
 }
 
 fn same_name(binding: &PackageBinding, name: &str) -> bool {
-    match binding.ecosystem {
-        gatehouse_attest::package::Ecosystem::Pypi => {
-            crate::packages::pypi_normal(&binding.package.name) == crate::packages::pypi_normal(name)
-        }
-        _ => binding.package.name == name,
-    }
+    gatehouse_package::normal_form(binding.ecosystem, &binding.package.name)
+        == gatehouse_package::normal_form(binding.ecosystem, name)
 }
 
 /// How the config would name `version`, in the launcher it used.

@@ -20,7 +20,6 @@ use gatehouse_attest::package::{Ecosystem, parse_package};
 use gatehouse_attest::pins::tool_pin;
 use gatehouse_attest::sign_document;
 use gatehouse_package::launcher::{PackageRequest, Parsed, parse_launcher};
-use gatehouse_package::lockfile::{Platform, npm_closure};
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -438,25 +437,22 @@ async fn npm_plan(
                 format!("npm's lockfile does not install {}", request.name),
             )
         })?;
-    let closure = npm_closure(&lock, &request.name, &version, Platform::current())
-        .map_err(|e| refuse(ErrorCode::PackageResolveFailed, e.to_string()))?;
-    let entry = npm_bin(&lock, &request.name).map_err(|why| {
-        refuse(
-            ErrorCode::PinUnsupported,
-            format!("{}: {why}", request.name),
-        )
-    })?;
-    let node = interpreter_digest("node")?;
-    let binding = json!({
-        "ecosystem": "npm", "name": request.name, "version": version,
-        "artifact": closure.package.artifact.to_text(),
-        "closure": closure.closure.iter().map(|p| json!({
-            "name": p.name, "version": p.version, "artifact": p.artifact.to_text(),
-            "path": p.path,
-        })).collect::<Vec<_>>(),
-        "entry": entry,
-        "interpreter": {"kind": "node", "sha256": [node]},
-    });
+    // The admin's builder, so a pin and an admin's entry bind a lockfile the same way.
+    let common = gatehouse_package::binding::Common {
+        interpreter_sha256: vec![interpreter_digest("node")?],
+        ..Default::default()
+    };
+    let binding = gatehouse_package::binding::npm_binding(&lock, &request.name, &version, &common)
+        .map_err(|e| {
+            // No single bin to run is the package's shape; anything else is the lockfile.
+            let code = match e {
+                gatehouse_package::binding::BindingError::EntryUnknown { .. } => {
+                    ErrorCode::PinUnsupported
+                }
+                _ => ErrorCode::PackageResolveFailed,
+            };
+            refuse(code, format!("{}: {e}", request.name))
+        })?;
     Ok((version, binding))
 }
 
@@ -719,22 +715,6 @@ async fn npm_resolve(
             format!("npm's lockfile: {e}"),
         )
     })
-}
-
-/// The package's only `bin` file, from its lockfile entry.
-fn npm_bin(lock: &Value, name: &str) -> Result<String, String> {
-    match &lock["packages"][format!("node_modules/{name}")]["bin"] {
-        Value::Object(bins) if bins.len() == 1 => bins
-            .values()
-            .next()
-            .and_then(Value::as_str)
-            .map(|p| p.trim_start_matches("./").to_string())
-            .ok_or_else(|| "its bin is not a path".into()),
-        Value::Object(_) => {
-            Err("it has several bins: ask an admin to bind the one that runs".into())
-        }
-        _ => Err("it declares no bin to run".into()),
-    }
 }
 
 /// The SHA-256 of `command` (`node`, `python3`) on PATH, canonical: what runs the pin.

@@ -247,22 +247,10 @@ fn npm_tarball_url(registry: &Url, artifact: &PlannedArtifact) -> Url {
     Url::parse(&text).unwrap_or_else(|_| registry.clone())
 }
 
-/// The PEP 503 normal form of a distribution name.
+/// The PEP 503 normal form of a distribution name: the bundle parser's rule, the one every
+/// PyPI name is compared in.
 pub fn pypi_normal(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut dash = false;
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            dash = true;
-        } else {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
+    gatehouse_package::normal_form(Ecosystem::Pypi, name)
 }
 
 fn sha256_hex(artifact: &ArtifactHash) -> Option<String> {
