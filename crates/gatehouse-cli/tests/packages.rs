@@ -552,3 +552,50 @@ fn a_real_mcp_client_calls_the_package_servers_allowed_tools_through_gatehouse_s
         lines[2]
     );
 }
+
+#[test]
+fn a_package_server_does_not_inherit_the_hosts_node_options() {
+    let fixture = Fixture::new();
+    let docs = docs_arg(&fixture);
+    fixture.configure(&["-y", &format!("{FILESYSTEM}@{VERSION}"), &docs]);
+    // A preload that would run inside the server if NODE_OPTIONS reached it.
+    let marker = fixture.env.dir.path().join("preloaded");
+    let preload = fixture.env.dir.path().join("preload.cjs");
+    std::fs::write(
+        &preload,
+        format!(
+            "require('fs').writeFileSync({:?}, 'ran');\n",
+            marker.display().to_string()
+        ),
+    )
+    .unwrap();
+    let options = format!("--require={}", preload.display());
+    let mut all = vec![
+        "--json",
+        "--package-sources",
+        fixture.sources.to_str().unwrap(),
+    ];
+    all.extend_from_slice(&DENY);
+    all.extend_from_slice(&["call", "files", "list_allowed_directories"]);
+    let mut cmd = fixture.env.cmd(&all);
+    cmd.env("PATH", format!("{}:/usr/bin:/bin", node_dir().display()))
+        .env("NODE_OPTIONS", &options);
+    let (code, stdout, stderr) = common::output_of(cmd);
+    assert_eq!(code, 0, "{stdout} {stderr}");
+    assert!(
+        !marker.exists(),
+        "the host's NODE_OPTIONS reached the package server"
+    );
+
+    // The same preload does run when Node is given it directly: the test can fail.
+    let status = std::process::Command::new(common::node())
+        .args(["-e", "0"])
+        .env("NODE_OPTIONS", &options)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        marker.exists(),
+        "the preload never runs, so this test proves nothing"
+    );
+}
