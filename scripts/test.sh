@@ -7,6 +7,9 @@
 # dpkg -i and started in demo mode under Xvfb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A run builds everything once from clean: incremental state would only cost disk (tens of
+# GB across the workspace's test targets) and a full disk fails the run.
+export CARGO_INCREMENTAL=0
 scripts/install-deps.sh
 
 echo "== cargo fmt --check" >&2
