@@ -187,7 +187,8 @@ pub struct ServerPolicy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundleContent {
     /// `specVersion`: 1, 2 (which adds prompt and resource allow-lists), 3 (which adds
-    /// `audit`) or 4 (which adds a server entry's `package`).
+    /// `audit`), 4 (which adds a server entry's `package`) or 5 (which adds
+    /// `audit.retainDays`).
     pub spec_version: u64,
     pub bundle_id: String,
     pub version: u64,
@@ -200,8 +201,16 @@ pub struct BundleContent {
     pub trust_root: TrustRoot,
     pub servers: Vec<ServerPolicy>,
     /// `audit` (specVersion 3): how hosts under this bundle make audit records durable.
+    /// `None` also when `audit` names only a retention (specVersion 5).
     pub audit: Option<AuditDurability>,
+    /// `audit.retainDays` (specVersion 5): hosts under this bundle keep audit records at
+    /// least this many days ([`MAX_RETAIN_DAYS`] at most).
+    pub audit_retain_days: Option<u32>,
 }
+
+/// The longest retention a bundle may name, in days (100 years): beyond it an admin means
+/// "forever", which is what a host's `retain_days = 0` says; a bundle cannot shorten it.
+pub const MAX_RETAIN_DAYS: u32 = 36_500;
 
 /// What a bundle requires of the audit log's durability (`signed.audit`):
 /// `{"durability": "sync"}` or `{"durability": "batched", "flushMs": 50, "flushRecords": 128}`
@@ -251,17 +260,60 @@ impl AuditDurability {
     }
 }
 
-fn parse_audit(value: &Value) -> Result<AuditDurability, BundleError> {
+/// `signed.audit`: its durability (when `durability` is given) and its retention (when
+/// `retainDays` is given; specVersion 5, where `durability` may then be left out).
+fn parse_audit(
+    value: &Value,
+    spec_version: u64,
+) -> Result<(Option<AuditDurability>, Option<u32>), BundleError> {
     let Some(object) = value.as_object() else {
         return invalid("signed.audit must be an object");
     };
+    // Refused by name below version 5: a host that knows only versions 3 and 4 would refuse
+    // the key as unknown, and one that ignored it would delete what the admin asked to keep.
+    if object.contains_key("retainDays") && spec_version < 5 {
+        return invalid(
+            "signed.audit.retainDays needs \"specVersion\": 5; raise the bundle's specVersion (and version) to use it",
+        );
+    }
     for key in object.keys() {
-        if !matches!(key.as_str(), "durability" | "flushMs" | "flushRecords") {
-            return invalid(format!(
-                "signed.audit.{key} is not a setting (durability, flushMs, flushRecords)"
-            ));
+        if !matches!(
+            key.as_str(),
+            "durability" | "flushMs" | "flushRecords" | "retainDays"
+        ) {
+            let known = if spec_version < 5 {
+                "durability, flushMs, flushRecords"
+            } else {
+                "durability, flushMs, flushRecords, retainDays"
+            };
+            return invalid(format!("signed.audit.{key} is not a setting ({known})"));
         }
     }
+    let retain_days = match object.get("retainDays") {
+        None => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if (1..=u64::from(MAX_RETAIN_DAYS)).contains(&n) => Some(n as u32),
+            _ => {
+                return invalid(format!(
+                    "signed.audit.retainDays must be an integer from 1 to {MAX_RETAIN_DAYS} (days to keep audit records; a host's own retain_days = 0 keeps them forever)"
+                ));
+            }
+        },
+    };
+    if retain_days.is_some() && !object.contains_key("durability") {
+        if object.contains_key("flushMs") || object.contains_key("flushRecords") {
+            return invalid(
+                "signed.audit: flushMs and flushRecords apply only to \"durability\": \"batched\"; add it",
+            );
+        }
+        return Ok((None, retain_days));
+    }
+    Ok((Some(parse_durability(object)?), retain_days))
+}
+
+fn parse_durability(
+    object: &serde_json::Map<String, Value>,
+) -> Result<AuditDurability, BundleError> {
     let number = |key: &str, max: u64| -> Result<Option<u64>, BundleError> {
         match object.get(key) {
             None => Ok(None),
@@ -565,10 +617,10 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
     }
     let spec_version = match signed.get("specVersion").and_then(Value::as_u64) {
-        Some(version @ (1..=4)) => version,
+        Some(version @ (1..=5)) => version,
         _ => {
             return invalid(
-                "signed.specVersion must be 1, 2, 3 or 4 (the versions this Gatehouse understands)",
+                "signed.specVersion must be 1, 2, 3, 4 or 5 (the versions this Gatehouse understands)",
             );
         }
     };
@@ -668,14 +720,14 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
     }
     // A host that understands only versions 1 and 2 refuses a version 3 bundle as a whole,
     // rather than load it and silently ignore what it says about the audit log.
-    let audit = match signed.get("audit") {
-        None => None,
+    let (audit, audit_retain_days) = match signed.get("audit") {
+        None => (None, None),
         Some(_) if spec_version < 3 => {
             return invalid(
                 "signed.audit needs \"specVersion\": 3; raise the bundle's specVersion (and version) to use it",
             );
         }
-        Some(value) => Some(parse_audit(value)?),
+        Some(value) => parse_audit(value, spec_version)?,
     };
     Ok(BundleContent {
         spec_version,
@@ -690,6 +742,7 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         trust_root,
         servers,
         audit,
+        audit_retain_days,
     })
 }
 
@@ -1004,6 +1057,23 @@ impl TrustStore {
             }
         }
         combined.map(|c| (c, labels))
+    }
+
+    /// The longest audit retention any bundle requires (the strictest: it keeps the most),
+    /// with the labels of the bundles that name that many days; `None` when none sets one.
+    pub fn audit_retention(&self) -> Option<(u32, Vec<String>)> {
+        let longest = self
+            .bundles
+            .iter()
+            .filter_map(|b| b.content.audit_retain_days)
+            .max()?;
+        let labels = self
+            .bundles
+            .iter()
+            .filter(|b| b.content.audit_retain_days == Some(longest))
+            .map(VerifiedBundle::label)
+            .collect();
+        Some((longest, labels))
     }
 
     /// The bundle and policy governing a server id.

@@ -246,7 +246,11 @@ fn structural_mistakes_are_refused_with_the_path() {
     });
     let cases: Vec<(&str, Value, &str)> = vec![
         (".type", json!("tuf-root"), "signed.type"),
-        (".specVersion", json!(5), "specVersion must be 1, 2, 3 or 4"),
+        (
+            ".specVersion",
+            json!(6),
+            "specVersion must be 1, 2, 3, 4 or 5",
+        ),
         (".bundleId", json!("acme prod"), "bundleId"),
         (".version", json!(0), "version"),
         (".expires", json!("next year"), "RFC 3339"),
@@ -474,6 +478,100 @@ fn authorization_servers_are_issuer_urls_or_the_bundle_is_refused() {
             other => panic!("{bad}: expected a refusal, got {other:?}"),
         }
     }
+}
+
+#[test]
+fn the_audit_retention_needs_specversion_5_and_the_longest_wins() {
+    let with = |id: &str, key: u8, version: u64, audit: Value| {
+        let mut s = signed(id, 1, &[key], 1);
+        s["specVersion"] = json!(version);
+        s["servers"] = json!([]);
+        s["audit"] = audit;
+        check(&bundle(&s, &[key]), None, None)
+    };
+    // Below version 5 it is refused by name, with what to change: a host that knew only
+    // version 4 would not keep what the admin asked to keep.
+    for version in [3, 4] {
+        let error = with(
+            "acme",
+            1,
+            version,
+            json!({"durability": "sync", "retainDays": 400}),
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains(
+                "signed.audit.retainDays needs \"specVersion\": 5; raise the bundle's specVersion"
+            ),
+            "{version}: {error}"
+        );
+    }
+    // Version 5: alone, or beside a durability; both ends of the range.
+    let alone = with("acme", 1, 5, json!({"retainDays": 365})).unwrap();
+    assert_eq!(alone.content().audit, None);
+    assert_eq!(alone.content().audit_retain_days, Some(365));
+    let both = with(
+        "beta",
+        2,
+        5,
+        json!({"durability": "sync", "retainDays": 36500}),
+    )
+    .unwrap();
+    assert_eq!(both.content().audit, Some(AuditDurability::Sync));
+    assert_eq!(both.content().audit_retain_days, Some(36500));
+    let short = with("gamma", 1, 5, json!({"retainDays": 1})).unwrap();
+    assert_eq!(short.content().audit_retain_days, Some(1));
+    // A version 5 bundle without it keeps the earlier meaning.
+    let durability_only = with("acme", 1, 5, json!({"durability": "sync"})).unwrap();
+    assert_eq!(durability_only.content().audit_retain_days, None);
+    for (bad, says) in [
+        (
+            json!({"retainDays": 0}),
+            "retainDays must be an integer from 1 to 36500",
+        ),
+        (
+            json!({"retainDays": 36501}),
+            "retainDays must be an integer from 1 to 36500",
+        ),
+        (json!({"retainDays": -5}), "retainDays must be an integer"),
+        (json!({"retainDays": 30.5}), "retainDays must be an integer"),
+        (
+            json!({"retainDays": "365"}),
+            "retainDays must be an integer",
+        ),
+        (json!({"retainDays": null}), "retainDays must be an integer"),
+        (
+            json!({"retainDays": 9_999_999_999u64}),
+            "retainDays must be an integer",
+        ),
+        (
+            json!({"retaindays": 30}),
+            "signed.audit.retaindays is not a setting (durability, flushMs, flushRecords, retainDays)",
+        ),
+        (
+            json!({"retainDays": 30, "flushMs": 20}),
+            "apply only to \"durability\": \"batched\"",
+        ),
+        (json!({}), "signed.audit.durability must be"),
+    ] {
+        let error = with("acme", 1, 5, bad.clone()).unwrap_err();
+        assert!(error.to_string().contains(says), "{bad}: {error}");
+    }
+    // Several bundles: the longest retention, named by the bundles that ask for it; a bundle
+    // with none does not count.
+    let store = TrustStore::combine(vec![alone, both]).unwrap();
+    assert_eq!(
+        store.audit_retention(),
+        Some((36500, vec!["beta@1".to_string()]))
+    );
+    let again = |id: &str, key: u8| with(id, key, 5, json!({"retainDays": 365})).unwrap();
+    let store = TrustStore::combine(vec![again("acme", 1), again("beta", 2), short]).unwrap();
+    assert_eq!(
+        store.audit_retention(),
+        Some((365, vec!["acme@1".to_string(), "beta@1".to_string()]))
+    );
+    let store = TrustStore::combine(vec![durability_only]).unwrap();
+    assert_eq!(store.audit_retention(), None);
 }
 
 #[test]

@@ -163,8 +163,49 @@ impl Serialize for Durability {
 /// that returns an error) and see what the log records about it. Only the log file's syncs go
 /// through it (the flusher's, a sync-mode append's, a repair's); the head and marker files are
 /// synced directly.
+///
+/// It is also told when each step of a rotation is done ([`Syncer::rotation_step`]), so a test
+/// can kill the process between any two steps and see that nothing is lost.
 pub trait Syncer: fmt::Debug + Send + Sync {
     fn sync_data(&self, file: &File) -> io::Result<()>;
+
+    /// Called after each step of a rotation (the real one does nothing).
+    fn rotation_step(&self, _step: RotationStep) {}
+}
+
+/// The steps of a rotation, in order (see the crate docs, "Segments").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RotationStep {
+    /// The active file was flushed: every record in it is on stable storage.
+    Sealed,
+    /// `<log>.rotating` holds the `audit_rotated` record, flushed.
+    NextWritten,
+    /// The active file has its segment name too (a hard link), flushed.
+    Linked,
+    /// `<log>.rotating` was renamed over the log: the new active file is in place.
+    Renamed,
+    /// The head anchors the `audit_rotated` record.
+    HeadWritten,
+}
+
+impl RotationStep {
+    pub const ALL: [RotationStep; 5] = [
+        RotationStep::Sealed,
+        RotationStep::NextWritten,
+        RotationStep::Linked,
+        RotationStep::Renamed,
+        RotationStep::HeadWritten,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            RotationStep::Sealed => "sealed",
+            RotationStep::NextWritten => "next_written",
+            RotationStep::Linked => "linked",
+            RotationStep::Renamed => "renamed",
+            RotationStep::HeadWritten => "head_written",
+        }
+    }
 }
 
 /// The real [`Syncer`]: `fdatasync` (`File::sync_data`).

@@ -19,6 +19,7 @@ use crate::durability::{
 use crate::head::prepare_head;
 use crate::record::{Anchor, Entry, check_event_name, check_server, format_time, json_kind};
 use crate::report::{Appended, Flushed, OpenReport};
+use crate::segment::{Pruned, Retention, Rotation};
 use crate::writer::{Writer, open_log_file};
 
 /// An open audit log. Each handle holds its own file descriptor and lock, so handles in several
@@ -91,7 +92,7 @@ impl AuditLog {
         let time = format_time(now)?;
         let (file, created) = open_log_file(&path)?;
         let mut writer = Writer::new(path.clone(), file, boot_id(), syncer);
-        let (recovery, last) = writer.locked(|w| w.write_locked(&time, None))?;
+        let (recovery, last, _) = writer.locked(|w| w.write_locked(&time, None))?;
         let report = OpenReport {
             created,
             last_seq: last.seq,
@@ -110,6 +111,67 @@ impl AuditLog {
         };
         log.set_durability(durability)?;
         Ok((log, report))
+    }
+
+    /// [`AuditLog::open_with`], rotating as `rotation` says (`None`: never, one file as before
+    /// segments existed). See the crate docs, "Segments".
+    pub fn open_rotating(
+        path: impl AsRef<Path>,
+        now: OffsetDateTime,
+        durability: Durability,
+        rotation: Option<Rotation>,
+    ) -> Result<(AuditLog, OpenReport), AuditError> {
+        let (mut log, report) = AuditLog::open_with(path, now, durability)?;
+        log.set_rotation(rotation);
+        Ok((log, report))
+    }
+
+    /// Changes when this handle rotates (`None`: never). Each handle rotates by its own
+    /// setting; any of them continues the one chain.
+    pub fn set_rotation(&mut self, rotation: Option<Rotation>) {
+        self.shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .rotation = rotation;
+    }
+
+    /// When this handle rotates.
+    pub fn rotation(&self) -> Option<Rotation> {
+        self.shared
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .rotation
+    }
+
+    /// Deletes the oldest sealed segments whose every record is older than `now` minus
+    /// `retention`'s days (never the active file, never a segment after a gap, at most 1000 at
+    /// once), after appending an `audit_retention` record that names each (file, first and
+    /// last seq, last hash), flushed and anchored by the head, so [`verify`](crate::verify)
+    /// tells "removed by retention" from "missing". Keeping forever removes nothing. `now` is
+    /// the caller's clock (and the record's time).
+    pub fn prune(
+        &mut self,
+        now: OffsetDateTime,
+        retention: &Retention,
+    ) -> Result<Pruned, AuditError> {
+        let Some(days) = retention.window() else {
+            return Ok(Pruned::default());
+        };
+        let time = format_time(now)?;
+        let mut writer = self.shared.writer()?;
+        if let Some(detail) = &writer.batch.failed {
+            return Err(AuditError::FlushFailed {
+                path: self.path.clone(),
+                detail: detail.clone(),
+            });
+        }
+        let pruned = writer.locked(|w| w.prune_locked(&time, now, days))?;
+        if let Some(known) = &writer.known {
+            self.last = known.last.clone();
+        }
+        Ok(pruned)
     }
 
     /// Appends one record. It is in the file (one `write_all` of the line and its newline)
@@ -157,7 +219,7 @@ impl AuditLog {
                 detail: detail.clone(),
             });
         }
-        let (recovery, anchor) = writer.locked(|w| w.write_locked(&time, Some(&entry)))?;
+        let (recovery, anchor, rotated) = writer.locked(|w| w.write_locked(&time, Some(&entry)))?;
         if let Durability::Batched { max_records, .. } = writer.durability {
             let batch = &mut writer.batch;
             batch.pending = batch.pending.saturating_add(1);
@@ -174,6 +236,7 @@ impl AuditLog {
             seq: anchor.seq,
             hash: anchor.hash,
             recovery,
+            rotated,
         })
     }
 

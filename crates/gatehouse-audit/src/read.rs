@@ -1,14 +1,16 @@
-//! Reading records back: all of them, filtered by server or event, or exported verbatim.
+//! Reading records back: all of them, filtered by server or event, or exported verbatim (both
+//! through [`stream`](crate::stream), across the segments).
 //! Reading does not check the chain (that is [`verify`](crate::verify)); it does refuse a line
 //! that is not a record, naming it, rather than skip it.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::Path;
 
-use crate::record::{Record, parse_line};
-use crate::scan::{Line, Lines};
-use crate::verify::Snapshot;
-use crate::{AuditError, MAX_RECORD_BYTES};
+use serde_json::Value;
+
+use crate::AuditError;
+use crate::record::Record;
+use crate::stream::stream;
 
 /// Which records to keep: every condition given must hold (`--server ID`, `--type EVENT`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,6 +37,26 @@ impl Filter {
                 .is_none_or(|event| record.event == event)
     }
 
+    /// Whether the line can hold a matching record, by a look at its bytes before parsing
+    /// them: `false` only when it has no backslash (so every JSON string in it is written
+    /// literally) and lacks the `"server":…` or `"event":…` member the filter asks for, which a
+    /// matching record's line must then hold. A quick `false` saves the parse of a record that
+    /// cannot match, which is most of the cost of a filtered read; such a line is not checked
+    /// further.
+    pub(crate) fn may_match(&self, line: &[u8]) -> bool {
+        if line.contains(&b'\\') {
+            return true;
+        }
+        let holds = |key: &str, value: &Option<String>| match value {
+            None => true,
+            Some(value) => {
+                let needle = format!("\"{key}\":{}", Value::String(value.clone()));
+                contains(line, needle.as_bytes())
+            }
+        };
+        holds("server", &self.server) && holds("event", &self.event)
+    }
+
     /// The records that match, in log order.
     pub fn apply(&self, records: Vec<Record>) -> Vec<Record> {
         records.into_iter().filter(|r| self.matches(r)).collect()
@@ -51,27 +73,19 @@ pub enum ExportFormat {
     JsonArray,
 }
 
-/// Every record in the log at `path`, in order.
+/// Every record in the log at `path`, oldest first, across its segments. It holds them all in
+/// memory (about 2 KB a record once parsed): for tests and small logs. Anything that shows
+/// records to a person uses [`tail`](crate::tail) (the newest few) or
+/// [`stream`](crate::stream) (all of them, one at a time).
 pub fn read(path: impl AsRef<Path>) -> Result<Vec<Record>, AuditError> {
-    let path = path.as_ref();
-    let mut records = Vec::new();
-    for_each_line(path, |_, record| {
-        records.push(record);
-        Ok(())
-    })
-    .map_err(|e| match e {
-        LineError::Log(e) => e,
-        // The sink above cannot fail; mapped for completeness.
-        LineError::Sink(source) => AuditError::Read {
-            path: path.to_path_buf(),
-            source,
-        },
-    })?;
-    Ok(records)
+    stream(path, &Filter::all())?
+        .map(|item| item.map(|s| s.record))
+        .collect()
 }
 
-/// Writes the records that match `filter` to `out` in `format`; returns how many. Records are
-/// not re-serialized: each is the log's line as it is on disk.
+/// Writes the records that match `filter` to `out` in `format`, oldest first across the
+/// segments, one at a time (constant memory); returns how many. Records are not
+/// re-serialized: each is the log's line as it is on disk.
 pub fn export(
     path: impl AsRef<Path>,
     filter: &Filter,
@@ -83,28 +97,23 @@ pub fn export(
         path: path.to_path_buf(),
         source,
     };
+    let records = stream(path, filter)?;
     let mut count = 0u64;
     if format == ExportFormat::JsonArray {
         out.write_all(b"[").map_err(sink_err)?;
     }
-    for_each_line(path, |bytes, record| {
-        if !filter.matches(&record) {
-            return Ok(());
-        }
-        let result = match format {
-            ExportFormat::Jsonl => out.write_all(bytes).and_then(|()| out.write_all(b"\n")),
+    for item in records {
+        let bytes = item?.line;
+        match format {
+            ExportFormat::Jsonl => out.write_all(&bytes).and_then(|()| out.write_all(b"\n")),
             ExportFormat::JsonArray => {
                 let sep: &[u8] = if count == 0 { b"\n" } else { b",\n" };
-                out.write_all(sep).and_then(|()| out.write_all(bytes))
+                out.write_all(sep).and_then(|()| out.write_all(&bytes))
             }
-        };
+        }
+        .map_err(sink_err)?;
         count += 1;
-        result
-    })
-    .map_err(|e| match e {
-        LineError::Log(e) => e,
-        LineError::Sink(source) => sink_err(source),
-    })?;
+    }
     if format == ExportFormat::JsonArray {
         let end: &[u8] = if count == 0 { b"]\n" } else { b"\n]\n" };
         out.write_all(end).map_err(sink_err)?;
@@ -112,58 +121,45 @@ pub fn export(
     Ok(count)
 }
 
-/// A failure while walking lines: the log's, or the caller's sink's (kept apart so an export
-/// that cannot write its output is not reported as a problem with the log).
-enum LineError {
-    Log(AuditError),
-    Sink(io::Error),
+/// Whether `needle` occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    haystack
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == first)
+        .any(|(i, _)| haystack[i + 1..].starts_with(rest))
 }
 
-/// Calls `f` with each line's bytes and its record, in order.
-fn for_each_line(
-    path: &Path,
-    mut f: impl FnMut(&[u8], Record) -> io::Result<()>,
-) -> Result<(), LineError> {
-    let read_err = |source| {
-        LineError::Log(AuditError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    let snapshot = Snapshot::take(path)
-        .map_err(LineError::Log)?
-        .ok_or_else(|| {
-            LineError::Log(AuditError::NotFound {
-                path: path.to_path_buf(),
-            })
-        })?;
-    let mut lines = Lines::of_file(&snapshot.file, snapshot.len).map_err(read_err)?;
-    let mut line_no = 0u64;
-    while let Some(line) = lines.next_line().map_err(read_err)? {
-        line_no += 1;
-        let bad = |reason: String| {
-            LineError::Log(AuditError::BadRecord {
-                path: path.to_path_buf(),
-                line: line_no,
-                reason,
-            })
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quick_look_never_rules_out_a_line_that_matches() {
+        let filter = Filter {
+            server: Some("demo".into()),
+            event: Some("tool_call".into()),
         };
-        let bytes = match line {
-            Line::Complete(bytes) => bytes,
-            Line::Unterminated => {
-                return Err(bad(
-                    "the last line is incomplete (a torn write); opening the log with Gatehouse repairs it"
-                        .to_string(),
-                ));
-            }
-            Line::TooLong { bytes, .. } => {
-                return Err(bad(format!(
-                    "the line is {bytes} bytes, over the {MAX_RECORD_BYTES}-byte limit"
-                )));
-            }
+        let line = r#"{"seq":1,"time":"2026-05-01T12:00:00Z","event":"tool_call","server":"demo","prev":"00","data":{}}"#;
+        assert!(filter.may_match(line.as_bytes()));
+        // Another server or event: ruled out without parsing.
+        assert!(!filter.may_match(line.replace("demo", "other").as_bytes()));
+        assert!(!filter.may_match(line.replace("tool_call", "admission").as_bytes()));
+        // The member inside data is not ruled out (the parse that follows rules it out).
+        let in_data = r#"{"seq":1,"time":"t","event":"x","server":"other","prev":"00","data":{"server":"demo"}}"#;
+        let server = Filter {
+            server: Some("demo".into()),
+            event: None,
         };
-        let record = parse_line(&bytes).map_err(bad)?;
-        f(&bytes, record).map_err(LineError::Sink)?;
+        assert!(server.may_match(in_data.as_bytes()));
+        assert!(!server.may_match(in_data.replace("demo", "else").as_bytes()));
+        // Escapes anywhere: always parsed (\u0064emo is "demo").
+        let escaped = r#"{"seq":1,"time":"t","event":"tool_call","server":"\u0064emo","prev":"00","data":{}}"#;
+        assert!(filter.may_match(escaped.as_bytes()));
+        // No filter: everything may match.
+        assert!(Filter::all().may_match(b"anything"));
     }
-    Ok(())
 }

@@ -27,6 +27,17 @@ pub const EVENT_HEAD_MISMATCH: &str = "audit_head_mismatch";
 /// writer's flush failed (then its data holds `flush_failed`, a count, and `durable_seq`).
 pub const EVENT_SHORT_TAIL: &str = "audit_short_tail";
 
+/// The event that starts every active file after the first: it names the sealed segment the
+/// chain continues from (`segment`, `number`, `first_seq`, `last_seq`, `last_hash`, `bytes`),
+/// and its `prev` is that `last_hash`.
+pub const EVENT_ROTATED: &str = "audit_rotated";
+
+/// The event [`crate::AuditLog::prune`] writes before it deletes sealed segments: `removed`
+/// lists each (`segment`, `number`, `first_seq`, `last_seq`, `last_hash`); `through` and
+/// `through_hash` are the newest removed segment's number and last hash; `first` the oldest
+/// segment number this record and the retention records it saw account for (1 normally).
+pub const EVENT_RETENTION: &str = "audit_retention";
+
 /// A point in the chain: a record's `seq` and the SHA-256 (lower-case hex) of its line. This is
 /// what the head file holds, and what to copy elsewhere to detect a rewrite later.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -204,7 +215,7 @@ fn parse_line_unescaped(line: &[u8]) -> Result<Record, String> {
 }
 
 /// The prefix of the log's own events ([`EVENT_TORN_TAIL`], [`EVENT_HEAD_MISMATCH`],
-/// [`EVENT_SHORT_TAIL`]): [`crate::AuditLog::append`] refuses a caller's event that starts with
+/// [`EVENT_SHORT_TAIL`], [`EVENT_ROTATED`], [`EVENT_RETENTION`]): [`crate::AuditLog::append`] refuses a caller's event that starts with
 /// it, so no caller can forge one of these records.
 pub const RESERVED_EVENT_PREFIX: &str = "audit_";
 

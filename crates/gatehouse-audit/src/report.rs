@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::record::Anchor;
+use crate::segment::Rotated;
 
 /// What a flush made durable: the last record on stable storage and the log's length after
 /// it. A power cut keeps at least this much of the log.
@@ -37,6 +38,9 @@ pub struct Appended {
     /// Recovery done first, under the same lock (another process crashed mid-write, or the
     /// log's end was removed). Usually empty.
     pub recovery: Recovery,
+    /// The active file was sealed as a segment first (rotation), and this record is in the new
+    /// one: the host prunes after it.
+    pub rotated: Option<Rotated>,
 }
 
 /// Damage found at the end of the log and what was written about it. Nothing is dropped

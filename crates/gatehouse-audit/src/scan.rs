@@ -37,6 +37,17 @@ impl<'a> Lines<BufReader<Take<&'a File>>> {
     }
 }
 
+impl Lines<BufReader<Take<File>>> {
+    /// The first `len` bytes of `file`, from the start, owning the file.
+    pub(crate) fn of_owned(file: File, len: u64) -> io::Result<Self> {
+        let mut file = file;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(Lines {
+            reader: BufReader::with_capacity(CHUNK, file.take(len)),
+        })
+    }
+}
+
 impl<R: BufRead> Lines<R> {
     pub(crate) fn next_line(&mut self) -> io::Result<Option<Line>> {
         let mut kept = Vec::new();

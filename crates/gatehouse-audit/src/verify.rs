@@ -1,5 +1,6 @@
 //! The checker: walks the whole chain and names the first broken record.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::io;
@@ -13,7 +14,10 @@ use crate::record::{
     Anchor, EVENT_HEAD_MISMATCH, EVENT_SHORT_TAIL, EVENT_TORN_TAIL, ZERO_HASH, line_hash,
     parse_line,
 };
+use crate::rotate::retention_span;
 use crate::scan::{Line, Lines};
+use crate::segment::{Continues, SegmentFile, file_name, same_file, segment_path};
+use crate::stream::sealed_before;
 use crate::{AuditError, MAX_RECORD_BYTES};
 
 /// The result of [`verify`]. Serializes as the `--json` output of `gatehouse audit verify`.
@@ -21,12 +25,18 @@ use crate::{AuditError, MAX_RECORD_BYTES};
 pub struct VerifyReport {
     /// No broken record was found.
     pub ok: bool,
-    /// How many records, from the first, were checked and found intact (all of them when `ok`).
+    /// How many records, from the first kept, were checked and found intact (all of them when
+    /// `ok`).
     pub records: u64,
+    /// How many sealed segments were checked (0: the log never rotated, or retention removed
+    /// every segment).
+    pub segments: u64,
     /// The last intact record: copy it somewhere the log's writer cannot reach, and a later
     /// rewrite of the log up to this point shows (see the crate docs).
     pub tip: Option<Anchor>,
     pub first_broken: Option<Broken>,
+    /// Segments removed by retention: not a break, the chain starts after them.
+    pub removed: Option<RetentionNote>,
     /// Torn tails repaired by the log before the first break (the `audit_torn_tail` records).
     /// They do not make the log broken: a torn line was never acknowledged to its writer.
     pub repairs: Vec<Repair>,
@@ -44,8 +54,20 @@ pub struct Broken {
     pub line: u64,
     /// The record's seq, when the line could be read (or the missing record's seq).
     pub seq: Option<u64>,
+    /// The sealed segment file (its name) `line` is in; `None` for the active log file.
+    pub segment: Option<String>,
     pub kind: BreakKind,
     pub detail: String,
+}
+
+/// What retention removed, as [`verify`] found it accounted for by `audit_retention` records:
+/// segments `1..=through` are gone and the chain starts at `first_seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RetentionNote {
+    pub through: u64,
+    pub first_seq: u64,
+    /// The `audit_retention` record that removed segment `through`.
+    pub record_seq: u64,
 }
 
 /// Why the chain is broken at [`Broken::line`].
@@ -62,7 +84,8 @@ pub enum BreakKind {
     BadSeq,
     /// The last line is incomplete: a write was cut short. Opening the log repairs it.
     TornTail,
-    /// Records were removed from the end: the log ends before the head file's seq, the record
+    /// Records were removed: a segment is missing that no retention record accounts for, or
+    /// from the end: the log ends before the head file's seq, the record
     /// at the head's seq is another one, the head file is missing or unreadable, or the log
     /// itself recorded finding this (`audit_head_mismatch`).
     Truncated,
@@ -122,12 +145,23 @@ impl fmt::Display for VerifyReport {
         match &self.first_broken {
             None => {
                 write!(f, "audit log intact: {} record(s)", self.records)?;
+                if self.segments > 0 {
+                    write!(
+                        f,
+                        " in {} sealed segment(s) and the active file",
+                        self.segments
+                    )?;
+                }
                 if let Some(tip) = &self.tip {
                     write!(f, "; last seq {}, hash {}", tip.seq, tip.hash)?;
                 }
             }
             Some(broken) => {
                 write!(f, "audit log broken at line {}", broken.line)?;
+                if let Some(segment) = &broken.segment {
+                    // Escaped: a file name is not trusted to be printable.
+                    write!(f, " of segment {segment:?}")?;
+                }
                 if let Some(seq) = broken.seq {
                     write!(f, " (seq {seq})")?;
                 }
@@ -141,6 +175,18 @@ impl fmt::Display for VerifyReport {
                     )?;
                 }
             }
+        }
+        if let Some(removed) = &self.removed {
+            let range = if removed.through == 1 {
+                "segment 1".to_string()
+            } else {
+                format!("segments 1–{}", removed.through)
+            };
+            write!(
+                f,
+                "\nnote: {range} removed by retention (record seq {}); the chain is checked from seq {}",
+                removed.record_seq, removed.first_seq
+            )?;
         }
         for short in &self.short_tails {
             let restarted = short.writers.saturating_sub(short.flush_failed);
@@ -216,10 +262,13 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
             head => Ok(VerifyReport {
                 ok: false,
                 records: 0,
+                segments: 0,
                 tip: None,
+                removed: None,
                 first_broken: Some(Broken {
                     line: 1,
                     seq: Some(1),
+                    segment: None,
                     kind: BreakKind::Truncated,
                     detail: format!(
                         "the log file is missing but its head file {} exists{}: the log was deleted",
@@ -235,7 +284,8 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
             }),
         };
     };
-    let mut report = walk(&snapshot, path).map_err(|source| AuditError::Read {
+    let segments = sealed_before(path, &snapshot.file)?;
+    let mut report = walk(&snapshot, path, &segments).map_err(|source| AuditError::Read {
         path: path.to_path_buf(),
         source,
     })?;
@@ -271,14 +321,45 @@ pub fn verify(path: impl AsRef<Path>) -> Result<VerifyReport, AuditError> {
     Ok(report)
 }
 
-/// The chain walk. Stops at the first break; the head file is checked only when every line
-/// is intact, since a break before the end already says the log cannot be trusted past it.
-fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
+/// Most `audit_retention` records verify keeps in memory to account for removed segments (one
+/// is written per prune that removed anything).
+const MAX_RETENTION_RECORDS: usize = 100_000;
+
+/// An `audit_retention` record as verify keeps it: the segments `first..=through` it accounts
+/// for, the newest one's last hash, and its own seq.
+struct RetentionSeen {
+    first: u64,
+    through_hash: String,
+    seq: u64,
+}
+
+/// The segments before the oldest file present, which its `audit_rotated` record continues.
+struct Gap {
+    through: u64,
+    hash: String,
+    first_seq: u64,
+    file: String,
+}
+
+/// One file of the chain, oldest first: a sealed segment or (last) the active file.
+struct ChainFile<'a> {
+    /// `None` for the active file.
+    number: Option<u64>,
+    name: String,
+    path: &'a Path,
+}
+
+/// The chain walk over every sealed segment and then the active file. Stops at the first
+/// break; the head file is checked only when every line is intact, since a break before the
+/// end already says the log cannot be trusted past it.
+fn walk(snapshot: &Snapshot, path: &Path, segments: &[SegmentFile]) -> io::Result<VerifyReport> {
     let mut report = VerifyReport {
         ok: true,
         records: 0,
+        segments: 0,
         tip: None,
         first_broken: None,
+        removed: None,
         repairs: Vec::new(),
         short_tails: Vec::new(),
     };
@@ -288,145 +369,274 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
     };
     let mut hash_at_head_seq = None;
     let mut prev = ZERO_HASH.to_string();
-    let mut lines = Lines::of_file(&snapshot.file, snapshot.len)?;
+    let mut expected: u64 = 1;
+    let mut gap: Option<Gap> = None;
+    let mut retention: BTreeMap<u64, RetentionSeen> = BTreeMap::new();
+    let mut previous: Option<ChainFile<'_>> = None;
     let mut line_no: u64 = 0;
-    while let Some(line) = lines.next_line()? {
-        line_no += 1;
-        let is_last = lines.at_end()?;
-        let torn = |detail: String| Broken {
-            line: line_no,
-            seq: None,
-            kind: BreakKind::TornTail,
-            detail,
+    let files = segments
+        .iter()
+        .map(|s| ChainFile {
+            number: Some(s.number),
+            name: file_name(&s.path),
+            path: &s.path,
+        })
+        .chain(std::iter::once(ChainFile {
+            number: None,
+            name: file_name(path),
+            path,
+        }));
+    for (index, chain_file) in files.enumerate() {
+        let is_active = chain_file.number.is_none();
+        let segment = (!is_active).then(|| chain_file.name.clone());
+        let opened;
+        let (file, len) = if is_active {
+            (&snapshot.file, snapshot.len)
+        } else {
+            match File::open(chain_file.path) {
+                Ok(file) => {
+                    let len = file.metadata()?.len();
+                    opened = file;
+                    report.segments += 1;
+                    (&opened, len)
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Ok(report.broken(Broken {
+                        line: 1,
+                        seq: None,
+                        segment,
+                        kind: BreakKind::Truncated,
+                        detail: "the segment was removed while it was being verified (by retention, or by hand); verify again".to_string(),
+                    }));
+                }
+                Err(e) => return Err(e),
+            }
         };
-        let bytes = match line {
-            Line::Complete(bytes) => bytes,
-            Line::Unterminated
-            | Line::TooLong {
-                terminated: false, ..
-            } => {
-                return Ok(report.broken(torn(
-                    "the last line has no newline: a write was cut short (a crash or a full disk); opening the log with Gatehouse moves it to a side file and records that"
-                        .to_string(),
+        let mut lines = Lines::of_file(file, len)?;
+        line_no = 0;
+        while let Some(line) = lines.next_line()? {
+            line_no += 1;
+            // Only the active file's last line can be torn by a crash; a sealed segment was
+            // repaired before it was sealed, so anything wrong in it is a break.
+            let is_last = is_active && lines.at_end()?;
+            let at = |kind: BreakKind, seq: Option<u64>, detail: String| Broken {
+                line: line_no,
+                seq,
+                segment: segment.clone(),
+                kind,
+                detail,
+            };
+            let bytes = match line {
+                Line::Complete(bytes) => bytes,
+                Line::Unterminated
+                | Line::TooLong {
+                    terminated: false, ..
+                } if is_active => {
+                    return Ok(report.broken(at(BreakKind::TornTail, None,
+                        "the last line has no newline: a write was cut short (a crash or a full disk); opening the log with Gatehouse moves it to a side file and records that"
+                            .to_string(),
+                    )));
+                }
+                Line::Unterminated => {
+                    return Ok(report.broken(at(
+                        BreakKind::BadJson,
+                        None,
+                        "the segment's last line has no newline: a sealed segment is always whole, so it was cut or edited".to_string(),
+                    )));
+                }
+                Line::TooLong { bytes, .. } => {
+                    let detail = format!(
+                        "the line is {bytes} bytes, over the {MAX_RECORD_BYTES}-byte limit"
+                    );
+                    let kind = if is_last {
+                        BreakKind::TornTail
+                    } else {
+                        BreakKind::BadJson
+                    };
+                    return Ok(report.broken(at(kind, None, detail)));
+                }
+            };
+            let record = match parse_line(&bytes) {
+                Ok(record) => record,
+                // A crash can leave a last line whose bytes never reached the disk; open treats
+                // that line as torn too, so verify names it the same way.
+                Err(reason) if is_last => {
+                    return Ok(report.broken(at(BreakKind::TornTail, None, format!(
+                        "the last line is not a complete record ({reason}); opening the log with Gatehouse moves it to a side file and records that"
+                    ))));
+                }
+                Err(reason) => {
+                    return Ok(report.broken(at(BreakKind::BadJson, None, reason)));
+                }
+            };
+            let seq = Some(record.seq);
+            if line_no == 1 {
+                let continues = Continues::of(&record);
+                match (&previous, continues) {
+                    // The oldest file kept continues segments that are gone: retention must
+                    // have removed them (checked at the end, once its records are seen).
+                    (None, Some(c)) => {
+                        prev = c.last_hash.clone();
+                        expected = c.last_seq.saturating_add(1);
+                        gap = Some(Gap {
+                            through: c.number,
+                            hash: c.last_hash,
+                            first_seq: record.seq,
+                            file: chain_file.name.clone(),
+                        });
+                    }
+                    (None, None) => {}
+                    (Some(before), Some(c)) => {
+                        let before_number = before.number.unwrap_or(0);
+                        if c.number > before_number {
+                            let missing = (before_number + 1..=c.number)
+                                .take(3)
+                                .map(|n| file_name(&segment_path(path, n)))
+                                .collect::<Vec<_>>()
+                                .join(", ");
+                            let more = if c.number - before_number > 3 {
+                                ", …"
+                            } else {
+                                ""
+                            };
+                            return Ok(report.broken(at(BreakKind::Truncated, seq, format!(
+                                "segment(s) {missing}{more} are missing: this file continues from {:?} but the one before it is {}; retention removes only the oldest segments, so they were deleted outside Gatehouse",
+                                c.segment, before.name
+                            ))));
+                        }
+                        if c.number < before_number {
+                            return Ok(report.broken(at(BreakKind::BadPrev, seq, format!(
+                                "this file says it continues segment {}, but the one before it is {}: segments were renamed or copied over",
+                                c.number, before.name
+                            ))));
+                        }
+                    }
+                    (Some(before), None) => {
+                        return Ok(report.broken(at(BreakKind::BadPrev, seq, format!(
+                            "the first record is not an audit_rotated record continuing {}: the file was replaced, or the log started again beside old segments",
+                            before.name
+                        ))));
+                    }
+                }
+            }
+            if record.prev != prev {
+                let detail = if line_no == 1 && index == 0 {
+                    "the first record's prev is not 64 zeros: records before it were removed, or it was edited".to_string()
+                } else if line_no == 1 {
+                    format!(
+                        "prev is not the SHA-256 of the last line of {}: that segment or this line was edited, or records were removed",
+                        previous.as_ref().map_or(String::new(), |p| p.name.clone())
+                    )
+                } else {
+                    format!(
+                        "prev is not the SHA-256 of line {}: that line or this one was edited, or records were removed, inserted or reordered between them",
+                        line_no - 1
+                    )
+                };
+                return Ok(report.broken(at(BreakKind::BadPrev, seq, detail)));
+            }
+            if record.seq != expected {
+                return Ok(report.broken(at(
+                    BreakKind::BadSeq,
+                    seq,
+                    format!("seq is {}, expected {expected}", record.seq),
                 )));
             }
-            Line::TooLong { bytes, .. } => {
-                let detail =
-                    format!("the line is {bytes} bytes, over the {MAX_RECORD_BYTES}-byte limit");
-                return Ok(report.broken(if is_last {
-                    torn(detail)
-                } else {
-                    Broken {
-                        line: line_no,
-                        seq: None,
-                        kind: BreakKind::BadJson,
-                        detail,
-                    }
-                }));
-            }
-        };
-        let record = match parse_line(&bytes) {
-            Ok(record) => record,
-            // A crash can leave a last line whose bytes never reached the disk; open treats
-            // that line as torn too, so verify names it the same way.
-            Err(reason) if is_last => {
-                return Ok(report.broken(torn(format!(
-                    "the last line is not a complete record ({reason}); opening the log with Gatehouse moves it to a side file and records that"
+            if record.event == EVENT_HEAD_MISMATCH {
+                let problem = record
+                    .data
+                    .get("problem")
+                    .and_then(|p| p.as_str())
+                    .filter(|p| p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+                    .unwrap_or("unknown");
+                return Ok(report.broken(at(BreakKind::Truncated, seq, format!(
+                    "the log recorded here that its head file did not match its end (problem: {problem}): records before this one were removed; the chain after it is not checked"
                 ))));
             }
-            Err(reason) => {
-                return Ok(report.broken(Broken {
+            let hash = line_hash(&bytes);
+            if record.event == EVENT_TORN_TAIL {
+                report.repairs.push(Repair {
                     line: line_no,
-                    seq: None,
-                    kind: BreakKind::BadJson,
-                    detail: reason,
-                }));
+                    seq: record.seq,
+                    bytes: record.data.get("bytes").and_then(|b| b.as_u64()),
+                    side_file: record
+                        .data
+                        .get("side_file")
+                        .and_then(|s| s.as_str())
+                        .map(str::to_string),
+                });
             }
-        };
-        let seq = Some(record.seq);
-        if record.prev != prev {
-            let detail = if line_no == 1 {
-                "the first record's prev is not 64 zeros: records before it were removed, or it was edited".to_string()
-            } else {
-                format!(
-                    "prev is not the SHA-256 of line {}: that line or this one was edited, or records were removed, inserted or reordered between them",
-                    line_no - 1
-                )
-            };
-            return Ok(report.broken(Broken {
-                line: line_no,
-                seq,
-                kind: BreakKind::BadPrev,
-                detail,
-            }));
-        }
-        let expected = report.records + 1;
-        if record.seq != expected {
-            return Ok(report.broken(Broken {
-                line: line_no,
-                seq,
-                kind: BreakKind::BadSeq,
-                detail: format!("seq is {}, expected {expected}", record.seq),
-            }));
-        }
-        if record.event == EVENT_HEAD_MISMATCH {
-            let problem = record
-                .data
-                .get("problem")
-                .and_then(|p| p.as_str())
-                .filter(|p| p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
-                .unwrap_or("unknown");
-            return Ok(report.broken(Broken {
-                line: line_no,
-                seq,
-                kind: BreakKind::Truncated,
-                detail: format!(
-                    "the log recorded here that its head file did not match its end (problem: {problem}): records before this one were removed; the chain after it is not checked"
-                ),
-            }));
-        }
-        let hash = line_hash(&bytes);
-        if record.event == EVENT_TORN_TAIL {
-            report.repairs.push(Repair {
-                line: line_no,
+            if record.event == EVENT_SHORT_TAIL {
+                let number = |key: &str| record.data.get(key).and_then(|v| v.as_u64());
+                report.short_tails.push(ShortTailNote {
+                    line: Some(line_no),
+                    seq: Some(record.seq),
+                    writers: number("writers").unwrap_or(0),
+                    head_seq: number("head_seq"),
+                    flush_ms: number("flush_ms").unwrap_or(0),
+                    flush_records: number("flush_records").unwrap_or(0),
+                    flush_failed: number("flush_failed").unwrap_or(0),
+                    durable_seq: number("durable_seq"),
+                });
+            }
+            if let Some((first, through)) = retention_span(&record)
+                && retention.len() < MAX_RETENTION_RECORDS
+                && let Some(through_hash) = record.data.get("through_hash").and_then(|h| h.as_str())
+            {
+                retention.insert(
+                    through,
+                    RetentionSeen {
+                        first,
+                        through_hash: through_hash.to_string(),
+                        seq: record.seq,
+                    },
+                );
+            }
+            if head_seq == Some(record.seq) {
+                hash_at_head_seq = Some(hash.clone());
+            }
+            report.records += 1;
+            report.tip = Some(Anchor {
                 seq: record.seq,
-                bytes: record.data.get("bytes").and_then(|b| b.as_u64()),
-                side_file: record
-                    .data
-                    .get("side_file")
-                    .and_then(|s| s.as_str())
-                    .map(str::to_string),
+                hash: hash.clone(),
             });
+            prev = hash;
+            expected = record.seq.saturating_add(1);
         }
-        if record.event == EVENT_SHORT_TAIL {
-            let number = |key: &str| record.data.get(key).and_then(|v| v.as_u64());
-            report.short_tails.push(ShortTailNote {
-                line: Some(line_no),
-                seq: Some(record.seq),
-                writers: number("writers").unwrap_or(0),
-                head_seq: number("head_seq"),
-                flush_ms: number("flush_ms").unwrap_or(0),
-                flush_records: number("flush_records").unwrap_or(0),
-                flush_failed: number("flush_failed").unwrap_or(0),
-                durable_seq: number("durable_seq"),
-            });
-        }
-        if head_seq == Some(record.seq) {
-            hash_at_head_seq = Some(hash.clone());
-        }
-        report.records += 1;
-        report.tip = Some(Anchor {
-            seq: record.seq,
-            hash: hash.clone(),
-        });
-        prev = hash;
+        previous = Some(chain_file);
     }
 
-    let last_seq = report.records;
+    if let Some(gap) = gap {
+        match account_for(&gap, &retention) {
+            Ok(record_seq) => {
+                report.removed = Some(RetentionNote {
+                    through: gap.through,
+                    first_seq: gap.first_seq,
+                    record_seq,
+                });
+            }
+            Err(missing) => {
+                return Ok(report.broken(Broken {
+                    line: 1,
+                    seq: Some(gap.first_seq),
+                    segment: (gap.file != file_name(path)).then(|| gap.file.clone()),
+                    kind: BreakKind::Truncated,
+                    detail: format!(
+                        "segment {} is missing and no audit_retention record says retention removed it (the chain here continues from segment {}): it was deleted outside Gatehouse",
+                        file_name(&segment_path(path, missing)),
+                        gap.through
+                    ),
+                }));
+            }
+        }
+    }
+
+    let last_seq = report.tip.as_ref().map_or(0, |t| t.seq);
     let head_name = file_name(&head_path(path));
     let missing_from = Broken {
         line: line_no + 1,
         seq: Some(last_seq + 1),
+        segment: None,
         kind: BreakKind::Truncated,
         detail: String::new(),
     };
@@ -455,6 +665,7 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
         HeadState::Present(head) if head.seq == 0 => (head.hash != ZERO_HASH).then(|| Broken {
             line: 1,
             seq: Some(1),
+            segment: None,
             kind: BreakKind::Truncated,
             detail: "the head file says seq 0 but its hash is not 64 zeros: it was altered"
                 .to_string(),
@@ -463,6 +674,7 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
             .then(|| Broken {
                 line: head.seq,
                 seq: Some(head.seq),
+                segment: None,
                 kind: BreakKind::Truncated,
                 detail: format!(
                     "the record at seq {} is not the one the head file anchored: records from here on were removed and others written, this record was edited, or the head file was altered",
@@ -474,6 +686,30 @@ fn walk(snapshot: &Snapshot, path: &Path) -> io::Result<VerifyReport> {
         Some(broken) => report.broken(broken),
         None => report,
     })
+}
+
+/// Whether retention records account for every segment before the oldest file kept: one for
+/// the newest missing segment (with its last hash), and, for the segments before the first it
+/// removed, another, and so on down to segment 1. `Ok` with the newest such record's seq, or
+/// `Err` with the number of a segment nothing accounts for.
+fn account_for(gap: &Gap, retention: &BTreeMap<u64, RetentionSeen>) -> Result<u64, u64> {
+    let top = retention
+        .get(&gap.through)
+        .filter(|r| r.through_hash == gap.hash)
+        .ok_or(gap.through)?;
+    let mut first = top.first;
+    // Each step goes strictly down, so this ends; the bound is belt and braces.
+    for _ in 0..=retention.len() {
+        if first <= 1 {
+            return Ok(top.seq);
+        }
+        let before = first - 1;
+        match retention.get(&before) {
+            Some(r) if r.first <= before => first = r.first,
+            _ => return Err(before),
+        }
+    }
+    Err(first.saturating_sub(1))
 }
 
 impl VerifyReport {
@@ -499,7 +735,28 @@ impl Snapshot {
     /// add after `len`, so reading up to it needs no lock, and a long read does not hold up the
     /// gate. Windows locks are mandatory (a locked file cannot be read), so the lock is held
     /// until the snapshot is dropped.
+    ///
+    /// A rotation may replace the file at `path` while the shared lock is awaited: the
+    /// snapshot is then of the sealed segment, so it is taken again (a few times at most; a
+    /// snapshot of a just-sealed file is still consistent, only not the newest).
     pub(crate) fn take(path: &Path) -> Result<Option<Snapshot>, AuditError> {
+        let mut tries = 0;
+        loop {
+            let Some(snapshot) = Snapshot::take_once(path)? else {
+                return Ok(None);
+            };
+            tries += 1;
+            let current = match (std::fs::metadata(path), snapshot.file.metadata()) {
+                (Ok(at_path), Ok(open)) => !cfg!(unix) || same_file(&at_path, &open),
+                _ => true,
+            };
+            if current || tries >= 8 {
+                return Ok(Some(snapshot));
+            }
+        }
+    }
+
+    fn take_once(path: &Path) -> Result<Option<Snapshot>, AuditError> {
         let file = match File::open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -552,10 +809,4 @@ impl Drop for Snapshot {
             let _ = self.file.unlock();
         }
     }
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }

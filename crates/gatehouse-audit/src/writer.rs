@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::AuditError;
+use crate::MAX_RECORD_BYTES;
 use crate::durability::{Durability, HandleFiles, Syncer, stale_markers};
 use crate::head::{
     HeadState, head_path, install_head_if_newer, private_file_options, read_head, sibling,
@@ -20,7 +21,8 @@ use crate::record::{
     line_hash,
 };
 use crate::report::{Flushed, HeadMismatch, HeadProblem, Recovery, ShortTail, TornTail};
-use crate::scan::{Tail, find_hash_of_seq, read_exact_at, scan_tail};
+use crate::scan::{Tail, read_exact_at, scan_tail};
+use crate::segment::{Rotated, Rotation, object};
 
 /// One handle's file and what it knows of it. Used only under the handle's mutex
 /// (`log::Shared`), and its file work only under the OS lock.
@@ -41,13 +43,19 @@ pub(crate) struct Writer {
     pub boot_id: Option<String>,
     /// The open file's device and inode, to tell with one `stat` of the path whether the path
     /// still names it.
-    ident: Option<(u64, u64)>,
+    pub(crate) ident: Option<(u64, u64)>,
+    /// When to seal the active file as a segment; `None`: never.
+    pub rotation: Option<Rotation>,
     /// The file's length as the lock was taken (from that same `stat`), for this append.
     seen_len: Option<u64>,
 }
 
+/// How many times one append opens the log again because the path names another file (a
+/// rotation, or the log replaced) before it gives up.
+const MAX_REOPEN: u32 = 1000;
+
 /// The device and inode of an open file.
-fn ident(file: &File) -> Option<(u64, u64)> {
+pub(crate) fn ident(file: &File) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -136,6 +144,7 @@ impl Writer {
             files: None,
             boot_id,
             seen_len: None,
+            rotation: None,
         }
     }
 
@@ -147,9 +156,24 @@ impl Writer {
         f: impl FnOnce(&mut Writer) -> Result<T, AuditError>,
     ) -> Result<T, AuditError> {
         lock(&self.file, &self.path)?;
-        self.seen_len = self.current_len();
-        if self.seen_len.is_none() {
+        // Checked again after every wait for a lock: a rotation may seal the file just opened
+        // before its lock is had, and a sealed file must never be written again.
+        let mut reopened = 0;
+        loop {
+            self.seen_len = self.current_len();
+            if self.seen_len.is_some() {
+                break;
+            }
             let _ = self.file.unlock();
+            reopened += 1;
+            if reopened > MAX_REOPEN {
+                return Err(AuditError::Lock {
+                    path: self.path.clone(),
+                    source: io::Error::other(format!(
+                        "the log file was replaced {MAX_REOPEN} times while this writer waited for its lock"
+                    )),
+                });
+            }
             let file = open_log_file(&self.path)?.0;
             self.ident = ident(&file);
             self.file = Arc::new(file);
@@ -180,6 +204,13 @@ impl Writer {
         seq: u64,
     ) -> Result<bool, AuditError> {
         lock(&self.file, &self.path)?;
+        if self.current_len().is_none() {
+            // A rotation sealed this file: it synced it first and anchored the head to its
+            // own, later record, so this head would only move it back.
+            let _ = fs::remove_file(temp);
+            let _ = self.file.unlock();
+            return Ok(false);
+        }
         let installed = install_head_if_newer(&self.path, temp, seq);
         if let (Ok(true), Some(known)) = (&installed, &mut self.known) {
             known.head = stamp(&head_path(&self.path));
@@ -212,7 +243,7 @@ impl Writer {
         &mut self,
         time: &str,
         entry: Option<&Entry<'_>>,
-    ) -> Result<(Recovery, Anchor), AuditError> {
+    ) -> Result<(Recovery, Anchor, Option<Rotated>), AuditError> {
         let len = match self.seen_len.take() {
             Some(len) => len,
             None => self.end()?,
@@ -241,8 +272,29 @@ impl Writer {
                 last: last.clone(),
                 head: head_stamp,
             });
-            return Ok((recovery, last));
+            return Ok((recovery, last, None));
         };
+        let mut last = last;
+        let mut rotated = None;
+        if let Some(rotation) = self.rotation {
+            let limit = rotation.limit();
+            let len_now = if unchanged && recovery.is_empty() {
+                len
+            } else {
+                self.end()?
+            };
+            // Encoding twice costs a little, so only near the limit.
+            if len_now > 0 && len_now.saturating_add(MAX_RECORD_BYTES as u64 + 1) > limit {
+                let next = self.next_seq(&last)?;
+                let size = encode(entry, next, &last.hash)?.len() as u64 + 1;
+                if len_now.saturating_add(size) > limit {
+                    let (anchor, info) = self.rotate(time, &last, len_now)?;
+                    last = anchor;
+                    rotated = Some(info);
+                    head_stamp = stamp(&head_file);
+                }
+            }
+        }
         let sync = self.durability == Durability::Sync;
         let (anchor, start, end) = self.write_record(entry, &last, sync)?;
         if sync {
@@ -259,19 +311,29 @@ impl Writer {
             last: anchor.clone(),
             head: head_stamp,
         });
-        Ok((recovery, anchor))
+        Ok((recovery, anchor, rotated))
     }
 
     /// Reads the real end and the head, repairs and records what is wrong (a torn tail, a
     /// head that does not match, and at open markers of batched writers a power cut stopped),
     /// and writes the head if any of that changed it. Returns the recovery, the last record
     /// and whether the head was written.
-    fn check_end(
+    pub(crate) fn check_end(
         &mut self,
         time: &str,
         len: u64,
         opening: bool,
     ) -> Result<(Recovery, Anchor, bool), AuditError> {
+        if opening {
+            // A rotation that died part way is undone (the active file still holds every
+            // record); under the lock, so it is not a live one.
+            crate::segment::undo_rotation(&self.path, &self.file).map_err(|source| {
+                AuditError::Write {
+                    path: self.path.clone(),
+                    source,
+                }
+            })?;
+        }
         let tail = scan_tail(&self.file, len, &self.path)?;
         let head = read_head(&self.path)?;
         let (mut last, last_prev) = match &tail.last {
@@ -444,7 +506,7 @@ impl Writer {
     /// Writes one record after `last` at the end of the file with one `write_all`, flushed
     /// when `sync`. On failure the file is truncated back to where it was, so no partial line
     /// is left behind. Returns the anchor and where the line starts and ends.
-    fn write_record(
+    pub(crate) fn write_record(
         &self,
         entry: &Entry<'_>,
         last: &Anchor,
@@ -517,7 +579,7 @@ impl Writer {
         } else if h.seq + 1 == last.seq {
             h.hash == last_prev
         } else {
-            find_hash_of_seq(&self.file, complete_len, h.seq)
+            self.hash_of_seq(complete_len, h.seq)
                 .map_err(|source| AuditError::Read {
                     path: self.path.clone(),
                     source,
@@ -613,7 +675,11 @@ impl Writer {
     }
 }
 
-fn own_entry<'a>(time: &'a str, event: &'static str, data: &'a Map<String, Value>) -> Entry<'a> {
+pub(crate) fn own_entry<'a>(
+    time: &'a str,
+    event: &'static str,
+    data: &'a Map<String, Value>,
+) -> Entry<'a> {
     Entry {
         time,
         event,
@@ -685,7 +751,7 @@ fn check_log_metadata(meta: &fs::Metadata, path: &Path) -> Result<(), AuditError
     }
 }
 
-fn lock(file: &File, path: &Path) -> Result<(), AuditError> {
+pub(crate) fn lock(file: &File, path: &Path) -> Result<(), AuditError> {
     file.lock().map_err(|source| AuditError::Lock {
         path: path.to_path_buf(),
         source,
@@ -711,11 +777,4 @@ fn copy_range(from: &File, start: u64, end: u64, to: &mut File) -> io::Result<St
         pos += n as u64;
     }
     Ok(hex::encode(hasher.finalize()))
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
 }

@@ -319,6 +319,7 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                     AuditDurability::Sync => json!({"durability": "sync"}),
                     AuditDurability::Batched { flush_ms, flush_records } => json!({"durability": "batched", "flushMs": flush_ms, "flushRecords": flush_records}),
                 }),
+                "retainDays": c.audit_retain_days,
                 "valid": verdict.is_ok(),
                 "problem": verdict.as_ref().err().map(|e| json!({"code": e.code(), "message": e.to_string()})),
             });

@@ -1,10 +1,12 @@
-//! `gatehouse audit verify|show|export`: reading the audit log. Reading never creates or
-//! repairs a log; only the host's writers append to it.
+//! `gatehouse audit verify|show|export|settings`: reading the audit log. Reading never
+//! creates or repairs a log; only the host's writers append to it. `show` and `export` stream
+//! the log record by record across its segments (memory does not grow with the log), and
+//! `show --last N` reads it from the end (the cost grows with N, not with the log).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use gatehouse_audit::{AuditError, ExportFormat, Filter, Record};
+use gatehouse_audit::{AuditError, ExportFormat, Filter, Record, TailEnd};
 use gatehouse_host::ErrorCode;
 use gatehouse_host::audit_event::AuditRecord;
 use gatehouse_host::audit_event::gate::{
@@ -29,6 +31,15 @@ fn failure(error: AuditError) -> Failure {
     }
 }
 
+/// Standard output closed or failed (`| head`): the rest is not wanted.
+fn stdout_failure(error: std::io::Error) -> Failure {
+    Failure {
+        code: ErrorCode::OutUnwritable,
+        message: format!("cannot write to standard output: {error}"),
+        exit: 1,
+    }
+}
+
 fn filter(server: Option<String>, event: Option<String>) -> Filter {
     Filter { server, event }
 }
@@ -50,20 +61,17 @@ pub fn run(context: &Context, command: AuditCommand) -> Result<u8, Failure> {
             file,
             server,
             event,
+            last,
         } => {
             let path = log(file);
-            let records =
-                filter(server, event).apply(gatehouse_audit::read(&path).map_err(failure)?);
-            if context.json {
-                output::print_json(&json!({"log": path, "records": records}));
-            } else {
-                if records.is_empty() {
-                    println!("no matching records in {}", path.display());
-                }
-                for record in &records {
-                    println!("{}", describe(record));
-                }
+            let filter = filter(server, event);
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            match last {
+                Some(n) => show_last(context, &path, &filter, n, &mut out)?,
+                None => show_all(context, &path, &filter, &mut out)?,
             }
+            out.flush().map_err(stdout_failure)?;
             Ok(0)
         }
         AuditCommand::Export {
@@ -80,23 +88,13 @@ pub fn run(context: &Context, command: AuditCommand) -> Result<u8, Failure> {
             let path = log(file);
             let filter = filter(server, event);
             let count = match &out {
-                Some(target) => {
-                    // Written next to the target and renamed, so a failed export leaves no
-                    // half-written file.
-                    let mut buffer = Vec::new();
-                    let count = gatehouse_audit::export(&path, &filter, format, &mut buffer)
-                        .map_err(failure)?;
-                    gatehouse_host::files::write_atomically(target, &buffer, 0o600).map_err(
-                        |e| Failure::usage(format!("cannot write {}: {e}", target.display())),
-                    )?;
-                    count
-                }
+                Some(target) => export_to_file(&path, &filter, format, target)?,
                 None => {
                     let stdout = std::io::stdout();
-                    let mut lock = stdout.lock();
+                    let mut lock = std::io::BufWriter::new(stdout.lock());
                     let count = gatehouse_audit::export(&path, &filter, format, &mut lock)
                         .map_err(failure)?;
-                    let _ = lock.flush();
+                    lock.flush().map_err(stdout_failure)?;
                     count
                 }
             };
@@ -105,7 +103,179 @@ pub fn run(context: &Context, command: AuditCommand) -> Result<u8, Failure> {
             }
             Ok(0)
         }
+        AuditCommand::Settings => settings(context),
     }
+}
+
+/// Every matching record, oldest first, printed as it is read.
+fn show_all(
+    context: &Context,
+    path: &Path,
+    filter: &Filter,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    let stream = gatehouse_audit::stream(path, filter).map_err(failure)?;
+    let mut printer = Printer::start(context.json, path, out)?;
+    for item in stream {
+        printer.record(&item.map_err(failure)?.record)?;
+    }
+    printer.finish(None)
+}
+
+/// The newest `n` matching records, oldest first, read from the end.
+fn show_last(
+    context: &Context,
+    path: &Path,
+    filter: &Filter,
+    n: u64,
+    out: &mut dyn Write,
+) -> Result<(), Failure> {
+    // The parser bounds n (1 to 100000), so it fits.
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let recent = gatehouse_audit::tail(path, n, filter).map_err(failure)?;
+    let mut printer = Printer::start(context.json, path, out)?;
+    for record in &recent.records {
+        printer.record(record)?;
+    }
+    if recent.end == TailEnd::ScanCap && !context.json {
+        eprintln!(
+            "gatehouse: showing {} record(s): stopped after examining {} records from the end; older matching records may exist (gatehouse audit show without --last reads them all)",
+            recent.records.len(),
+            recent.scanned
+        );
+    }
+    printer.finish(Some((recent.end, recent.scanned)))
+}
+
+/// Writes records as they come: one line each for people, or one JSON document
+/// (`{"log": …, "records": [ … ]}`, plus `end` and `scanned` for `--last`) written piece by
+/// piece, so nothing is held but the record being printed.
+struct Printer<'a> {
+    json: bool,
+    path: &'a Path,
+    out: &'a mut dyn Write,
+    count: u64,
+}
+
+impl<'a> Printer<'a> {
+    fn start(json: bool, path: &'a Path, out: &'a mut dyn Write) -> Result<Printer<'a>, Failure> {
+        if json {
+            let log = serde_json::to_string(path).map_err(|e| Failure::usage(e.to_string()))?;
+            write!(out, "{{\n  \"log\": {log},\n  \"records\": [").map_err(stdout_failure)?;
+        }
+        Ok(Printer {
+            json,
+            path,
+            out,
+            count: 0,
+        })
+    }
+
+    fn record(&mut self, record: &Record) -> Result<(), Failure> {
+        let result = if self.json {
+            let sep = if self.count == 0 { "\n    " } else { ",\n    " };
+            serde_json::to_string(record)
+                .map_err(std::io::Error::other)
+                .and_then(|text| write!(self.out, "{sep}{text}"))
+        } else {
+            writeln!(self.out, "{}", describe(record))
+        };
+        self.count += 1;
+        result.map_err(stdout_failure)
+    }
+
+    fn finish(self, tail: Option<(TailEnd, u64)>) -> Result<(), Failure> {
+        let result = if self.json {
+            let close = if self.count == 0 { "]" } else { "\n  ]" };
+            match tail {
+                Some((end, scanned)) => write!(
+                    self.out,
+                    "{close},\n  \"end\": \"{}\",\n  \"scanned\": {scanned}\n}}\n",
+                    end.code()
+                ),
+                None => write!(self.out, "{close}\n}}\n"),
+            }
+        } else if self.count == 0 {
+            writeln!(self.out, "no matching records in {}", self.path.display())
+        } else {
+            Ok(())
+        };
+        result.map_err(stdout_failure)
+    }
+}
+
+/// Streams the export into a file beside `target` and renames it into place, so a failed
+/// export leaves no half-written file and memory does not grow with the log.
+fn export_to_file(
+    path: &Path,
+    filter: &Filter,
+    format: ExportFormat,
+    target: &Path,
+) -> Result<u64, Failure> {
+    let cannot =
+        |e: std::io::Error| Failure::usage(format!("cannot write {}: {e}", target.display()));
+    let dir = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("export");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let written = (|| {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&tmp).map_err(cannot)?;
+        let mut writer = std::io::BufWriter::new(file);
+        let count = gatehouse_audit::export(path, filter, format, &mut writer).map_err(failure)?;
+        let file = writer.into_inner().map_err(|e| cannot(e.into_error()))?;
+        file.sync_all().map_err(cannot)?;
+        std::fs::rename(&tmp, target).map_err(cannot)?;
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(count)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// `audit settings`: what a host opened with this command line's policy and trust roots
+/// would keep, and who chose it.
+fn settings(context: &Context) -> Result<u8, Failure> {
+    let policy = crate::policy::load_policy(context.policy_path.as_deref())?;
+    let trust = crate::commands::load_trust(context)?;
+    let setting = gatehouse_host::host::Settings::audit_for(&policy.audit, &trust);
+    if context.json {
+        output::print_json(&json!({
+            "log": context.audit_path,
+            "audit": setting,
+        }));
+    } else {
+        let durability = match setting.durability {
+            gatehouse_audit::Durability::Sync => {
+                "sync (each record on disk before its decision takes effect)".to_string()
+            }
+            gatehouse_audit::Durability::Batched {
+                max_delay,
+                max_records,
+            } => format!(
+                "batched (on disk within {} ms or {max_records} records)",
+                max_delay.as_millis()
+            ),
+        };
+        println!("log: {}", context.audit_path.display());
+        println!(
+            "durability: {durability}, set by {}",
+            setting.set_by.join(", ")
+        );
+        println!("retention: {}", setting.retention.describe());
+    }
+    Ok(0)
 }
 
 /// One line per record for people: seq, time, event, server, then the record's decision
@@ -134,21 +304,52 @@ fn describe(record: &Record) -> String {
             record.event,
             output::safe_line(&e.to_string())
         )),
-        None if is_the_logs_own(&record.event) => {}
+        None if is_the_logs_own(&record.event) => {
+            if let Some(detail) = segment_detail(record) {
+                parts.push(format!("— {}", output::safe(&detail)));
+            }
+        }
         None => parts.push("(an event this version of gatehouse does not record)".into()),
     }
     parts.join(" ")
 }
 
-/// The audit log's own records (a torn tail, a head mismatch, a short tail): they have no
-/// payload type, and their line is the seq, time and event alone.
+/// The audit log's own records (a torn tail, a head mismatch, a short tail, a rotation, a
+/// removal by retention): they have no payload type, and their line is the seq, time and
+/// event, with what a rotation or a removal concerned.
 fn is_the_logs_own(event: &str) -> bool {
     [
         gatehouse_audit::EVENT_TORN_TAIL,
         gatehouse_audit::EVENT_HEAD_MISMATCH,
         gatehouse_audit::EVENT_SHORT_TAIL,
+        gatehouse_audit::EVENT_ROTATED,
+        gatehouse_audit::EVENT_RETENTION,
     ]
     .contains(&event)
+}
+
+/// Which segment a rotation sealed, or how many segments retention removed; `None` for the
+/// other records of the log's own (or data without those fields).
+fn segment_detail(record: &Record) -> Option<String> {
+    let number = |key: &str| record.data.get(key).and_then(serde_json::Value::as_u64);
+    match record.event.as_str() {
+        gatehouse_audit::EVENT_ROTATED => {
+            let segment = record.data.get("segment")?.as_str()?;
+            Some(format!(
+                "continues {segment} (records {}–{})",
+                number("first_seq")?,
+                number("last_seq")?
+            ))
+        }
+        gatehouse_audit::EVENT_RETENTION => {
+            let removed = record.data.get("removed")?.as_array()?.len();
+            Some(format!(
+                "removed {removed} segment(s) whose records were all older than {} days",
+                number("keep_days")?
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// The fields of a record's line, each shown when set, in this order.
@@ -575,6 +776,31 @@ mod tests {
         assert_eq!(
             describe(&torn),
             "#7 1970-01-01T00:00:00Z audit_torn_tail demo"
+        );
+        let rotated = record(
+            gatehouse_audit::EVENT_ROTATED,
+            json!({"segment": "audit.jsonl.seg-000002", "number": 2, "first_seq": 90,
+                   "last_seq": 180, "last_hash": "ab", "bytes": 4000}),
+        );
+        assert_eq!(
+            describe(&rotated),
+            "#7 1970-01-01T00:00:00Z audit_rotated demo \
+             — continues audit.jsonl.seg-000002 (records 90–180)"
+        );
+        let pruned = record(
+            gatehouse_audit::EVENT_RETENTION,
+            json!({"keep_days": 30, "removed": [{"segment": "a"}, {"segment": "b"}], "through": 2}),
+        );
+        assert_eq!(
+            describe(&pruned),
+            "#7 1970-01-01T00:00:00Z audit_retention demo \
+             — removed 2 segment(s) whose records were all older than 30 days"
+        );
+        // Fields missing (another version wrote it): the plain line.
+        let odd = record(gatehouse_audit::EVENT_RETENTION, json!({"removed": 3}));
+        assert_eq!(
+            describe(&odd),
+            "#7 1970-01-01T00:00:00Z audit_retention demo"
         );
         let unknown = record("from_the_future", json!({"decision": "allowed"}));
         assert_eq!(

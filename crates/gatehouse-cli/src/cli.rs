@@ -255,8 +255,9 @@ pub struct ServeArgs {
     pub no_bridge: bool,
     /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (loopback only: 127.0.0.1:PORT,
     /// [::1]:PORT or localhost:PORT). Each request needs a client's bearer token from
-    /// `gatehouse clients token CLIENT`, which names the client in the audit log. The host
-    /// runs in this process.
+    /// `gatehouse clients token CLIENT`, which names the client in the audit log. While the
+    /// desktop app runs, its host serves the address (its consent dialog, gate and audit log);
+    /// if the app quits meanwhile, a host in this process takes over the same address.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
     /// Offer the tools of this one server only, under their own names instead of
@@ -477,14 +478,24 @@ pub enum AuditCommand {
         /// The log (default: --audit or $XDG_DATA_HOME/gatehouse/audit.jsonl).
         file: Option<PathBuf>,
     },
-    /// Show records, optionally only one server's or one event type's.
+    /// Show records, optionally only one server's or one event type's, oldest first. The
+    /// log is read as it is printed, across its segments.
     Show {
         file: Option<PathBuf>,
         #[arg(long, value_name = "ID")]
         server: Option<String>,
         #[arg(long = "type", value_name = "EVENT")]
         event: Option<String>,
+        /// Only the newest N matching records (1 to 100000), still oldest first: read from
+        /// the end, so it costs by N rather than by the log's length. With a rare --server or
+        /// --type, at most 200000 records are examined, and the output says when that cap
+        /// stopped it.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        last: Option<u64>,
     },
+    /// How the audit log is kept: its durability, segment size and retention, and who chose
+    /// each (the policy's [audit] table, or a trust-root bundle's signed.audit).
+    Settings,
     /// Write the records (filtered like `show`) as JSON lines or one JSON array.
     Export {
         file: Option<PathBuf>,
@@ -890,6 +901,7 @@ pub fn groups(path: &str) -> &'static [Group] {
         // serve prints no documents of its own: its stdout is the MCP stream.
         "serve" => &SERVER[1..],
         "audit verify" | "audit show" | "audit export" => &[Output, Audit],
+        "audit settings" => &[Output, TrustRoots, Admission, Audit, Policy],
         "trust" => &[Output, TrustRoots, Admission, Policy],
         "bundle keygen" | "bundle init" | "bundle sign" | "bundle verify" | "bundle inspect" => {
             &[Output]

@@ -84,9 +84,15 @@ pub fn open(
     let settings = trust;
     let trust = Trust::load(settings, now);
     found(Finding::Trust(&trust));
-    // The bundles just loaded and the user's policy choose the log's durability.
-    let durability = crate::durability::effective(audit, &trust).durability;
-    let (auditor, audit_report) = Auditor::open_with(&paths.audit, clock.clone(), durability)?;
+    // The bundles just loaded and the user's policy choose the log's durability, and how
+    // long it keeps records (pruned at open and after each rotation).
+    let setting = crate::durability::effective(audit, &trust);
+    let (auditor, audit_report) = Auditor::open_keeping(
+        &paths.audit,
+        clock.clone(),
+        setting.durability,
+        &setting.retention,
+    )?;
     found(Finding::Audit(&audit_report));
     let approvals = Approvals::load(&paths.approvals)?;
     let suspensions = Suspensions::load(&paths.suspensions)?;

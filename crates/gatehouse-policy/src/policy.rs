@@ -24,14 +24,16 @@ pub struct Policy {
     pub url: UrlPolicy,
     pub transit: TransitPolicy,
     pub abuse: AbusePolicy,
-    /// How audit records reach stable storage. Missing in a policy file written before the
-    /// setting existed: the shipped default (batched, 50 ms, 128 records) applies.
+    /// How audit records reach stable storage, when the log rotates and how long it is kept.
+    /// Missing (or a key of it missing) in a policy file written before the setting existed:
+    /// the shipped default (batched, 50 ms, 128 records; 64 MiB segments kept 180 days).
     #[serde(default)]
     pub audit: AuditPolicy,
 }
 
-/// `[audit]`: the audit log's durability mode. A trust-root bundle's `audit` setting wins
-/// over this one; this one can only make it stricter.
+/// `[audit]`: the audit log's durability mode, segment size and retention. A trust-root
+/// bundle's `audit` setting wins over this one; this one can only make it stricter (for
+/// retention: a bundle can only make the log kept longer).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditPolicy {
@@ -42,6 +44,31 @@ pub struct AuditPolicy {
     pub flush_ms: u64,
     /// Batched: or as soon as this many records wait (1 to 10000), whichever comes first.
     pub flush_records: u32,
+    /// The log is sealed into a segment and continued in a new file when it would pass this
+    /// many MiB ([`AuditPolicy::ROTATE_MIB`]).
+    pub rotate_mib: u32,
+    /// Sealed segments whose every record is older than this many days are removed (the
+    /// removal itself is recorded in the chain); 0 keeps every record forever. A bundle's
+    /// longer retention wins.
+    pub retain_days: u32,
+}
+
+impl AuditPolicy {
+    /// The segment sizes a policy may choose, in MiB.
+    pub const ROTATE_MIB: std::ops::RangeInclusive<u32> = 1..=1024;
+    /// The longest retention a policy may name, in days (100 years, as a bundle's limit);
+    /// 0 is "forever".
+    pub const MAX_RETAIN_DAYS: u32 = 36_500;
+
+    /// The retention as days to keep; `None` keeps every record forever (`retain_days = 0`).
+    pub fn keep_days(&self) -> Option<u32> {
+        (self.retain_days != 0).then_some(self.retain_days)
+    }
+
+    /// The segment size in bytes.
+    pub fn rotate_bytes(&self) -> u64 {
+        u64::from(self.rotate_mib) * 1024 * 1024
+    }
 }
 
 impl Default for AuditPolicy {
@@ -50,6 +77,8 @@ impl Default for AuditPolicy {
             durability: AuditMode::Batched,
             flush_ms: 50,
             flush_records: 128,
+            rotate_mib: 64,
+            retain_days: 180,
         }
     }
 }
@@ -296,6 +325,21 @@ impl Policy {
                 self.audit.flush_records
             ));
         }
+        if !AuditPolicy::ROTATE_MIB.contains(&self.audit.rotate_mib) {
+            problem(format!(
+                "audit.rotate_mib must be between {} and {} (MiB per segment), not {}",
+                AuditPolicy::ROTATE_MIB.start(),
+                AuditPolicy::ROTATE_MIB.end(),
+                self.audit.rotate_mib
+            ));
+        }
+        if self.audit.retain_days > AuditPolicy::MAX_RETAIN_DAYS {
+            problem(format!(
+                "audit.retain_days must be between 1 and {} days, or 0 to keep every record forever, not {}",
+                AuditPolicy::MAX_RETAIN_DAYS,
+                self.audit.retain_days
+            ));
+        }
         problems
     }
 }
@@ -418,6 +462,58 @@ mod tests {
         assert_eq!(Policy::default_policy().audit, AuditPolicy::default());
         assert!(matches!(error, PolicyError::Parse(_)), "{error}");
         assert!(error.to_string().contains("max_elicitation"), "{error}");
+    }
+
+    #[test]
+    fn rotation_and_retention_are_checked_and_default_for_older_files() {
+        let shipped = Policy::default_policy().audit;
+        assert_eq!((shipped.rotate_mib, shipped.retain_days), (64, 180));
+        assert_eq!(shipped.keep_days(), Some(180));
+        assert_eq!(shipped.rotate_bytes(), 64 * 1024 * 1024);
+        // Inside the ranges, at both ends; 0 days is "forever".
+        for (rotate, retain, keep) in [(1, 0, None), (1024, 36_500, Some(36_500)), (2, 1, Some(1))]
+        {
+            let policy = with(|t| {
+                t.replace("rotate_mib = 64", &format!("rotate_mib = {rotate}"))
+                    .replace("retain_days = 180", &format!("retain_days = {retain}"))
+            })
+            .unwrap();
+            assert_eq!(policy.audit.rotate_mib, rotate);
+            assert_eq!(policy.audit.keep_days(), keep);
+        }
+        for (from, to, says) in [
+            (
+                "rotate_mib = 64",
+                "rotate_mib = 0",
+                "audit.rotate_mib must be between 1 and 1024",
+            ),
+            ("rotate_mib = 64", "rotate_mib = 1025", "not 1025"),
+            (
+                "retain_days = 180",
+                "retain_days = 36501",
+                "audit.retain_days must be between 1 and 36500 days, or 0",
+            ),
+            ("retain_days = 180", "retain_days = -1", "retain_days"),
+            (
+                "retain_days = 180",
+                "retain_days = \"forever\"",
+                "retain_days",
+            ),
+            // A near miss of a key is refused, not ignored (it would keep the default).
+            ("retain_days = 180", "retain_day = 30", "retain_day"),
+        ] {
+            let error = with(|t| t.replace(from, to)).expect_err(to);
+            assert!(error.to_string().contains(says), "{to}: {error}");
+        }
+        // A file from before the keys existed: the shipped rotation and retention.
+        let older = with(|t| {
+            t.lines()
+                .filter(|l| !l.starts_with("rotate_mib") && !l.starts_with("retain_days"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap();
+        assert_eq!(older.audit, AuditPolicy::default());
     }
 
     #[test]

@@ -60,6 +60,12 @@ impl Trust {
         self.store.audit_durability()
     }
 
+    /// The longest audit retention the loaded bundles require (days), and which bundles say
+    /// so.
+    pub fn audit_retention(&self) -> Option<(u32, Vec<String>)> {
+        self.store.audit_retention()
+    }
+
     /// The label of the locked admin bundle, if one is locked.
     pub fn locked_by(&self) -> Option<&str> {
         self.locked_by.as_deref()

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use gatehouse_attest::bundle::Posture;
 use gatehouse_attest::gate::{Denial, PinMismatch};
-use gatehouse_audit::{AuditLog, Durability, OpenReport};
+use gatehouse_audit::{AuditLog, Durability, OpenReport, Retention};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -70,6 +70,12 @@ pub mod events {
 pub struct Auditor {
     log: Mutex<AuditLog>,
     clock: Clock,
+    /// How long sealed segments are kept: pruned at open and after each rotation (the
+    /// strictest of the policy and the bundles, re-applied when the trust is reloaded).
+    retention: Mutex<Retention>,
+    /// Each AI client's last calls, updated as `tool_call` records are written, so the
+    /// Clients view does not read the log.
+    recent: crate::host::downstream::RecentCalls,
 }
 
 impl std::fmt::Debug for Auditor {
@@ -96,13 +102,49 @@ impl Auditor {
                 detail: e.to_string(),
             }
         })?;
-        Ok((
-            Auditor {
-                log: Mutex::new(log),
-                clock,
-            },
-            report,
-        ))
+        Ok((Auditor::new(log, clock, Retention::forever()), report))
+    }
+
+    /// Opens (or creates) the log with `durability`, rotating into segments and keeping them
+    /// as `kept` says (see [`crate::durability::retention`]): sealed segments past the
+    /// retention are removed now, and again after each rotation.
+    pub fn open_keeping(
+        path: &Path,
+        clock: Clock,
+        durability: Durability,
+        kept: &crate::durability::RetentionSetting,
+    ) -> Result<(Auditor, OpenReport), HostError> {
+        let now = clock();
+        let (mut log, report) =
+            AuditLog::open_rotating(path, now, durability, Some(kept.rotation())).map_err(|e| {
+                HostError::AuditUnavailable {
+                    detail: e.to_string(),
+                }
+            })?;
+        prune(&mut log, now, &kept.retention());
+        Ok((Auditor::new(log, clock, kept.retention()), report))
+    }
+
+    fn new(log: AuditLog, clock: Clock, retention: Retention) -> Auditor {
+        Auditor {
+            log: Mutex::new(log),
+            clock,
+            retention: Mutex::new(retention),
+            recent: Default::default(),
+        }
+    }
+
+    /// Keeps sealed segments as `retention` says from the next rotation (or open) on.
+    pub fn set_retention(&self, retention: Retention) {
+        *self
+            .retention
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = retention;
+    }
+
+    /// Each AI client's last calls (see [`crate::host::downstream`]).
+    pub(crate) fn recent_calls(&self) -> &crate::host::downstream::RecentCalls {
+        &self.recent
     }
 
     /// The mode records are made durable in.
@@ -155,18 +197,49 @@ impl Auditor {
         server: Option<&str>,
         data: Value,
     ) -> Result<u64, HostError> {
+        let now = (self.clock)();
         let mut log = self.log()?;
         let server = server.map(|s| bounded_text(s, MAX_RECORD_TEXT_BYTES));
-        log.append(
-            event.as_str(),
-            server.as_deref(),
-            bounded_data(data),
-            (self.clock)(),
-        )
-        .map(|appended| appended.seq)
-        .map_err(|e| HostError::AuditUnavailable {
-            detail: e.to_string(),
-        })
+        let data = bounded_data(data);
+        // What the Clients view keeps of it: read from the data as written.
+        let call = (event == AuditEvent::ToolCall)
+            .then(|| {
+                <crate::audit_event::gate::ToolCall as serde::Deserialize>::deserialize(&data).ok()
+            })
+            .flatten();
+        let appended = log
+            .append(event.as_str(), server.as_deref(), data, now)
+            .map_err(|e| HostError::AuditUnavailable {
+                detail: e.to_string(),
+            })?;
+        // Still under the handle's lock, so the recent calls see the seqs in order.
+        if let Some(rotated) = &appended.rotated {
+            self.recent.wrote(rotated.record_seq, now, None);
+        }
+        self.recent.wrote(appended.seq, now, call.as_ref());
+        if appended.rotated.is_some() {
+            let retention = *self
+                .retention
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(seq) = prune(&mut log, now, &retention) {
+                self.recent.wrote(seq, now, None);
+            }
+        }
+        Ok(appended.seq)
+    }
+}
+
+/// Removes the sealed segments past `retention` (recorded in the chain first); returns the
+/// seq of that record. A failure is logged, not returned: the decision being recorded is
+/// already in the log, and a segment that could not be removed is only kept longer.
+fn prune(log: &mut AuditLog, now: OffsetDateTime, retention: &Retention) -> Option<u64> {
+    match log.prune(now, retention) {
+        Ok(pruned) => pruned.record_seq,
+        Err(error) => {
+            tracing::warn!(%error, "old audit log segments could not be removed");
+            None
+        }
     }
 }
 
@@ -308,6 +381,11 @@ impl Gatekeeper {
         self.audit.finish()
     }
 
+    /// Each AI client's last calls, kept as they are recorded.
+    pub(crate) fn recent_calls(&self) -> &crate::host::downstream::RecentCalls {
+        self.audit.recent_calls()
+    }
+
     /// The audit log's durability now and who chose it.
     pub fn audit_setting(&self) -> crate::durability::AuditSetting {
         let policy = self.audit_policy.clone().unwrap_or_default();
@@ -350,6 +428,9 @@ impl Gatekeeper {
         }
         if let Some(policy) = &self.audit_policy {
             let wanted = crate::durability::effective(policy, &fresh);
+            // Applies from the next rotation on (a bundle that keeps records longer takes
+            // effect before anything more is removed).
+            self.audit.set_retention(wanted.retention.retention());
             let now_in = self.audit.durability()?;
             if wanted.durability != now_in {
                 self.audit.set_durability(wanted.durability)?;

@@ -84,8 +84,21 @@ pub struct Settings {
     /// What opening the audit log repaired or recorded when the app started; empty when it
     /// opened clean.
     pub audit_warnings: Vec<AuditWarning>,
-    /// The audit log's durability mode and who chose it.
+    /// The audit log's durability mode, its rotation and retention (`retention`), and who
+    /// chose each.
     pub audit: crate::durability::AuditSetting,
+}
+
+impl Settings {
+    /// The audit log's durability, rotation and retention, and who chose each, as a host
+    /// opened with `policy` and `trust` keeps it: for a front end that shows it without
+    /// opening a host (`gatehouse audit settings`).
+    pub fn audit_for(
+        policy: &gatehouse_policy::AuditPolicy,
+        trust: &crate::admission::Trust,
+    ) -> crate::durability::AuditSetting {
+        crate::durability::effective(policy, trust)
+    }
 }
 
 impl Host {
