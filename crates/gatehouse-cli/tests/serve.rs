@@ -913,3 +913,80 @@ fn an_ai_client_gets_the_gates_prompts_and_resources_and_nothing_else() {
     let out = ts_client(&env, json!([{"op": "prompts"}]), &["serve"]);
     assert_eq!(out[0]["names"], json!(["mine__summarize"]), "{}", out[0]);
 }
+
+/// The note a call's result carries when it needed the person and the app was not running.
+fn absent_person_note(call: &Value) -> Option<String> {
+    call["result"]["content"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no content in {call}"))
+        .iter()
+        .filter_map(|item| item["text"].as_str())
+        .find(|text| text.contains("the Gatehouse app is not running"))
+        .map(str::to_string)
+}
+
+#[test]
+fn without_the_app_each_call_that_needed_the_person_says_so_in_its_result_and_no_other_call_does() {
+    let env = Env::new();
+    let steps = json!([
+        {"op": "call", "name": "demo__book_table", "arguments": {}},
+        {"op": "call", "name": "demo-2025__book_table", "arguments": {}},
+        {"op": "call", "name": "demo__connect_account", "arguments": {"service": "files"}},
+        {"op": "call", "name": "demo-2025__connect_account", "arguments": {"service": "mail"}},
+        {"op": "call", "name": "demo-2025__connect_account_required", "arguments": {"service": "mail"}},
+        {"op": "call", "name": "demo__echo", "arguments": {"message": "plain"}},
+    ]);
+    let out = ts_client(&env, steps, &["--demo", "serve", "--client", "ts_test"]);
+    let expected = [
+        ("demo", "a form to fill in"),
+        ("demo-2025", "a form to fill in"),
+        ("demo", "a web page to open (URL)"),
+        ("demo-2025", "a web page to open (URL)"),
+        ("demo-2025", "a web page to open (URL)"),
+    ];
+    for (call, (server, kind)) in out.iter().zip(expected) {
+        let note = absent_person_note(call).unwrap_or_else(|| panic!("no note in {call}"));
+        assert!(
+            note.contains(&format!("The server {server:?} needed {kind}")),
+            "{note}"
+        );
+        assert!(
+            note.contains("gatehouse-desktop") && note.contains("applications menu"),
+            "says how to start the app: {note}"
+        );
+        assert!(note.contains("call this tool again"), "{note}");
+        // One note, after what the server (or Gatehouse's refusal) said.
+        let content = call["result"]["content"].as_array().unwrap();
+        assert!(content.len() >= 2, "{call}");
+        assert_eq!(content.last().unwrap()["text"], note.as_str(), "{call}");
+        assert_eq!(
+            content
+                .iter()
+                .filter(|c| c["text"] == note.as_str())
+                .count(),
+            1,
+            "{call}"
+        );
+    }
+    // The forms were declined, which the servers answered without an error: kept so.
+    for call in &out[..2] {
+        assert_ne!(call["result"]["isError"], true, "{call}");
+        assert!(text(call).to_lowercase().contains("decline"), "{call}");
+    }
+    // A call that needed nobody is exactly what the server said.
+    assert_eq!(
+        out[5]["result"]["content"],
+        json!([{"type": "text", "text": "plain"}]),
+        "{}",
+        out[5]
+    );
+    // Each declined elicitation is receipted as before.
+    let receipts: Vec<ElicitationReceipt> = payloads(&env.audit_log());
+    assert_eq!(receipts.len(), 5, "{receipts:?}");
+    assert!(
+        receipts
+            .iter()
+            .all(|r| r.action == ElicitationAnswer::Decline),
+        "{receipts:?}"
+    );
+}

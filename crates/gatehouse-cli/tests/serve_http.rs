@@ -356,3 +356,29 @@ fn serve_http_listens_on_loopback_only_and_never_without_a_token() {
         "{stderr}"
     );
 }
+
+#[test]
+fn without_the_app_an_http_clients_call_that_needed_the_person_says_so_in_its_result() {
+    let server = Server::start();
+    let steps = json!([
+        {"op": "call", "name": "demo__book_table", "arguments": {}},
+        {"op": "call", "name": "demo__echo", "arguments": {"message": "plain"}},
+    ]);
+    let (ok, out, notes) = ts_client(&server.url, Some(&server.token("claude_code")), &steps);
+    assert!(ok, "{notes}");
+    let content = out[0]["result"]["content"].as_array().unwrap();
+    let note = content.last().unwrap()["text"].as_str().unwrap();
+    assert!(
+        note.contains("the Gatehouse app is not running")
+            && note.contains("The server \"demo\" needed a form to fill in")
+            && note.contains("gatehouse-desktop"),
+        "{}",
+        out[0]
+    );
+    assert_eq!(
+        out[1]["result"]["content"],
+        json!([{"type": "text", "text": "plain"}]),
+        "{}",
+        out[1]
+    );
+}

@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_server::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::headless::HeadlessConsent;
 use crate::server::{Gateway, GatewayHandler};
 use crate::tokens::TokenBook;
 
@@ -112,13 +113,15 @@ async fn require_token(
 }
 
 /// Serves the gateway on `listener` until `shutdown` is cancelled. Upstream servers (or the
-/// `only` one) connect all at once in the background.
+/// `only` one) connect all at once in the background. `unattended`: the host's consent UI
+/// when it asks nobody (see [`Gateway::with_unattended`]); `None` on the app's host.
 pub async fn serve_http(
     host: Arc<Host>,
     listener: TcpListener,
     book: Arc<TokenBook>,
     only: Option<String>,
     startup_wait: Duration,
+    unattended: Option<Arc<HeadlessConsent>>,
     shutdown: CancellationToken,
 ) -> Result<(), String> {
     let local = listener
@@ -145,7 +148,8 @@ pub async fn serve_http(
                         DownstreamTransport::Http,
                     )
                     .with_only(only.clone())
-                    .with_startup_wait(startup_wait),
+                    .with_startup_wait(startup_wait)
+                    .with_unattended(unattended.clone()),
                 )))
             },
             Default::default(),

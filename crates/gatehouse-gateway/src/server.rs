@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::host::{ApiError, Host};
-use gatehouse_host::{CallOptions, CallProgress, Caller, DownstreamTransport, HostEvent};
+use gatehouse_host::{
+    CallOptions, CallProgress, Caller, DownstreamTransport, ErrorCode, HostEvent,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     CompletionInfo, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
@@ -21,6 +23,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::headless::{HeadlessConsent, Unanswered, absent_person_note};
 use crate::names::{NameTable, Naming};
 
 /// How long a listing waits for the upstream servers' first connection before it offers what
@@ -90,6 +93,9 @@ pub struct Gateway {
     subscriber_session: u64,
     /// The last `subscriptions/listen` stream number handed out (0 is the session itself).
     streams: std::sync::atomic::AtomicU64,
+    /// The host's consent UI when no person is at hand (`serve` without the app): a call that
+    /// needed the person says so in its result.
+    unattended: Option<Arc<HeadlessConsent>>,
 }
 
 /// Counts a call as under way while it lives.
@@ -125,6 +131,7 @@ impl Gateway {
             subscriptions: Mutex::new(Default::default()),
             subscriber_session: host.subscriber_session(),
             streams: std::sync::atomic::AtomicU64::new(0),
+            unattended: None,
             host,
         }
     }
@@ -187,6 +194,34 @@ impl Gateway {
         self.ended.cancel();
         self.session.lock().expect("session poisoned").take();
         self.release_subscriptions(None);
+    }
+
+    /// The host answers with `consent`, which asks nobody: each tool call that needed the
+    /// person (an elicitation `consent` declined, or a sign-in nobody could do) gets a note
+    /// in its result saying the app is not running and how to start it.
+    pub fn with_unattended(mut self, consent: Option<Arc<HeadlessConsent>>) -> Gateway {
+        self.unattended = consent;
+        self
+    }
+
+    /// What the person was needed for in a call that is over: the elicitations the headless
+    /// UI declined (by prompt id: this call's alone) and a sign-in nobody could be asked for.
+    fn unanswered(
+        &self,
+        records: &[gatehouse_host::ElicitationRecord],
+        error: Option<&ApiError>,
+    ) -> Vec<Unanswered> {
+        let Some(consent) = &self.unattended else {
+            return Vec::new();
+        };
+        let mut needed: Vec<Unanswered> = records
+            .iter()
+            .filter_map(|record| consent.take(record.prompt_id))
+            .collect();
+        if error.is_some_and(|e| e.code == ErrorCode::AuthRequired) {
+            needed.push(Unanswered::SignIn);
+        }
+        needed
     }
 
     pub fn with_startup_wait(mut self, wait: Duration) -> Gateway {
@@ -655,19 +690,66 @@ impl ServerHandler for GatewayHandler {
             progress,
             ..CallOptions::default()
         };
-        let outcome = gateway
+        let (outcome, failed) = gateway
             .host
-            .call(&server, &tool, request.arguments, &options)
+            .call_traced(&server, &tool, request.arguments, &options)
             .await;
         // The call's progress went out before its result.
         drop(options);
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
-        let result = match outcome {
-            Ok(outcome) => outcome.result,
-            Err(error) => tool_error(&name, &error),
+        let (mut result, needed) = match outcome {
+            Ok(outcome) => {
+                let needed = gateway.unanswered(&outcome.elicitations, None);
+                (outcome.result, needed)
+            }
+            Err(error) => {
+                let needed = gateway.unanswered(&failed, Some(&error));
+                (tool_error(&name, &error), needed)
+            }
         };
+        // The client hears it in the result, beside what the server said (its `isError`
+        // kept): the model can tell the person, who can start the app.
+        if !needed.is_empty() {
+            result
+                .content
+                .push(ContentBlock::text(absent_person_note(&server, &needed)));
+        }
         Ok(CallToolResponse::Complete(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use gatehouse_host::DownstreamTransport;
+    use gatehouse_host::host::ApiError;
+    use gatehouse_testkit as kit;
+
+    use super::{ErrorCode, Gateway};
+    use crate::headless::{HeadlessConsent, Unanswered};
+
+    #[tokio::test]
+    async fn only_a_headless_gateway_notes_a_sign_in_nobody_could_be_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let consent = Arc::new(HeadlessConsent::new());
+        let host = kit::host::open(kit::host::options(dir.path()), consent.clone());
+        let headless = Gateway::new(host.clone(), "c".into(), DownstreamTransport::Stdio)
+            .with_unattended(Some(consent));
+        let attended = Gateway::new(host.clone(), "c".into(), DownstreamTransport::Stdio);
+        let nobody = ApiError::new(ErrorCode::AuthRequired, "nobody can be asked here");
+        let cancelled = ApiError::new(ErrorCode::SignInCancelled, "the person cancelled");
+        assert_eq!(
+            headless.unanswered(&[], Some(&nobody)),
+            vec![Unanswered::SignIn]
+        );
+        // The person was asked (and said no), or it was not about signing in: nothing to add.
+        assert!(headless.unanswered(&[], Some(&cancelled)).is_empty());
+        assert!(headless.unanswered(&[], None).is_empty());
+        assert!(attended.unanswered(&[], Some(&nobody)).is_empty());
+        drop((headless, attended));
+        host.shutdown().await;
     }
 }

@@ -7,6 +7,7 @@ use gatehouse_host::host::Host;
 use rmcp::ServiceExt;
 use rmcp::service::ServerInitializeError;
 
+use crate::headless::HeadlessConsent;
 use crate::server::{Gateway, GatewayHandler};
 
 /// How long calls cancelled by a departing client get to end.
@@ -16,17 +17,20 @@ const FLUSH_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Serves one client on this process's stdin/stdout until it closes stdin. Upstream servers
 /// (or the `only` one) connect all at once in the background. Only rmcp writes to stdout.
+/// `unattended`: the host's consent UI when it asks nobody (see [`Gateway::with_unattended`]).
 pub async fn serve_stdio(
     host: Arc<Host>,
     client: String,
     only: Option<String>,
     startup_wait: std::time::Duration,
+    unattended: Option<Arc<HeadlessConsent>>,
 ) -> Result<(), String> {
     host.connect_in_background(only.clone());
     let gateway = Arc::new(
         Gateway::new(host.clone(), client, DownstreamTransport::Stdio)
             .with_only(only)
-            .with_startup_wait(startup_wait),
+            .with_startup_wait(startup_wait)
+            .with_unattended(unattended),
     );
     let running = match GatewayHandler(gateway.clone())
         .serve(rmcp::transport::stdio())

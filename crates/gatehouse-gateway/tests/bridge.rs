@@ -10,6 +10,8 @@ use gatehouse_gateway::HeadlessConsent;
 use gatehouse_gateway::bridge::{
     self, BridgeCode, BridgeListener, HELLO_LIMIT, own_uid, socket_path_in,
 };
+use gatehouse_gateway::tokens::{self, TokenBook};
+use gatehouse_host::MemoryStore;
 use gatehouse_host::host::Host;
 use gatehouse_testkit as kit;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -17,7 +19,7 @@ use tokio::net::UnixStream;
 
 /// A host with no servers, in its own directory.
 fn host(dir: &Path) -> Arc<Host> {
-    kit::host::open(kit::host::options(dir), Arc::new(HeadlessConsent))
+    kit::host::open(kit::host::options(dir), Arc::new(HeadlessConsent::new()))
 }
 
 struct World {
@@ -322,4 +324,304 @@ async fn a_client_asking_for_one_server_the_app_does_not_have_is_refused_by_name
             .unwrap()
             .is_some()
     );
+}
+
+/// A token book with one client's token (a memory keychain), and the token.
+fn book_with_token(dir: &Path) -> (Arc<TokenBook>, String) {
+    let store = Arc::new(MemoryStore::default());
+    let index = dir.join("data").join(tokens::INDEX_FILE);
+    let (token, _) = tokens::issue(store.as_ref(), &index, "claude_code", false).unwrap();
+    (Arc::new(TokenBook::new(store, index)), token)
+}
+
+fn loopback_listener() -> std::net::TcpListener {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap()
+}
+
+/// One raw HTTP POST of an MCP initialize to `addr`: the status line's code.
+fn post_initialize(addr: std::net::SocketAddr, token: &str) -> u16 {
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_listener_is_served_on_the_apps_host_until_serve_closes_the_bridge() {
+    let world = World::new();
+    let socket = world.socket();
+    let (book, token) = book_with_token(world.dir.path());
+    world.serve(BridgeListener::bind(&socket).unwrap().with_tokens(book));
+    let listener = loopback_listener();
+    let addr = listener.local_addr().unwrap();
+    let bridged = bridge::connect_http(&socket, &listener, None, Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("the app serves it");
+    assert_eq!(bridged.serving(), addr.to_string());
+    // The app's HTTP: its token rule, then MCP.
+    let good = token.clone();
+    let statuses = tokio::task::spawn_blocking(move || {
+        (
+            post_initialize(addr, &good),
+            post_initialize(addr, "ghgw_not-a-token"),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(statuses, (200, 401));
+
+    // serve goes: the app stops accepting on the socket; what arrives next waits for serve's
+    // own copy of it (its fallback host).
+    drop(bridged);
+    listener.set_nonblocking(true).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut clients = Vec::new();
+    loop {
+        clients.push(std::net::TcpStream::connect(addr).unwrap());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if listener.accept().is_ok() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the app still accepts on serve's listener after the bridge closed"
+        );
+    }
+}
+
+/// Says an http hello on a raw connection; returns it once the app accepted.
+async fn http_hello_accepted(socket: &Path) -> std::os::unix::net::UnixStream {
+    let mut stream = UnixStream::connect(socket).await.unwrap();
+    stream
+        .write_all(b"{\"gatehouse_bridge\":1,\"mode\":\"http\"}\n")
+        .await
+        .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut reply = String::new();
+    reader.read_line(&mut reply).await.unwrap();
+    assert_eq!(reply.trim(), r#"{"gatehouse_bridge":1,"accepted":true}"#);
+    let stream = reader.into_inner().into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// Sends `byte` carrying `fds`, and reads the app's answer line.
+fn pass_and_read(
+    stream: std::os::unix::net::UnixStream,
+    byte: u8,
+    fds: &[std::os::fd::BorrowedFd<'_>],
+) -> serde_json::Value {
+    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+    use std::io::BufRead;
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !fds.is_empty() {
+        assert!(control.push(SendAncillaryMessage::ScmRights(fds)));
+    }
+    rustix::net::sendmsg(
+        &stream,
+        &[std::io::IoSlice::new(&[byte])],
+        &mut control,
+        SendFlags::empty(),
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(stream)
+        .read_line(&mut line)
+        .unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passed_descriptor_that_is_not_one_loopback_listener_is_refused() {
+    use std::os::fd::AsFd;
+    let world = World::new();
+    let socket = world.socket();
+    let (book, _) = book_with_token(world.dir.path());
+    world.serve(BridgeListener::bind(&socket).unwrap().with_tokens(book));
+    let file = std::fs::File::open(world.dir.path()).unwrap();
+    let unix = std::os::unix::net::UnixListener::bind(world.dir.path().join("u.sock")).unwrap();
+    let open = loopback_listener();
+    let connected = std::net::TcpStream::connect(open.local_addr().unwrap()).unwrap();
+    let everywhere = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let (one, two) = (loopback_listener(), loopback_listener());
+    let cases: Vec<(&str, u8, Vec<std::os::fd::BorrowedFd<'_>>, &str)> = vec![
+        ("a directory", b'\n', vec![file.as_fd()], "not a socket"),
+        (
+            "a Unix listener",
+            b'\n',
+            vec![unix.as_fd()],
+            "not a TCP/IP socket",
+        ),
+        (
+            "a connection",
+            b'\n',
+            vec![connected.as_fd()],
+            "does not listen",
+        ),
+        (
+            "all addresses",
+            b'\n',
+            vec![everywhere.as_fd()],
+            "not a loopback address",
+        ),
+        (
+            "two listeners",
+            b'\n',
+            vec![one.as_fd(), two.as_fd()],
+            "2 descriptor(s)",
+        ),
+        ("nothing", b'\n', vec![], "0 descriptor(s)"),
+        ("another byte", b'x', vec![one.as_fd()], "'x'"),
+    ];
+    for (what, byte, fds, why) in cases {
+        let stream = http_hello_accepted(&socket).await;
+        let reply = tokio::task::block_in_place(|| pass_and_read(stream, byte, &fds));
+        assert_eq!(
+            reply["error"]["code"], "bridge_bad_hello",
+            "{what}: {reply}"
+        );
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{what}: {message} should say {why}");
+    }
+    // The good one, the same way, is served.
+    let stream = http_hello_accepted(&socket).await;
+    let reply = tokio::task::block_in_place(|| pass_and_read(stream, b'\n', &[one.as_fd()]));
+    assert_eq!(
+        reply["serving"],
+        one.local_addr().unwrap().to_string(),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn an_http_hello_follows_its_own_rules_and_needs_the_apps_tokens() {
+    let world = World::new();
+    let socket = world.socket();
+    let (book, _) = book_with_token(world.dir.path());
+    world.serve(BridgeListener::bind(&socket).unwrap().with_tokens(book));
+    for (hello, why) in [
+        (
+            &b"{\"gatehouse_bridge\":1,\"mode\":\"http\",\"client\":\"c\"}\n"[..],
+            "names no client",
+        ),
+        (
+            &b"{\"gatehouse_bridge\":1,\"mode\":\"stdio\"}\n"[..],
+            "names its client",
+        ),
+        (&b"{\"gatehouse_bridge\":1}\n"[..], "names its client"),
+        (
+            &b"{\"gatehouse_bridge\":1,\"mode\":\"ftp\"}\n"[..],
+            "unknown variant",
+        ),
+    ] {
+        let reply: serde_json::Value = serde_json::from_str(&say(&socket, hello).await).unwrap();
+        assert_eq!(reply["error"]["code"], "bridge_bad_hello", "{reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{message} should say {why}");
+    }
+    // The stdio hello every release sent still works, with "mode":"stdio" or without.
+    let reply = say(
+        &socket,
+        b"{\"gatehouse_bridge\":1,\"mode\":\"stdio\",\"client\":\"c\"}\n",
+    )
+    .await;
+    assert_eq!(reply.trim(), r#"{"gatehouse_bridge":1,"accepted":true}"#);
+
+    // An app given no tokens does not serve HTTP.
+    let world = World::new();
+    let socket = world.socket();
+    world.serve(BridgeListener::bind(&socket).unwrap());
+    let listener = loopback_listener();
+    let error = bridge::connect_http(&socket, &listener, None, Duration::ZERO)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.code, BridgeCode::Refused, "{error}");
+    assert!(error.message.contains("does not serve HTTP"), "{error}");
+
+    // Nor an app whose keychain holds no client's token.
+    let world = World::new();
+    let socket = world.socket();
+    let empty = Arc::new(TokenBook::new(
+        Arc::new(MemoryStore::default()),
+        world.dir.path().join(tokens::INDEX_FILE),
+    ));
+    world.serve(BridgeListener::bind(&socket).unwrap().with_tokens(empty));
+    let error = bridge::connect_http(&socket, &listener, None, Duration::ZERO)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.code, BridgeCode::Refused, "{error}");
+    assert!(
+        error.message.contains("gatehouse clients token CLIENT"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_listeners_over_the_limit_are_told_the_app_is_busy_and_other_users_get_nothing() {
+    let world = World::new();
+    let socket = world.socket();
+    let (book, _) = book_with_token(world.dir.path());
+    world.serve(
+        BridgeListener::bind(&socket)
+            .unwrap()
+            .with_tokens(book.clone())
+            .with_max_http_listeners(1),
+    );
+    let (first, second) = (loopback_listener(), loopback_listener());
+    let held = bridge::connect_http(&socket, &first, None, Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("served");
+    let error = bridge::connect_http(&socket, &second, None, Duration::ZERO)
+        .await
+        .err()
+        .expect("busy");
+    assert_eq!(error.code, BridgeCode::Busy, "{error}");
+    drop(held);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match bridge::connect_http(&socket, &second, None, Duration::ZERO).await {
+            Ok(Some(_)) => break,
+            Err(e) if e.code == BridgeCode::Busy && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("{:?}", other.err()),
+        }
+    }
+
+    // A listener serving another uid never reads the hello, so no descriptor is taken.
+    let world = World::new();
+    let socket = world.socket();
+    world.serve(
+        BridgeListener::bind_for(&socket, own_uid() + 1)
+            .unwrap()
+            .with_tokens(book),
+    );
+    let error = bridge::connect_http(&socket, &first, None, Duration::ZERO)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(error.code, BridgeCode::BadHello, "{error}");
 }

@@ -27,7 +27,10 @@ const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// The host in demo mode in `dir`, its servers connecting as `gatehouse serve` starts them.
 fn demo_host(dir: &Path) -> Arc<Host> {
-    let host = kit::host::open(kit::host::demo_options(dir), Arc::new(HeadlessConsent));
+    let host = kit::host::open(
+        kit::host::demo_options(dir),
+        Arc::new(HeadlessConsent::new()),
+    );
     host.connect_in_background(None);
     host
 }

@@ -26,7 +26,10 @@ fn host(dir: &Path, servers: Option<Value>) -> Arc<Host> {
     if let Some(servers) = servers {
         kit::host::write_servers(dir, &servers);
     }
-    kit::host::open(kit::host::demo_options(dir), Arc::new(HeadlessConsent))
+    kit::host::open(
+        kit::host::demo_options(dir),
+        Arc::new(HeadlessConsent::new()),
+    )
 }
 
 /// One AI client's session on `host` (its own gateway, as each bridged client gets), in
