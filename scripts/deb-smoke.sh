@@ -6,15 +6,17 @@
 # /usr/lib/gatehouse/gatehouse-demo-server, then starts the installed app in demo mode on a
 # private X display (xvfb-run -a) with its own config, data and cache directories, and waits
 # (at most 90 s) for its first painted frame (GATEHOUSE_READY_FILE) and for its audit log to
-# record the packaged demo server admitted. Then it stops the app (SIGTERM; xvfb-run stops
-# its X server) and checks that nothing it started is left running. The last line is PASS or
-# FAIL; the exit status is non-zero on failure.
+# record the packaged demo server admitted. Then it stops the window (SIGTERM; xvfb-run stops
+# its X server), checks that the background host it started (/usr/bin/gatehouse-background)
+# still serves, quits it with `gatehouse-desktop --quit`, and checks that nothing it started
+# is left running. The last line is PASS or FAIL; the exit status is non-zero on failure.
 #
 # DEB defaults to the newest package scripts/package-deb.sh wrote. --purge removes the
 # package afterwards (by default it stays installed).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packaged_demo=/usr/lib/gatehouse/gatehouse-demo-server
+packaged_background=/usr/bin/gatehouse-background
 timeout_s=90
 
 purge=false
@@ -125,11 +127,15 @@ binary=/usr/bin/${exec_line%% *}
   fail "the desktop entry's Icon=$icon is not an installed hicolor icon of $pkg"
 grep -qx "$packaged_demo" <<<"$files" && [ -x "$packaged_demo" ] ||
   fail "$pkg does not install an executable $packaged_demo"
-echo "deb-smoke: installed $binary, $desktop, icon $icon ($(grep -c "/apps/$icon\.png$" <<<"$files") sizes), $packaged_demo" >&2
+grep -qx "$packaged_background" <<<"$files" && [ -x "$packaged_background" ] ||
+  fail "$pkg does not install an executable $packaged_background"
+echo "deb-smoke: installed $binary, $desktop, icon $icon ($(grep -c "/apps/$icon\.png$" <<<"$files") sizes), $packaged_demo, $packaged_background" >&2
 
 # Run it: demo mode, fresh directories, no session bus (the single-instance lock and the
 # keychain stay out of it), nothing pointing at a demo server elsewhere.
 mkdir -p "$work"/{config,data,cache}
+# The session's private runtime directory, where the window and its background host meet.
+mkdir -m 700 "$work/run"
 ready=$work/ready
 audit=$work/data/gatehouse/audit.jsonl
 # setsid: the app and everything it starts share one session we can account for. Output goes
@@ -137,7 +143,7 @@ audit=$work/data/gatehouse/audit.jsonl
 setsid -w xvfb-run -a -s "-screen 0 1280x900x24 -nolisten tcp" \
   env -u DBUS_SESSION_BUS_ADDRESS -u GATEHOUSE_DEMO_SERVER -u GATEHOUSE_DEMO -u GATEHOUSE_POLICY \
   XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" XDG_CACHE_HOME="$work/cache" \
-  GATEHOUSE_READY_FILE="$ready" \
+  XDG_RUNTIME_DIR="$work/run" GATEHOUSE_READY_FILE="$ready" \
   sh -c 'echo $$ > "$0"; exec "$@"' "$work/app.pid" "$binary" --demo \
   </dev/null >"$work/app.log" 2>&1 &
 launcher=$!
@@ -183,8 +189,8 @@ done
 [ -n "$admission" ] || fail "no admission of $packaged_demo in the audit log within ${timeout_s} s"
 echo "deb-smoke: first paint after $paint ms; $admission" >&2
 
-# Stop: SIGTERM the app; xvfb-run then stops Xvfb and exits. Its children (WebKit's
-# processes, the demo servers) must follow within a few seconds.
+# Stop the window: SIGTERM the app; xvfb-run then stops Xvfb and exits. WebKit's processes
+# must follow within a few seconds; the background host (and the demo servers it runs) stay.
 [ -n "$app" ] || fail "the app's pid was not recorded"
 kill -TERM "$app" 2>/dev/null || true
 deadline=$((SECONDS + 15))
@@ -194,9 +200,17 @@ if kill -0 "$launcher" 2>/dev/null; then
 fi
 wait "$launcher" 2>/dev/null || true
 launcher=
+grep -q "^[0-9]* $packaged_background" <<<"$(alive_in_session)" ||
+  fail "the background host ($packaged_background) did not keep serving after the window closed"
+[ -S "$work/run/gatehouse/desk.sock" ] || fail "the background host's window socket is gone"
+# Quit the background host as a person would from a terminal; it says what stopped.
+quit_said=$(env -u DBUS_SESSION_BUS_ADDRESS XDG_RUNTIME_DIR="$work/run" "$binary" --quit 2>&1) ||
+  fail "$binary --quit failed: $quit_said"
+echo "deb-smoke: $quit_said" >&2
+[ ! -e "$work/run/gatehouse/desk.sock" ] || fail "the window socket is left after the quit"
 deadline=$((SECONDS + 10))
 while [ -n "$(alive_in_session)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
 left=$(alive_in_session)
 [ -z "$left" ] || fail "left behind after the app stopped: $(tr '\n' ';' <<<"$left")"
 
-echo "PASS deb-smoke: $pkg $(dpkg-query -W -f='${Version}' "$pkg") installed; $binary --demo painted its first frame in $paint ms and admitted $packaged_demo; stopped cleanly"
+echo "PASS deb-smoke: $pkg $(dpkg-query -W -f='${Version}' "$pkg") installed; $binary --demo painted its first frame in $paint ms and admitted $packaged_demo; the background host served on after the window closed and quit cleanly"

@@ -6,8 +6,10 @@
 # installed by scripts/install-deps.sh), which builds gatehouse-desktop with
 # tauri/custom-protocol and packs it with its icons and a desktop entry. The demo server goes
 # into the package at /usr/lib/gatehouse/gatehouse-demo-server (where demo mode looks for it,
-# gatehouse_host::demo::PACKAGED_DEMO_SERVER): its source differs per profile, so the mapping
-# is merged into tauri.conf.json's bundle.linux.deb.files here, through tauri-cli's --config.
+# gatehouse_host::demo::PACKAGED_DEMO_SERVER), and the background host at
+# /usr/bin/gatehouse-background (beside the window, where the window looks for it): their
+# sources differ per profile, so the mapping is merged into tauri.conf.json's
+# bundle.linux.deb.files here, through tauri-cli's --config.
 # Build output goes to stderr; the last line on stdout is the .deb's path. Cargo does the
 # caching: a second run rebuilds nothing and only re-packs.
 set -euo pipefail
@@ -34,10 +36,12 @@ target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 out=$target_dir/$profile
 
-echo "== package-deb: gatehouse-demo-server ($profile)" >&2
-cargo build --locked "${cargo_profile[@]}" -p gatehouse-demo-server >&2
+echo "== package-deb: gatehouse-demo-server, gatehouse-background ($profile)" >&2
+cargo build --locked "${cargo_profile[@]}" -p gatehouse-demo-server -p gatehouse-background >&2
 demo=$out/gatehouse-demo-server
 [ -x "$demo" ] || { echo "package-deb: $demo was not built" >&2; exit 1; }
+background=$out/gatehouse-background
+[ -x "$background" ] || { echo "package-deb: $background was not built" >&2; exit 1; }
 
 # The demo server goes in without its debug info (release: 84 MB -> 11 MB; the symbols stay
 # for backtraces): demo mode hashes the executable at every start, once for the demo bundle
@@ -54,7 +58,10 @@ fi
 # keeps this checkout's location out of the config (which is compiled into the app).
 packaged=/usr/lib/gatehouse/gatehouse-demo-server
 source=$(realpath --relative-to="$root/src-tauri" "$staged")
-config=$(printf '{"bundle":{"linux":{"deb":{"files":{"%s":"%s"}}}}}' "$packaged" "$source")
+packaged_background=/usr/bin/gatehouse-background
+background_source=$(realpath --relative-to="$root/src-tauri" "$background")
+config=$(printf '{"bundle":{"linux":{"deb":{"files":{"%s":"%s","%s":"%s"}}}}}' \
+  "$packaged" "$source" "$packaged_background" "$background_source")
 
 echo "== package-deb: cargo tauri build ${tauri_profile[*]} --bundles deb" >&2
 bundle_dir=$out/bundle/deb
@@ -73,7 +80,7 @@ deb=$(find "$bundle_dir" -maxdepth 1 -name '*.deb' -newermt "@$((started - 1))" 
 contents=$(dpkg-deb -c "$deb" | awk '{sub(/^\.?\//, "", $NF); print "/" $NF}')
 binary=$(sed -n 's/.*"mainBinaryName": *"\([^"]*\)".*/\1/p' src-tauri/tauri.conf.json)
 missing=()
-for want in "/usr/bin/$binary" "$packaged" "/usr/share/applications/[^/]*\.desktop" \
+for want in "/usr/bin/$binary" "$packaged" "$packaged_background" "/usr/share/applications/[^/]*\.desktop" \
   "/usr/share/icons/hicolor/[^/]*/apps/$binary\.png"; do
   grep -qx -- "$want" <<<"$contents" || missing+=("$want")
 done

@@ -37,5 +37,9 @@ pub const ALL: &[&str] = &[
     "client_connect",
     "client_restore",
     "settings_get",
+    "autostart_get",
+    "autostart_set",
+    "quit_preview",
+    "quit",
     "ui_ready",
 ];

@@ -1,40 +1,37 @@
-//! The Gatehouse desktop app: a thin Tauri shell over `gatehouse_desk`.
+//! The Gatehouse desktop app's window: a thin Tauri app over the background host.
 //!
-//! Each command is one call into the desk. The desk's change notices become window events
-//! that carry no decision; decisions come back only as typed commands (`prompt_answer`,
-//! `prompt_wait_choice`, `sign_in_answer`). Prompts and sign-ins live in Rust, so a reloaded
-//! window loses nothing.
+//! The desk (the host with its consent and sign-in cards) lives in `gatehouse-background`,
+//! a process with no GTK or WebKit that stays when the window closes. At start the window
+//! connects to it over `$XDG_RUNTIME_DIR/gatehouse/desk.sock` (starting it, detached, when
+//! nothing listens); each command goes there as `(command, args)` and runs through
+//! `gatehouse_desk::dispatch`; the desk's change notices come back and become window events
+//! that carry no decision. Decisions come back only as typed commands (`prompt_answer`,
+//! `prompt_wait_choice`, `sign_in_answer`). Prompts and sign-ins live in the host, so a
+//! closed or reloaded window loses nothing. Under Tauri's mock runtime (tests) the same
+//! dispatcher runs on a desk in this process ([`Backend::Local`]).
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use gatehouse_attest::bundle::Posture;
-use gatehouse_desk::{
-    ClientSetup, Desk, DeskEvent, DeskOptions, DeskPaths, Notifier, SignInChange, SignInNotifier,
-    locate_gatehouse,
-};
+use gatehouse_desk::events::{EventHub, HostState, WindowEvent, forward_resource_updates};
+use gatehouse_desk::launch::{log_file, open_desk, program_beside, spawn_detached};
+use gatehouse_desk::wire::{self, DeskClient, Heard, Role, WireCode};
+use gatehouse_desk::{Desk, dispatch};
 use gatehouse_gateway::bridge;
-use gatehouse_host::HostEvent;
-use gatehouse_host::KeyringStore;
-use gatehouse_host::SecretStore;
-use gatehouse_host::{SYSTEM_TRUST_ROOTS, system_clock};
-use serde_json::json;
+use serde_json::{Value, json};
 use tauri::{Builder, Emitter, Manager, Runtime, UserAttentionType};
+
+pub use gatehouse_desk::Launch;
 
 pub mod commands;
 
 /// Window event names (see docs/desktop-api.md).
 pub mod events {
-    pub const PROMPTS: &str = "gatehouse://prompts";
-    pub const SERVERS: &str = "gatehouse://servers";
-    pub const AUDIT: &str = "gatehouse://audit";
-    pub const TRAFFIC: &str = "gatehouse://traffic";
-    pub const CLIENTS: &str = "gatehouse://clients";
-    pub const SIGN_INS: &str = "gatehouse://sign-ins";
-    /// A subscribed resource changed on its server: `{server, uri}`.
-    pub const RESOURCES: &str = "gatehouse://resources";
+    pub use gatehouse_desk::events::{
+        AUDIT, CLIENTS, HOST, PROMPTS, RESOURCES, SERVERS, SIGN_INS, TRAFFIC,
+    };
 }
 
 /// When the process started (as near as the app can tell): start-up is measured from here.
@@ -43,106 +40,60 @@ pub struct Started(pub std::time::Instant);
 /// The label of the one window.
 pub const MAIN_WINDOW: &str = "main";
 
-/// How the app was started.
-#[derive(Clone, Default)]
-pub struct Launch {
-    /// The embedded demo: the DEMO-ONLY trust root and the demo server.
-    pub demo: bool,
-    /// An elicitation policy file instead of the shipped default.
-    pub policy: Option<PathBuf>,
-    /// The posture asked for on the command line; a locked admin bundle's wins over it.
-    pub posture: Option<Posture>,
-    /// The demo server's executable, instead of the one found next to the app (tests).
-    pub demo_server: Option<PathBuf>,
-    /// Paths to use instead of the path resolver's (tests).
-    pub paths: Option<DeskPaths>,
-    /// Where consented URLs go instead of the system browser (tests).
-    pub opener: Option<Arc<dyn gatehouse_host::UrlOpener>>,
-    /// The keychain, or a stand-in (tests).
-    pub secrets: Option<Arc<dyn SecretStore>>,
-    /// Connect every server at start, so the Servers view shows verdicts at once.
-    pub connect_at_start: bool,
-    /// When `main` began.
-    pub started: Option<std::time::Instant>,
-    /// Serve AI clients' `gatehouse serve` on the bridge socket (gatehouse_gateway::bridge).
-    pub bridge: bool,
-    /// Where saved resources go, instead of `$GATEHOUSE_DOWNLOAD_DIR` or the user's download
-    /// directory (tests).
-    pub downloads: Option<PathBuf>,
-    /// The AI clients' directories and the `gatehouse` their files will launch, instead of
-    /// the path resolver's home and config directories and the one found beside the app or
-    /// on PATH (tests).
-    pub clients: Option<ClientSetup>,
-    /// The package-sources file instead of the one beside the system trust roots
-    /// (`GATEHOUSE_PACKAGE_SOURCES`, as for the CLI's `--package-sources`).
-    pub package_sources: Option<PathBuf>,
+/// Where the window's commands run.
+#[derive(Clone)]
+pub enum Backend {
+    /// A desk in this process (Tauri's mock runtime in tests): the same dispatcher.
+    Local(Box<LocalDesk>),
+    /// The background host, over `desk.sock`.
+    Remote(RemoteDesk),
 }
 
-const USAGE: &str = "usage: gatehouse-desktop [--demo] [--policy FILE] [--posture deny-by-default|warn] [--no-bridge]";
+/// A desk opened in this process, and the hub its notices go to.
+#[derive(Clone)]
+pub struct LocalDesk {
+    desk: Arc<Desk>,
+    hub: EventHub,
+    launch: Launch,
+}
 
-impl Launch {
-    /// From the command line: `--demo`, `--policy FILE`, `--posture POSTURE` (or
-    /// `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI), and
-    /// `GATEHOUSE_PACKAGE_SOURCES`.
-    pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Launch, String> {
-        let posture = match std::env::var_os("GATEHOUSE_POSTURE") {
-            None => None,
-            Some(value) => Some(
-                value
-                    .to_str()
-                    .ok_or_else(|| "GATEHOUSE_POSTURE is not UTF-8".to_string())
-                    .and_then(str::parse::<Posture>)
-                    .map_err(|e| format!("GATEHOUSE_POSTURE: {e}"))?,
-            ),
-        };
-        let mut launch = Launch {
-            demo: std::env::var("GATEHOUSE_DEMO").is_ok_and(|v| v == "1"),
-            policy: std::env::var_os("GATEHOUSE_POLICY").map(PathBuf::from),
-            posture,
-            package_sources: package_sources_from(std::env::var_os("GATEHOUSE_PACKAGE_SOURCES"))?,
-            connect_at_start: true,
-            bridge: true,
-            ..Launch::default()
-        };
-        let mut args = args.into_iter().skip(1);
-        while let Some(arg) = args.next() {
-            match arg.as_str() {
-                "--demo" => launch.demo = true,
-                "--no-bridge" => launch.bridge = false,
-                "--policy" => {
-                    launch.policy = Some(
-                        args.next()
-                            .ok_or("--policy needs a file: --policy policy.toml")?
-                            .into(),
-                    )
-                }
-                "--posture" => {
-                    let text = args
-                        .next()
-                        .ok_or("--posture needs deny-by-default or warn: --posture warn")?;
-                    launch.posture = Some(
-                        text.parse::<Posture>()
-                            .map_err(|e| format!("--posture: {e}"))?,
-                    );
-                }
-                "--help" | "-h" => return Err(USAGE.into()),
-                other => return Err(format!("unknown argument {other:?}; {USAGE}")),
-            }
-        }
-        Ok(launch)
+/// The connection to the background host.
+#[derive(Clone)]
+pub struct RemoteDesk {
+    client: DeskClient,
+    /// What the host pushes: taken once by `setup`.
+    heard: Arc<Mutex<Option<tokio::sync::mpsc::Receiver<Heard>>>>,
+}
+
+impl Backend {
+    /// Opens a desk in this process with the launch's options (tests).
+    pub fn local(launch: Launch) -> Result<Backend, String> {
+        let hub = EventHub::new();
+        let desk = open_desk(&launch, &hub)?;
+        Ok(Backend::Local(Box::new(LocalDesk { desk, hub, launch })))
     }
-}
 
-/// `GATEHOUSE_PACKAGE_SOURCES` as the CLI takes it: a file's path. Set but empty is refused,
-/// as the CLI's `--package-sources` refuses an empty value, rather than read as unset.
-fn package_sources_from(value: Option<std::ffi::OsString>) -> Result<Option<PathBuf>, String> {
-    match value {
-        None => Ok(None),
-        Some(value) if value.is_empty() => Err(
-            "GATEHOUSE_PACKAGE_SOURCES is empty: name a package-sources file, or unset it to use the system's"
-                .into(),
-        ),
-        Some(value) => Ok(Some(PathBuf::from(value))),
+    /// Runs one window command.
+    pub async fn call(&self, command: &str, args: Value) -> Result<Value, Value> {
+        match self {
+            Backend::Local(local) => {
+                if command == "quit" {
+                    let plan = dispatch(&local.desk, "quit_preview", Value::Null).await?;
+                    gatehouse_desk::dispatch::end_open_cards(&local.desk);
+                    return Ok(plan);
+                }
+                dispatch(&local.desk, command, args).await
+            }
+            Backend::Remote(remote) => remote.client.call(command, args).await,
+        }
+    }
+
+    /// The local desk, if the commands run in this process.
+    pub fn desk(&self) -> Option<&Arc<Desk>> {
+        match self {
+            Backend::Local(local) => Some(&local.desk),
+            Backend::Remote(_) => None,
+        }
     }
 }
 
@@ -165,214 +116,262 @@ pub fn cpu_painting_default(current: Option<&std::ffi::OsStr>) -> Option<&'stati
     }
 }
 
-/// Paths from Tauri's path resolver, shared with the `gatehouse` CLI: the same
-/// `servers.json`, audit log and trust roots.
-fn resolved_paths<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<DeskPaths, String> {
-    let path = app.path();
-    let config = path
-        .config_dir()
-        .map_err(|e| format!("no config directory: {e}"))?
-        .join("gatehouse");
-    let data = path
-        .data_dir()
-        .map_err(|e| format!("no data directory: {e}"))?
-        .join("gatehouse");
-    Ok(DeskPaths {
-        config: config.join("servers.json"),
-        logs: data.join("logs"),
-        data,
-        user_trust_roots: Some(config.join("trust-roots")),
-        system_trust_roots: PathBuf::from(SYSTEM_TRUST_ROOTS),
-    })
-}
-
-/// Where saved resources go: the launch's directory, else `$GATEHOUSE_DOWNLOAD_DIR`, else the
-/// path resolver's download directory, else `~/Downloads`.
-fn download_dir<R: Runtime>(app: &tauri::AppHandle<R>, launch: &Launch) -> Option<PathBuf> {
-    launch
-        .downloads
-        .clone()
-        .or_else(|| {
-            std::env::var_os("GATEHOUSE_DOWNLOAD_DIR")
-                .filter(|dir| !dir.is_empty())
-                .map(PathBuf::from)
-        })
-        .or_else(|| app.path().download_dir().ok())
-        .or_else(|| {
-            app.path()
-                .home_dir()
-                .ok()
-                .map(|home| home.join("Downloads"))
-        })
-}
-
-/// Where the AI clients' files are (the resolver's home and config directories, as the CLI
-/// reads them) and the `gatehouse` command line they will launch.
-fn client_setup<R: Runtime>(app: &tauri::AppHandle<R>, launch: &Launch) -> Option<ClientSetup> {
-    if let Some(setup) = &launch.clients {
-        return Some(setup.clone());
+/// Emits one desk event to the window; a new card asks for the person's attention.
+fn show<R: Runtime>(app: &tauri::AppHandle<R>, event: WindowEvent) {
+    if event.attention.is_some()
+        && let Some(window) = app.get_webview_window(MAIN_WINDOW)
+    {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.request_user_attention(Some(UserAttentionType::Critical));
     }
-    let home = app.path().home_dir().ok()?;
-    let config_dir = app
-        .path()
-        .config_dir()
-        .unwrap_or_else(|_| home.join(".config"));
-    let exe = std::env::current_exe().ok();
-    let gatehouse = locate_gatehouse(exe.as_deref(), std::env::var_os("PATH").as_deref());
-    Some(ClientSetup {
-        home,
-        config_dir,
-        gatehouse,
-    })
+    if let Err(error) = app.emit_to(MAIN_WINDOW, &event.event, event.payload) {
+        tracing::warn!(%error, "a change notice did not reach the window");
+    }
 }
 
-/// Passes the host's resource updates (for resources the user subscribed to) on to the window
-/// as `gatehouse://resources` notices: `{server, uri}`, nothing more.
-async fn forward_resource_updates<R: Runtime>(
-    app: tauri::AppHandle<R>,
-    mut updates: tokio::sync::broadcast::Receiver<HostEvent>,
-) {
-    use tokio::sync::broadcast::error::RecvError;
-    loop {
-        match updates.recv().await {
-            Ok(HostEvent::ResourceUpdated { server, uri }) => {
-                let sent = app.emit_to(
-                    MAIN_WINDOW,
-                    events::RESOURCES,
-                    json!({"server": server, "uri": uri}),
-                );
-                if let Err(error) = sent {
-                    tracing::warn!(%error, "a resource notice did not reach the window");
+/// The window's side of the events: from the local hub, or from the host until it goes. A
+/// host that goes without quitting is shown as gone (a banner; every command then fails with
+/// `host_gone`); one that quits closes the window too.
+fn forward_events<R: Runtime>(app: tauri::AppHandle<R>, backend: &Backend) {
+    match backend {
+        Backend::Local(local) => {
+            let mut events = local.hub.subscribe();
+            tauri::async_runtime::spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                loop {
+                    match events.recv().await {
+                        Ok(event) => show(&app, event),
+                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => return,
+                    }
                 }
-            }
-            Ok(_) | Err(RecvError::Lagged(_)) => {}
-            Err(RecvError::Closed) => break,
+            });
+        }
+        Backend::Remote(remote) => {
+            let Some(mut heard) = remote.heard.lock().ok().and_then(|mut h| h.take()) else {
+                return;
+            };
+            tauri::async_runtime::spawn(async move {
+                let mut quitting = false;
+                while let Some(heard) = heard.recv().await {
+                    match heard {
+                        Heard::Event(event) => {
+                            if event.event == events::HOST
+                                && event.payload["state"] == json!(HostState::Quitting)
+                            {
+                                quitting = true;
+                            }
+                            show(&app, event);
+                        }
+                        Heard::Closed(why) => {
+                            if quitting {
+                                app.exit(0);
+                                return;
+                            }
+                            tracing::warn!(%why, "the Gatehouse host is gone");
+                            let _ = app.emit_to(
+                                MAIN_WINDOW,
+                                events::HOST,
+                                json!({"state": HostState::Gone, "message": why}),
+                            );
+                            return;
+                        }
+                    }
+                }
+            });
         }
     }
 }
 
-/// Turns the desk's change notices into window events, and asks for the user's attention
-/// when a new prompt needs them.
-fn notifier<R: Runtime>(app: tauri::AppHandle<R>) -> Notifier {
-    Arc::new(move |event: DeskEvent| {
-        let sent = match &event {
-            DeskEvent::Prompts {
-                prompt_id,
-                attention,
-            } => {
-                if *attention && let Some(window) = app.get_webview_window(MAIN_WINDOW) {
-                    let _ = window.request_user_attention(Some(UserAttentionType::Critical));
-                }
-                app.emit_to(MAIN_WINDOW, events::PROMPTS, json!({"promptId": prompt_id}))
-            }
-            DeskEvent::Servers { name } => {
-                app.emit_to(MAIN_WINDOW, events::SERVERS, json!({"name": name}))
-            }
-            DeskEvent::Audit => app.emit_to(MAIN_WINDOW, events::AUDIT, json!({})),
-            DeskEvent::Traffic { server } => {
-                app.emit_to(MAIN_WINDOW, events::TRAFFIC, json!({"server": server}))
-            }
-            DeskEvent::Clients => app.emit_to(MAIN_WINDOW, events::CLIENTS, json!({})),
-        };
-        if let Err(error) = sent {
-            tracing::warn!(%error, "a change notice did not reach the window");
-        }
-    })
+/// The window over `backend`, for the real runtime and for `tauri::test`'s mock runtime
+/// alike: one command handler, the backend's events emitted to the window.
+pub fn builder<R: Runtime>(builder: Builder<R>, backend: Backend) -> Builder<R> {
+    builder_started(builder, backend, std::time::Instant::now())
 }
 
-/// Turns the desk's sign-in card changes into window events, and asks for the user's
-/// attention when a new sign-in needs them.
-fn sign_in_notifier<R: Runtime>(app: tauri::AppHandle<R>) -> SignInNotifier {
-    Arc::new(move |change: SignInChange| {
-        if change.attention
-            && let Some(window) = app.get_webview_window(MAIN_WINDOW)
-        {
-            let _ = window.request_user_attention(Some(UserAttentionType::Critical));
-        }
-        let sent = app.emit_to(
-            MAIN_WINDOW,
-            events::SIGN_INS,
-            json!({"signInId": change.sign_in_id}),
-        );
-        if let Err(error) = sent {
-            tracing::warn!(%error, "a sign-in notice did not reach the window");
-        }
-    })
-}
-
-/// The app, for the real runtime and for `tauri::test`'s mock runtime alike: commands and
-/// the desk, opened in `setup` with the resolver's paths (or the launch's).
-pub fn builder<R: Runtime>(builder: Builder<R>, launch: Launch) -> Builder<R> {
-    let started = Started(launch.started.unwrap_or_else(std::time::Instant::now));
+/// [`builder`], with start-up measured from `started`.
+pub fn builder_started<R: Runtime>(
+    builder: Builder<R>,
+    backend: Backend,
+    started: std::time::Instant,
+) -> Builder<R> {
     builder
-        .manage(started)
+        .manage(Started(started))
+        .manage(backend.clone())
         .invoke_handler(commands::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
-            let paths = match launch.paths.clone() {
-                Some(paths) => paths,
-                None => resolved_paths(&handle)?,
-            };
-            let mut options = DeskOptions::new(paths, system_clock());
-            options.demo = launch.demo;
-            options.policy = launch.policy.clone();
-            options.posture_override = launch.posture;
-            options.demo_server = launch.demo_server.clone();
-            options.package_sources = launch.package_sources.clone();
-            if let Some(opener) = &launch.opener {
-                options.opener = opener.clone();
-            }
-            let secrets = launch
-                .secrets
-                .clone()
-                .unwrap_or_else(|| Arc::new(KeyringStore));
-            // The desk's sign-in cards are the host's sign-in UI (`options.sign_in`).
-            let desk = Desk::open_with_sign_ins(
-                options,
-                secrets,
-                notifier(handle.clone()),
-                sign_in_notifier(handle.clone()),
-            )
-            .map_err(|e| e.to_string())?;
-            if let Some(dir) = download_dir(&handle, &launch) {
-                desk.set_download_dir(dir);
-            }
-            if let Some(setup) = client_setup(&handle, &launch) {
-                desk.set_client_setup(setup);
-            }
-            tauri::async_runtime::spawn(forward_resource_updates(handle.clone(), desk.subscribe()));
-            app.manage(desk.clone());
-            if launch.bridge {
-                tauri::async_runtime::spawn(serve_bridge(desk.host().clone()));
-            }
-            if launch.connect_at_start {
-                tauri::async_runtime::spawn(async move { desk.connect_all().await });
+            forward_events(handle, &backend);
+            if let Backend::Local(local) = &backend {
+                app.manage(local.desk.clone());
+                tauri::async_runtime::spawn(forward_resource_updates(
+                    local.hub.clone(),
+                    local.desk.subscribe(),
+                ));
+                if local.launch.bridge {
+                    tauri::async_runtime::spawn(serve_bridge(local.desk.host().clone()));
+                }
+                if local.launch.connect_at_start {
+                    let desk = local.desk.clone();
+                    tauri::async_runtime::spawn(async move { desk.connect_all().await });
+                }
             }
             Ok(())
         })
 }
 
-/// Serves AI clients' `gatehouse serve` on the bridge socket for as long as the app runs. A
-/// bridge that cannot be opened leaves the app working: `serve` then runs its own host.
+/// Serves AI clients' `gatehouse serve` on the bridge socket from a local desk (the host
+/// does this for the real window).
 async fn serve_bridge(host: Arc<gatehouse_host::host::Host>) {
-    let listener = match bridge::socket_path().and_then(|path| bridge::BridgeListener::bind(&path))
-    {
-        Ok(listener) => listener,
+    match bridge::socket_path().and_then(|path| bridge::BridgeListener::bind(&path)) {
+        Ok(listener) => listener.serve(host).await,
         Err(error) => {
-            tracing::warn!(code = error.code.as_str(), message = %error.message, "AI clients cannot reach this app");
-            eprintln!("gatehouse-desktop: AI clients cannot reach this app: {error}");
-            return;
+            tracing::warn!(code = error.code.as_str(), message = %error.message, "AI clients cannot reach this desk")
         }
-    };
-    tracing::info!(socket = %listener.path().display(), "serving AI clients");
-    listener.serve(host).await;
+    }
 }
 
-/// Runs the desktop app.
+/// How long the window waits for a host it started to listen.
+pub const HOST_START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connects to the background host as `role`, starting it (detached, with the launch's
+/// options) when nothing listens: `gatehouse-background` beside this program, or
+/// `$GATEHOUSE_BACKGROUND`.
+pub async fn connect_or_start(
+    launch: &Launch,
+    role: Role,
+) -> Result<(DeskClient, tokio::sync::mpsc::Receiver<Heard>), String> {
+    let path = wire::socket_path().map_err(|e| e.to_string())?;
+    match DeskClient::connect(&path, role).await {
+        Ok(connected) => return Ok(connected),
+        Err(error) if error.code == WireCode::NotRunning.as_str() => {}
+        Err(error) => return Err(error.to_string()),
+    }
+    let program = program_beside("GATEHOUSE_BACKGROUND", "gatehouse-background").ok_or(
+        "gatehouse-background is missing beside this program: reinstall Gatehouse, or set \
+         GATEHOUSE_BACKGROUND to its path",
+    )?;
+    let log = path.with_file_name("background.log");
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ended.clone();
+    spawn_detached(&program, &launch.to_args(), log_file(&log), move || {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst)
+    })
+    .map_err(|e| format!("{} could not start: {e}", program.display()))?;
+    let deadline = tokio::time::Instant::now() + HOST_START_TIMEOUT;
+    loop {
+        match DeskClient::connect(&path, role).await {
+            Ok(connected) => return Ok(connected),
+            Err(error) if error.code == WireCode::NotRunning.as_str() => {}
+            Err(error) => return Err(error.to_string()),
+        }
+        if ended.load(std::sync::atomic::Ordering::SeqCst) {
+            // It may have found another host that started meanwhile: one more try.
+            return DeskClient::connect(&path, role).await.map_err(|_| {
+                format!(
+                    "the Gatehouse host ({}) ended before it served; its messages are in {}",
+                    program.display(),
+                    log.display()
+                )
+            });
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "the Gatehouse host did not listen at {} within {} s; its messages are in {}",
+                path.display(),
+                HOST_START_TIMEOUT.as_secs(),
+                log.display()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `gatehouse-desktop --quit`: asks a running host to quit; returns what stopped, in words.
+pub fn quit_running_host() -> Result<String, String> {
+    tauri::async_runtime::block_on(async {
+        let path = wire::socket_path().map_err(|e| e.to_string())?;
+        let (client, mut heard) = match DeskClient::connect(&path, Role::Control).await {
+            Ok(connected) => connected,
+            Err(error) if error.code == WireCode::NotRunning.as_str() => {
+                return Ok("Gatehouse is not running; nothing to quit".to_string());
+            }
+            Err(error) => return Err(error.to_string()),
+        };
+        let plan = client.call("quit", Value::Null).await.map_err(|e| {
+            format!(
+                "the host refused to quit: {}",
+                e["message"].as_str().unwrap_or("no reason given")
+            )
+        })?;
+        // Wait (bounded) for the host to close the connection: it has quit then.
+        let _ = tokio::time::timeout(HOST_START_TIMEOUT, async {
+            while let Some(heard) = heard.recv().await {
+                if matches!(heard, Heard::Closed(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
+        Ok(describe_quit(&plan))
+    })
+}
+
+/// What stopped, from the host's quit plan.
+pub fn describe_quit(plan: &Value) -> String {
+    let list = |key: &str| -> Vec<String> {
+        plan[key]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let clients = list("clients");
+    let servers = list("servers");
+    let cards = plan["cards"].as_u64().unwrap_or(0) + plan["signIns"].as_u64().unwrap_or(0);
+    let names = |items: &[String]| {
+        if items.is_empty() {
+            "none".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    format!(
+        "Gatehouse quit. AI clients disconnected: {}. Servers closed: {}. Requests declined: {cards}.",
+        names(&clients),
+        names(&servers)
+    )
+}
+
+/// The window's backend: the background host (started if need be); without a runtime
+/// directory (no login session: no private place for the sockets), a desk in this process,
+/// as the app was before the split (it then ends with the window, and serves no bridge).
+fn backend_for(launch: Launch) -> Result<Backend, String> {
+    if let Err(error) = wire::socket_path() {
+        tracing::warn!(%error, "no background host: the desk runs in the window and ends with it");
+        eprintln!(
+            "gatehouse-desktop: {error}; Gatehouse runs inside this window and stops when it closes"
+        );
+        return Backend::local(launch);
+    }
+    let (client, heard) = tauri::async_runtime::block_on(connect_or_start(&launch, Role::Window))?;
+    Ok(Backend::Remote(RemoteDesk {
+        client,
+        heard: Arc::new(Mutex::new(Some(heard))),
+    }))
+}
+
+/// Runs the desktop app's window.
 pub fn run(launch: Launch) -> Result<(), String> {
+    let started = launch.started.unwrap_or_else(std::time::Instant::now);
+    let backend = backend_for(launch)?;
     let base = Builder::default()
-        // First, so a second launch only focuses the running window (one audit log writer,
-        // one set of prompts).
+        // First, so a second launch only focuses the running window.
         .plugin(tauri_plugin_single_instance::init(|app, _args, _cwd| {
             if let Some(window) = app.get_webview_window(MAIN_WINDOW) {
                 let _ = window.unminimize();
@@ -380,12 +379,11 @@ pub fn run(launch: Launch) -> Result<(), String> {
                 let _ = window.set_focus();
             }
         }));
-    builder(base, launch)
+    builder_started(base, backend, started)
         .build(tauri::generate_context!())
-        .map_err(|e| format!("the app could not start: {e}"))?
+        .map_err(|e| format!("the window could not start: {e}"))?
         .run(|app, event| match event {
-            // SIGTERM (a logout, a system shutdown, `kill`) ends the app the way closing its
-            // window does, so the desk shuts down and the audit log is flushed and closed.
+            // SIGTERM ends the window as closing it does; the host stays.
             #[cfg(unix)]
             tauri::RunEvent::Ready => {
                 let app = app.clone();
@@ -398,6 +396,7 @@ pub fn run(launch: Launch) -> Result<(), String> {
                     }
                 });
             }
+            // A desk in this process is shut down with it (the audit log flushed and closed).
             tauri::RunEvent::Exit => {
                 if let Some(desk) = app.try_state::<Arc<Desk>>() {
                     let desk = desk.inner().clone();
@@ -411,20 +410,8 @@ pub fn run(launch: Launch) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_painting_default, package_sources_from};
-    use std::ffi::{OsStr, OsString};
-    use std::path::PathBuf;
-
-    #[test]
-    fn package_sources_come_from_a_named_file_and_an_empty_name_is_refused() {
-        assert_eq!(package_sources_from(None), Ok(None));
-        assert_eq!(
-            package_sources_from(Some(OsString::from("mirror/package-sources.json"))),
-            Ok(Some(PathBuf::from("mirror/package-sources.json")))
-        );
-        let empty = package_sources_from(Some(OsString::new())).unwrap_err();
-        assert!(empty.contains("GATEHOUSE_PACKAGE_SOURCES"), "{empty}");
-    }
+    use super::cpu_painting_default;
+    use std::ffi::OsStr;
 
     #[test]
     fn cpu_painting_is_chosen_only_when_the_user_has_not_chosen() {

@@ -20,16 +20,30 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let launch = match gatehouse_desktop::Launch::from_args(std::env::args()) {
-        Ok(launch) => gatehouse_desktop::Launch {
-            started: Some(started),
-            ..launch
-        },
-        Err(message) => {
-            eprintln!("gatehouse-desktop: {message}");
-            return std::process::ExitCode::from(2);
-        }
-    };
+    let launch =
+        match gatehouse_desktop::Launch::from_args_with(std::env::args(), |arg| arg == "--quit") {
+            // `--quit`: ask the running host to quit, say what stopped, and open no window.
+            Ok((_, own)) if !own.is_empty() => {
+                return match gatehouse_desktop::quit_running_host() {
+                    Ok(said) => {
+                        println!("{said}");
+                        std::process::ExitCode::SUCCESS
+                    }
+                    Err(message) => {
+                        eprintln!("gatehouse-desktop: {message}");
+                        std::process::ExitCode::from(1)
+                    }
+                };
+            }
+            Ok((launch, _)) => gatehouse_desktop::Launch {
+                started: Some(started),
+                ..launch
+            },
+            Err(message) => {
+                eprintln!("gatehouse-desktop: {message}");
+                return std::process::ExitCode::from(2);
+            }
+        };
     match gatehouse_desktop::run(launch) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(message) => {

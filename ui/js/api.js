@@ -9,6 +9,7 @@ export const EVENTS = Object.freeze({
   clients: 'gatehouse://clients',
   signIns: 'gatehouse://sign-ins',
   resources: 'gatehouse://resources',
+  host: 'gatehouse://host',
 });
 
 /** A failed command, always `{code, message}` whatever shape Rust rejected with. */
@@ -39,11 +40,17 @@ function tauri() {
   return api;
 }
 
+/** Called with every `host_gone` error (the window's connection to the host ended). */
+let onHostGone = null;
+export function whenHostGone(cb) { onHostGone = cb; }
+
 async function invoke(command, args) {
   try {
     return await tauri().core.invoke(command, args);
   } catch (error) {
-    throw toApiError(error);
+    const failed = toApiError(error);
+    if (failed.code === 'host_gone' && onHostGone) onHostGone(failed);
+    throw failed;
   }
 }
 
@@ -106,6 +113,14 @@ export const auditList = ({ server, event } = {}) => invoke('audit_list', presen
 export const auditVerify = () => invoke('audit_verify');
 export const trafficList = (server) => invoke('traffic_list', present({ server }));
 export const settingsGet = () => invoke('settings_get');
+// Start at login (AutostartView: {status: 'off'|'on'|'foreign'|'unavailable', exec, expected, entry, foreign, firstRunPending, problem})
+export const autostartGet = () => invoke('autostart_get');
+export const autostartSet = (on, from) => invoke('autostart_set', { on, from }); // from: 'settings' | 'first_run'
+
+
+// Quitting the background host (closing the window does not)
+export const quitPreview = () => invoke('quit_preview');
+export const quit = () => invoke('quit');
 
 /** Tells Rust the first frame is painted (start-up is measured up to here). */
 export const uiReady = () => invoke('ui_ready');

@@ -9,6 +9,8 @@ import * as traffic from './traffic.js';
 import * as clients from './clients.js';
 import * as clientFiles from './clientfiles.js';
 import * as settings from './settings.js';
+import * as host from './host.js';
+import * as firstRun from './firstrun.js';
 import { resourceUpdated } from './resources.js';
 import { notify } from './notice.js';
 
@@ -81,6 +83,7 @@ function start() {
   clients.init();
   clientFiles.init();
   settings.init();
+  host.init();
 
   for (const link of document.querySelectorAll('nav [data-view]')) {
     link.addEventListener('click', () => showView(link.dataset.view));
@@ -101,6 +104,7 @@ function start() {
     clients.refresh();
     clientFiles.refresh();
     settings.refresh();
+    firstRun.maybeAsk(settings.showLogin);
   });
 }
 

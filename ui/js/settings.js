@@ -1,6 +1,7 @@
 // What this Gatehouse trusts and where it keeps things: trust-root bundles, the posture, the
 // elicitation policy file and the paths, and what the audit log had to repair at start-up.
-// Read-only: changing trust is an admin's job.
+// Read-only: changing trust is an admin's job. The one switch here is the person's own: start
+// Gatehouse when they log in (issue 26).
 import * as api from './api.js';
 import { el, replace } from './dom.js';
 import { demoTag } from './identity.js';
@@ -13,9 +14,84 @@ const POSTURE = {
 };
 
 let root;
+// The start-at-login panel, redrawn on its own when the switch or the first-run choice changes.
+let loginPanel = null;
 
 export function init() {
   root = document.getElementById('settings-body');
+}
+
+// What each state of start at login means for the person, in words.
+function loginNote(view) {
+  switch (view.status) {
+    case 'on':
+      return ['On: Gatehouse starts in the background when you log in, so your AI clients can reach it and their requests reach you. It starts ',
+        el('code', { 'data-testid': 'autostart-exec' }, view.exec ?? ''), '.'];
+    case 'off':
+      return ['Off: Gatehouse runs only after you open it. Until then, AI clients that need your answer are told the app is not running.'];
+    case 'foreign':
+      return ['Another startup entry is already at ', el('code', { 'data-testid': 'autostart-entry' }, view.entry ?? ''),
+        ` and Gatehouse did not write it (${FOREIGN[view.foreign] ?? view.foreign}). Gatehouse leaves it alone: remove it yourself to choose here.`];
+    default:
+      return ['Not available here: this Gatehouse was not told which program to start at login (start the installed app), or this desktop has no XDG autostart.'];
+  }
+}
+
+const FOREIGN = {
+  not_written_by_gatehouse: 'it has no Gatehouse marker',
+  unexpected_exec: 'its command was changed',
+  not_a_regular_file: 'it is a link or a folder',
+  unreadable: 'it cannot be read',
+};
+
+/** The "Start Gatehouse when I log in" switch for `view` (an AutostartView). */
+function loginSection(view) {
+  const toggle = el('input', {
+    type: 'checkbox',
+    role: 'switch',
+    id: 'autostart-switch',
+    'data-testid': 'autostart-switch',
+    checked: view.status === 'on',
+    disabled: view.status === 'foreign' || view.status === 'unavailable',
+  });
+  toggle.addEventListener('change', async () => {
+    toggle.disabled = true;
+    try {
+      showLogin(await api.autostartSet(toggle.checked, 'settings'));
+    } catch (error) {
+      notify(error);
+      refreshLogin();
+    }
+  });
+  return el('section', { class: 'panel', 'data-testid': 'autostart', 'data-state': view.status },
+    el('h2', {}, 'Start at login'),
+    el('p', {}, el('label', { for: 'autostart-switch' }, toggle, ' Start Gatehouse when I log in')),
+    el('p', { class: 'muted', 'data-testid': 'autostart-note' }, ...loginNote(view)),
+    view.problem
+      ? el('p', { class: 'state-note tone-warn', 'data-testid': 'autostart-problem', 'data-code': view.problem.code },
+        el('code', {}, view.problem.code), ' ', view.problem.message)
+      : null);
+}
+
+/** Redraws the start-at-login panel with `view` (also called by the first-run choice). */
+export function showLogin(view) {
+  if (!loginPanel) return;
+  const next = loginSection(view);
+  loginPanel.replaceWith(next);
+  loginPanel = next;
+}
+
+/** Start at login as the host says, or "unavailable" with why when it cannot say. */
+async function loginState() {
+  try {
+    return await api.autostartGet();
+  } catch (error) {
+    return { status: 'unavailable', problem: { code: error?.code ?? 'unavailable', message: String(error?.message ?? error) } };
+  }
+}
+
+async function refreshLogin() {
+  showLogin(await loginState());
 }
 
 function pathRow(label, value, testid) {
@@ -53,17 +129,21 @@ function auditDurability(audit) {
 
 export const refresh = coalesce(async () => {
   let s;
+  let login;
   try {
-    s = await api.settingsGet();
+    // Start at login is read on its own: a failure there must not hide the rest.
+    [s, login] = await Promise.all([api.settingsGet(), loginState()]);
   } catch (error) {
     notify(error);
     return;
   }
+  loginPanel = loginSection(login);
   const posture = POSTURE[s.posture] ?? { label: String(s.posture), tone: 'idle', note: '' };
   const bundles = s.bundles ?? [];
   const problems = s.problems ?? [];
   const auditWarnings = s.auditWarnings ?? [];
   replace(root,
+    loginPanel,
     s.demo
       ? el('p', { class: 'state-note tone-warn', 'data-testid': 'demo-mode' },
         demoTag(), ' Demo mode: the DEMO-ONLY trust root is loaded. Its keys are public; anything it admits proves nothing.')

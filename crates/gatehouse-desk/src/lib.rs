@@ -7,11 +7,16 @@
 //! person's own pins ([`pins`]) and the AI clients' config files ([`client_files`]) are the
 //! window's side of `gatehouse servers pin` and `gatehouse clients connect | restore`.
 
+pub mod autostart;
 pub mod client_files;
+pub mod dispatch;
+pub mod events;
+pub mod launch;
 pub mod pins;
 pub mod prompts;
 pub mod reads;
 pub mod signin;
+pub mod wire;
 
 use std::ops::Deref;
 use std::path::PathBuf;
@@ -22,10 +27,13 @@ use serde::Serialize;
 use gatehouse_host::secrets::SecretStore;
 use gatehouse_host::{ServerSpec, ServersFile};
 
+pub use autostart::{AutostartChoice, AutostartSetup, AutostartView};
 pub use client_files::{
     BroughtServer, BroughtState, ClientConnected, ClientFileRow, ClientRestored, ClientSetup,
     locate_gatehouse,
 };
+pub use dispatch::{QuitPlan, dispatch};
+pub use events::{EventHub, WindowEvent};
 pub use gatehouse_clients::{ClientId, Scope as ClientScope};
 pub use gatehouse_host::CompletionTarget;
 pub use gatehouse_host::host::SignInRow;
@@ -40,6 +48,7 @@ pub use gatehouse_host::host::{
 };
 pub use gatehouse_host::host::{PackageState, RowStatus};
 pub use gatehouse_policy::FieldError;
+pub use launch::Launch;
 pub use pins::{PinPlanView, PinnedView, PlannedTool};
 pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 pub use reads::{ReadShelf, ShelvedRead};
@@ -67,6 +76,8 @@ pub struct Desk {
     plans: pins::PlanShelf,
     /// The AI clients' directories and the `gatehouse` they launch, from the shell.
     clients: client_files::ClientsSlot,
+    /// Start at login: where the entry goes and what it starts (set by the opener).
+    autostart: autostart::AutostartSlot,
 }
 
 /// A configured HTTP server that signs in with MCP authorization (it has no static
@@ -120,6 +131,7 @@ impl Desk {
             notify,
             plans: pins::PlanShelf::default(),
             clients: client_files::ClientsSlot::default(),
+            autostart: autostart::AutostartSlot::default(),
         }))
     }
 

@@ -97,6 +97,66 @@ impl Drop for Process {
     }
 }
 
+/// The app's background host (`gatehouse-background`, started by the window under the app's
+/// runtime directory): asked to quit with SIGTERM at teardown, as a logout would, and killed
+/// if it does not end within 10 s. It is found through its window socket: its hello names its
+/// pid.
+pub struct BackgroundHost {
+    runtime: PathBuf,
+}
+
+impl BackgroundHost {
+    pub fn new(runtime: &Path) -> BackgroundHost {
+        BackgroundHost {
+            runtime: runtime.to_path_buf(),
+        }
+    }
+
+    /// The window socket's path.
+    pub fn socket(&self) -> PathBuf {
+        self.runtime.join("gatehouse").join("desk.sock")
+    }
+
+    /// The pid the host answering at the window socket gives, if one answers.
+    pub fn pid(&self) -> Option<i32> {
+        let mut stream = std::os::unix::net::UnixStream::connect(self.socket()).ok()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .ok()?;
+        stream
+            .write_all(b"{\"gatehouse_desk\":1,\"role\":\"control\"}\n")
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(stream).read_line(&mut line).ok()?;
+        let reply: Value = serde_json::from_str(&line).ok()?;
+        reply["accepted"]["pid"].as_i64().map(|pid| pid as i32)
+    }
+
+    /// Ends the host (SIGTERM, then SIGKILL after 10 s); `true` when one was running.
+    pub fn stop(&self) -> bool {
+        let Some(pid) = self.pid() else {
+            return false;
+        };
+        let pid = nix::unistd::Pid::from_raw(pid);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if nix::sys::signal::kill(pid, None).is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        true
+    }
+}
+
+impl Drop for BackgroundHost {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// A private X display for one app.
 struct Display {
     number: u32,
@@ -264,6 +324,10 @@ pub struct Options {
     /// More environment for the app (tauri-driver and WebKitWebDriver pass theirs on), set
     /// after the harness's own so a test's wins: e.g. `GATEHOUSE_PACKAGE_SOURCES`, `PATH`.
     pub env: Vec<(String, OsString)>,
+    /// Show the first-run question (start at login?). Off by default: the harness answers it
+    /// "not now" in the data directory, so a panel appearing after the first paint never moves
+    /// what a test is about to click.
+    pub first_run: bool,
 }
 
 /// Writes `files` under `dir`, each by its path relative to it.
@@ -283,10 +347,16 @@ fn put_files(dir: &Path, files: &[(PathBuf, Vec<u8>)]) {
 /// One running app and the WebDriver session driving it.
 pub struct App {
     pub client: Client,
+    /// Stopped before its runtime directory (in `dirs`) goes, where its socket is.
+    _background: BackgroundHost,
     pub dirs: tempfile::TempDir,
     home: PathBuf,
     screenshots: PathBuf,
     _driver: Process,
+    /// tauri-driver's URL and the session's capabilities: a new session starts a new window
+    /// under the same driver and environment (see [`App::reopen`]).
+    driver_url: String,
+    capabilities: serde_json::Map<String, Value>,
     _keychain: Option<Keychain>,
     _display: Display,
 }
@@ -357,6 +427,12 @@ impl App {
         }
         put_files(&config.join("gatehouse"), &options.config_files);
         put_files(&data.join("gatehouse"), &options.data_files);
+        let answered = data.join("gatehouse").join("first-run.json");
+        if !options.first_run && !answered.exists() {
+            std::fs::create_dir_all(data.join("gatehouse")).expect("data dir");
+            std::fs::write(&answered, br#"{"version":1,"answered":"not_now"}"#)
+                .expect("first-run.json");
+        }
         let home = options
             .home
             .clone()
@@ -368,6 +444,8 @@ impl App {
             "{} is missing: build it with `cargo build --workspace`",
             app.display()
         );
+        // The window starts its background host from beside itself.
+        built("gatehouse-background");
         // A real copy of the demo server (the demo bundle binds its path and hash) where the
         // .deb installs it, under the app's own directory: the command the app shows names
         // nothing of the machine that built it.
@@ -460,6 +538,9 @@ impl App {
             home,
             screenshots,
             _driver: driver,
+            driver_url: url,
+            capabilities,
+            _background: BackgroundHost::new(&runtime),
             _keychain: keychain,
             _display: display,
         }
@@ -760,5 +841,206 @@ impl App {
 
     pub async fn close(self) {
         let _ = self.client.close().await;
+    }
+}
+
+impl App {
+    /// The pid of the background host answering at the app's window socket, if one answers.
+    pub fn background_pid(&self) -> Option<i32> {
+        self._background.pid()
+    }
+
+    /// Ends the window as closing it does: the WebDriver session ends, and with it the
+    /// `gatehouse-desktop` process it drove. The background host is not asked anything.
+    pub async fn end_window(&self) {
+        let _ = self.client.clone().close().await;
+    }
+
+    /// A new window on the same app: a new WebDriver session under the same tauri-driver, so
+    /// a new `gatehouse-desktop` with the same display, directories and environment, which
+    /// connects to the background host that is still running.
+    pub async fn reopen(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        self.client = loop {
+            match ClientBuilder::rustls()
+                .expect("rustls")
+                .capabilities(self.capabilities.clone())
+                .connect(&self.driver_url)
+                .await
+            {
+                Ok(client) => break client,
+                Err(error) if Instant::now() < deadline => {
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(error) => panic!("no new WebDriver session with the app: {error}"),
+            }
+        };
+    }
+
+    /// The `gatehouse-desktop` window processes of this app (found by their executable and
+    /// their runtime directory), by pid.
+    pub fn window_pids(&self) -> Vec<i32> {
+        processes_named("gatehouse-desktop", &self.runtime_dir())
+    }
+
+    /// `gatehouse serve ARGS` as an AI client on this user's session launches it (as
+    /// [`App::ai_client`]), spoken to directly over its stdio so a test can act between calls.
+    pub fn serve_client(&self, args: &[&str]) -> ServeClient {
+        let stderr = self.dirs.path().join("serve-stderr.log");
+        let mut command = Command::new(target_dir().join("gatehouse"));
+        command.arg("serve").args(args);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("GATEHOUSE_") {
+                command.env_remove(&key);
+            }
+        }
+        command
+            .env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", self.runtime_dir())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).expect("serve's stderr file"));
+        let mut child = command.spawn().expect("gatehouse serve starts");
+        let stdin = child.stdin.take().expect("serve's stdin");
+        let stdout = child.stdout.take().expect("serve's stdout");
+        let (lines, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut client = ServeClient {
+            child,
+            stdin: Some(stdin),
+            received,
+            next_id: 1,
+            stderr,
+        };
+        let init = client.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "gatehouse-e2e-client", "version": "1.0.0"},
+            }),
+            Duration::from_secs(30),
+        );
+        assert!(
+            init.get("result").is_some(),
+            "serve did not initialize: {init}"
+        );
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+}
+
+/// Processes whose executable is named `name` and whose `XDG_RUNTIME_DIR` is `runtime`.
+fn processes_named(name: &str, runtime: &Path) -> Vec<i32> {
+    let wanted = format!("XDG_RUNTIME_DIR={}", runtime.display()).into_bytes();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            exe.file_name().is_some_and(|n| n == name)
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .unwrap_or_default()
+                    .split(|b| *b == 0)
+                    .any(|var| var == wanted.as_slice())
+        })
+        .collect()
+}
+
+/// A `gatehouse serve` process spoken to over its stdio as an MCP client that declares no
+/// capabilities. Killed at drop if still running.
+pub struct ServeClient {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    received: std::sync::mpsc::Receiver<String>,
+    next_id: u64,
+    stderr: PathBuf,
+}
+
+impl ServeClient {
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("serve's stdin is open");
+        let mut line = message.to_string();
+        line.push('\n');
+        stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("write to serve: {e}; serve said: {}", self.notes()));
+    }
+
+    /// Sends a request and waits up to `limit` for its response (notifications and requests
+    /// from serve in between are skipped).
+    pub fn request(&mut self, method: &str, params: Value, limit: Duration) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.received.recv_timeout(left).unwrap_or_else(|e| {
+                panic!(
+                    "no answer to {method} within {} s ({e}); serve said: {}",
+                    limit.as_secs(),
+                    self.notes()
+                )
+            });
+            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                panic!("serve wrote a line that is not JSON: {line}");
+            };
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// Calls `tool` and returns the JSON-RPC response (`result` or `error`).
+    pub fn call(&mut self, tool: &str, arguments: Value, limit: Duration) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+            limit,
+        )
+    }
+
+    /// What serve wrote to stderr so far.
+    pub fn notes(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Whether serve ended within `limit` (its stdin left open, as a client that keeps it).
+    pub fn ended_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for ServeClient {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        if self.ended_within(Duration::from_secs(5)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
