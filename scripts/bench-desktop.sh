@@ -46,8 +46,10 @@ settle=${BENCH_SETTLE:-2}
 drop_caches=${BENCH_DROP_CACHES:-0}
 launch_timeout=60
 
-echo "== bench-desktop: cargo build --release -p gatehouse-desktop -p hello-tauri -p gatehouse-demo-server" >&2
-cargo build --release --locked -p gatehouse-desktop -p hello-tauri -p gatehouse-demo-server >&2
+if [ -z "${BENCH_NO_BUILD:-}" ]; then
+  echo "== bench-desktop: cargo build --release -p gatehouse-desktop -p gatehouse-background -p hello-tauri -p gatehouse-demo-server" >&2
+  cargo build --release --locked -p gatehouse-desktop -p gatehouse-background -p hello-tauri -p gatehouse-demo-server >&2
+fi
 target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 bin=$target_dir/release
@@ -84,7 +86,8 @@ stop_session() {
   # Taken before the app ends: its orphans are re-parented and leave the tree.
   # shellcheck disable=SC2046
   set -- $(tree_pids "$sid")
-  kill -TERM "$sid" 2>/dev/null || true
+  # The window and the background host it started (which outlives a closed window).
+  kill -TERM "$@" 2>/dev/null || true
   deadline=$((SECONDS + 10))
   while [ -n "$(still_alive "$@")" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
   pids=$(still_alive "$@")
@@ -225,6 +228,9 @@ launch() {
   esac
   dir=$work/$name-$run
   mkdir -p "$dir"/{config,data,cache}
+  # The session's private runtime directory, where the window meets the background host it
+  # starts (Gatehouse is two processes since the always-there issue; both are counted).
+  mkdir -m 700 "$dir/run"
   ready=$dir/ready
   audit=$dir/data/gatehouse/audit.jsonl
   if [ "$drop_caches" = 1 ]; then sync; echo 3 >/proc/sys/vm/drop_caches; fi
@@ -233,7 +239,7 @@ launch() {
   # $! is the app and the session it leads holds everything it starts.
   env -u DBUS_SESSION_BUS_ADDRESS -u GATEHOUSE_DEMO -u GATEHOUSE_POLICY \
     DISPLAY="$display" XDG_CONFIG_HOME="$dir/config" XDG_DATA_HOME="$dir/data" \
-    XDG_CACHE_HOME="$dir/cache" GATEHOUSE_READY_FILE="$ready" \
+    XDG_CACHE_HOME="$dir/cache" XDG_RUNTIME_DIR="$dir/run" GATEHOUSE_READY_FILE="$ready" \
     setsid "$program" "${args[@]}" </dev/null >"$dir/log" 2>&1 &
   sid=$!
   current=$sid

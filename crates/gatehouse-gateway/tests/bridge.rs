@@ -623,5 +623,11 @@ async fn http_listeners_over_the_limit_are_told_the_app_is_busy_and_other_users_
         .await
         .err()
         .expect("refused");
-    assert_eq!(error.code, BridgeCode::BadHello, "{error}");
+    // The listener closes at once: serve fails writing its hello (the pipe broke first) or
+    // reading the answer (none came), whichever the scheduler makes it see first. Either way
+    // the descriptor is never sent.
+    assert!(
+        matches!(error.code, BridgeCode::BadHello | BridgeCode::Io),
+        "{error}"
+    );
 }
