@@ -8,34 +8,19 @@ use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt}
 use std::path::{Path, PathBuf};
 
 use gatehouse_desk::wire::{WireCode, WireError, own_uid};
+use gatehouse_gateway::bridge::private_dir_problem;
 
 /// Checks that `dir` is a real directory (not a link), owned by `uid`, that no one else may
-/// enter or change.
+/// enter or change: the bridge's rule ([`private_dir_problem`]).
 pub fn check_private_dir(dir: &Path, uid: u32) -> Result<(), WireError> {
-    let meta = std::fs::symlink_metadata(dir)
-        .map_err(|e| WireCode::Io.error(format!("cannot inspect {}: {e}", dir.display())))?;
-    let unsafe_dir = |why: String| {
-        WireCode::Io.error(format!(
+    match private_dir_problem(dir, uid) {
+        Err(e) => Err(WireCode::Io.error(format!("cannot inspect {}: {e}", dir.display()))),
+        Ok(Some(why)) => Err(WireCode::Io.error(format!(
             "{} {why}; remove it (Gatehouse makes it again, private to you)",
             dir.display()
-        ))
-    };
-    if !meta.file_type().is_dir() {
-        return Err(unsafe_dir("is not a directory".into()));
+        ))),
+        Ok(None) => Ok(()),
     }
-    if meta.uid() != uid {
-        return Err(unsafe_dir(format!(
-            "belongs to uid {}, not to you (uid {uid})",
-            meta.uid()
-        )));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(unsafe_dir(format!(
-            "can be used by other users (mode {:o})",
-            meta.mode() & 0o777
-        )));
-    }
-    Ok(())
 }
 
 /// What binding found at the socket's place.

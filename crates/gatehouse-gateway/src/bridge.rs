@@ -183,37 +183,43 @@ pub fn own_uid() -> u32 {
 /// Checks that `dir` is a real directory (not a link), owned by `uid`, that no one else may
 /// enter or change.
 fn check_private_dir(dir: &Path, uid: u32) -> Result<(), BridgeError> {
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
-        BridgeError::new(
+    match private_dir_problem(dir, uid) {
+        Err(e) => Err(BridgeError::new(
             BridgeCode::Io,
             format!("cannot inspect {}: {e}", dir.display()),
-        )
-    })?;
-    let unsafe_dir = |why: String| {
-        BridgeError::new(
+        )),
+        Ok(Some(why)) => Err(BridgeError::new(
             BridgeCode::UnsafeDir,
             format!(
                 "{} {why}; remove it (the app makes it again, private to you)",
                 dir.display()
             ),
-        )
-    };
+        )),
+        Ok(None) => Ok(()),
+    }
+}
+
+/// Why `dir` is not a private directory of `uid`: not a real directory (a link is not one),
+/// owned by another uid, or open to others; `None` when it is. The one rule for every socket
+/// Gatehouse puts in the runtime directory (the bridge's and the window's).
+pub fn private_dir_problem(dir: &Path, uid: u32) -> std::io::Result<Option<String>> {
+    let meta = std::fs::symlink_metadata(dir)?;
     if !meta.file_type().is_dir() {
-        return Err(unsafe_dir("is not a directory".into()));
+        return Ok(Some("is not a directory".into()));
     }
     if meta.uid() != uid {
-        return Err(unsafe_dir(format!(
+        return Ok(Some(format!(
             "belongs to uid {}, not to you (uid {uid})",
             meta.uid()
         )));
     }
     if meta.mode() & 0o077 != 0 {
-        return Err(unsafe_dir(format!(
+        return Ok(Some(format!(
             "can be used by other users (mode {:o})",
             meta.mode() & 0o777
         )));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The peer's uid as the kernel reports it.
