@@ -14,6 +14,7 @@ pub const ALL: &[&str] = &[
     "argument_complete",
     "resource_subscribe",
     "resource_unsubscribe",
+    "tools_approve",
     "prompts_approve",
     "resources_approve",
     "resource_save",

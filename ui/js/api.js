@@ -67,6 +67,13 @@ export const serverAdd = (entry) => invoke('server_add', { entry });
 export const serversImport = (text, confirmed = []) => invoke('servers_import', { text, confirmed });
 export const serverResume = (name) => invoke('server_resume', { name });
 export const toolCall = (server, tool, args) => invoke('tool_call', { server, tool, arguments: args });
+/**
+ * Approves tools by exact name (warn posture only). `acknowledgement` is 'high_findings' only
+ * from a card's explicit "Approve despite findings"; otherwise a tool with a high review
+ * finding is refused (`finding_not_acknowledged`).
+ */
+export const toolsApprove = (server, names, acknowledgement = 'not_given') =>
+  invoke('tools_approve', { server, names, acknowledgement });
 
 // A server's resources and prompts
 export const serverResources = (server) => invoke('server_resources', { server });
@@ -79,7 +86,8 @@ export const argumentComplete = (server, target, argument, value, context = {}) 
   invoke('argument_complete', { server, target, argument, value, context });
 export const resourceSubscribe = (server, uri) => invoke('resource_subscribe', { server, uri });
 export const resourceUnsubscribe = (server, uri) => invoke('resource_unsubscribe', { server, uri });
-export const promptsApprove = (server, names) => invoke('prompts_approve', { server, names });
+export const promptsApprove = (server, names, acknowledgement = 'not_given') =>
+  invoke('prompts_approve', { server, names, acknowledgement });
 export const resourcesApprove = (server, uris) => invoke('resources_approve', { server, uris });
 /** Saves item `index` of read `readId` into the download directory; resolves to the path. */
 export const resourceSave = (readId, index) => invoke('resource_save', { readId, index });

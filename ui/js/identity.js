@@ -29,6 +29,9 @@ const VERIFIED_FIELDS = [
   ['clearance', 'Clearance'],
   ['signer', 'Signed by key'],
   ['bundle', 'Trust root'],
+  // Whose word the identity is: the server's attestation, a binding, or the admins' vouch
+  // ("vouched for by BUNDLE; the server publishes no attestation"), drawn by the host.
+  ['established', 'Established'],
   ['origin', 'Origin'],
   ['command', 'Command'],
 ];
@@ -67,7 +70,9 @@ export function renderBanner(banner, testid = 'banner', status = null) {
   const head = verified
     ? el('p', { class: 'banner-head' },
       el('span', { class: 'banner-mark', 'aria-hidden': 'true' }, '✓'),
-      el('span', {}, 'Verified by Gatehouse'),
+      el('span', {}, banner.attested_by === 'vouched'
+        ? 'Vouched for by your admins: the server publishes no attestation'
+        : 'Verified by Gatehouse'),
       banner.demo ? demoTag() : null)
     : el('p', { class: 'banner-head' },
       el('span', { class: 'banner-mark', 'aria-hidden': 'true' }, '!'),

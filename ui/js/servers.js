@@ -169,28 +169,92 @@ async function resume(name) {
   refresh();
 }
 
-function toolItem(tool, status, extra = []) {
-  return el('li', { class: `tool tool-${status}`, 'data-tool': tool.name, 'data-tool-status': status },
+// Labels of the review's finding kinds (gatehouse_review::FindingKind codes).
+const FINDING_KINDS = {
+  invisible_characters: 'Invisible or direction-changing characters',
+  model_instruction: 'Instructions aimed at the model',
+  other_server_tool: "Names another server's tool",
+  other_tool_instruction: 'Says how another tool must be used',
+  secret_request: 'Asks for a secret',
+};
+
+/**
+ * What a tool card shows of a definition: its review (`DetailView.reviews`), whose text the
+ * host escaped (invisible characters as \u{XXXX}). Never the raw definition's text: without a
+ * review a card shows the name only, escaped here the same way as a last resort.
+ */
+function shownOf(tool, reviews) {
+  const review = reviews?.[tool.name];
+  if (review && typeof review === 'object') return review;
+  return { name: escapeInvisible(String(tool.name ?? '?')), title: null, description: null, findings: [], needsAcknowledgement: false };
+}
+
+// The same characters as gatehouse_review::is_invisible, for the fallback above only.
+const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFF8]|[\u{1BCA0}-\u{1BCA3}]|[\u{1D173}-\u{1D17A}]|[\u{E0000}-\u{E0FFF}]/gu;
+function escapeInvisible(text) {
+  return text.replace(INVISIBLE, (c) => `\\u{${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}}`);
+}
+
+/** The review's findings as a list, every value set as text. */
+function findingsList(findings) {
+  if (!Array.isArray(findings) || findings.length === 0) return null;
+  return el('ul', { class: 'findings', 'data-testid': 'findings', 'aria-label': 'Review findings' },
+    findings.map((f) => el('li', { class: `finding finding-${f.severity === 'high' ? 'high' : 'medium'}`, 'data-kind': String(f.kind), 'data-severity': String(f.severity) },
+      el('span', { class: 'finding-kind' }, FINDING_KINDS[f.kind] ?? String(f.kind)),
+      ' ', el('span', { class: 'finding-severity' }, f.severity === 'high' ? 'high' : 'medium'),
+      ' in ', el('code', {}, String(f.field ?? '')),
+      el('p', { class: 'finding-excerpt mono' }, String(f.excerpt ?? '')),
+      el('p', { class: 'finding-detail muted' }, String(f.detail ?? '')))));
+}
+
+function toolItem(tool, status, extra = [], { reviews = {}, server = null, canApprove = false } = {}) {
+  const shown = shownOf(tool, reviews);
+  // Hidden tools may be approved by the user in the warn posture; one with a high finding
+  // only through the explicit "Approve despite findings".
+  const approve = status === 'hidden' && canApprove && server
+    ? el('button', {
+      type: 'button',
+      class: shown.needsAcknowledgement ? 'danger small' : 'secondary small',
+      'data-action': shown.needsAcknowledgement ? 'approve-tool-despite-findings' : 'approve-tool',
+    }, shown.needsAcknowledgement ? 'Approve despite findings' : 'Approve')
+    : null;
+  approve?.addEventListener('click', () => approveTool(server, tool.name, shown, approve));
+  return el('li', { class: `tool tool-${status}`, 'data-tool': tool.name, 'data-tool-status': status, 'data-findings': String(shown.findings?.length ?? 0) },
     el('div', { class: 'tool-head' },
-      el('code', { class: 'tool-name' }, tool.name),
-      tool.title && tool.title !== tool.name ? el('span', { class: 'muted' }, tool.title) : null,
+      el('code', { class: 'tool-name' }, shown.name),
+      shown.title && shown.title !== shown.name ? el('span', { class: 'muted' }, shown.title) : null,
       status === 'allowed'
         ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'open-tool', 'aria-expanded': 'false' }, 'Open')
-        : null),
-    typeof tool.description === 'string' && tool.description !== ''
-      ? el('p', { class: 'tool-desc' }, tool.description)
+        : approve),
+    typeof shown.description === 'string' && shown.description !== ''
+      ? el('p', { class: 'tool-desc' }, shown.description)
       : null,
+    findingsList(shown.findings),
     extra);
 }
 
-function blockedItem({ tool, reason, expected, actual }) {
+async function approveTool(server, name, shown, button) {
+  button.disabled = true;
+  const acknowledgement = shown.needsAcknowledgement ? 'high_findings' : 'not_given';
+  try {
+    await api.toolsApprove(server, [name], acknowledgement);
+    notify(`Approved the tool ${shown.name} for ${server}.`, { tone: 'good' });
+  } catch (error) {
+    notify(error);
+    button.disabled = false;
+    return;
+  }
+  await loadDetail(server, { quiet: true });
+}
+
+function blockedItem({ tool, reason, expected, actual }, context) {
   return toolItem(tool ?? { name: '?' }, 'blocked', [
     el('p', { class: 'reason', 'data-testid': 'reason', 'data-code': typeof reason === 'string' ? reason : reason?.code }, reasonText(reason)),
     el('details', { class: 'raw' }, el('summary', {}, 'Pinned definition and what the server sends now'),
       el('div', { class: 'compare' },
         el('div', {}, el('p', { class: 'muted' }, 'Pinned'), el('pre', { class: 'mono', 'data-testid': 'pin-expected' }, asText(expected))),
         el('div', {}, el('p', { class: 'muted' }, 'Now'), el('pre', { class: 'mono', 'data-testid': 'pin-actual' }, asText(actual))))),
-  ]);
+  ], context);
 }
 
 function toolGroup(title, note, items, empty) {
@@ -220,6 +284,7 @@ function renderDetail(next) {
   const { row } = next;
   const tools = next.tools ?? { allowed: [], hidden: [], blocked: [] };
   const allowed = tools.allowed ?? [];
+  const cards = { reviews: next.reviews ?? {}, server: row.name, canApprove: next.canApprove === true };
   if (openTool) {
     const still = allowed.find((t) => t.name === openTool.name);
     if (!still || JSON.stringify(still.inputSchema ?? null) !== openTool.schema) openTool = null;
@@ -251,11 +316,11 @@ function renderDetail(next) {
     renderBanner(next.banner, 'identity', row.status),
     detailTabs(row, [
       toolGroup('Allowed', 'Listed for this server by its attestation; you can call them.',
-        allowed.map((t) => toolItem(t, 'allowed')), 'No tools to call.'),
+        allowed.map((t) => toolItem(t, 'allowed', [], cards)), 'No tools to call.'),
       toolGroup('Hidden by the allow-list', 'The server offers these, but its attestation does not list them: Gatehouse hides them and refuses calls.',
-        (tools.hidden ?? []).map((t) => toolItem(t, 'hidden')), null),
+        (tools.hidden ?? []).map((t) => toolItem(t, 'hidden', [], cards)), null),
       toolGroup('Blocked by a pin change', 'Their definitions changed since they were pinned, so they are blocked until the server is attested again.',
-        (tools.blocked ?? []).map(blockedItem), null),
+        (tools.blocked ?? []).map((b) => blockedItem(b, cards)), null),
     ]));
 
   section.addEventListener('click', (event) => {

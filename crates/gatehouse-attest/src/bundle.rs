@@ -153,12 +153,32 @@ pub struct StdioBinding {
     pub attestation: Value,
 }
 
+/// A remote server that publishes no attestation of its own, vouched for by the bundle's
+/// admins (specVersion 6): the attestation they signed for it and the exact endpoints
+/// (origin and path) where it counts. The server's own well-known document is never
+/// consulted for these endpoints, and the entry's id is admitted nowhere else.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VouchedRemote {
+    /// Exact endpoint URLs (`scheme://host[:port]/path`, no query, fragment or userinfo),
+    /// each at one of the entry's `origins`. The path is bound too: one origin may host
+    /// several tenants' servers.
+    pub endpoints: Vec<String>,
+    /// When the admins' word lapses, whatever the bundle's own expiry.
+    pub expires: OffsetDateTime,
+    /// The attestation the admins signed (as a stdio binding carries one).
+    pub attestation: Value,
+}
+
 /// Per-server policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerPolicy {
     pub id: String,
     pub origins: Vec<String>,
     pub stdio: Option<StdioBinding>,
+    /// `vouched` (specVersion 6): an admin-signed attestation for a remote server that
+    /// publishes none, admitted only at `endpoints`. Needs `origins`; never with `stdio` or
+    /// `package`.
+    pub vouched: Option<VouchedRemote>,
     /// `package` (specVersion 4): an npm, PyPI or MCPB package bound by its bytes instead of
     /// an executable. Never together with `stdio`.
     pub package: Option<PackageBinding>,
@@ -181,14 +201,21 @@ pub struct ServerPolicy {
     /// `allowedResourcePrefixes` (specVersion 2): URI prefixes, each ending in `/`
     /// ([`crate::resources`] has the matching rule).
     pub allowed_resource_prefixes: Vec<String>,
+    /// `toolDefinitions` (specVersion 6): tool name → the whole definition as the server
+    /// listed it, so a reviewer sees what a pin stands for. Every name is in `toolPins` and
+    /// every definition hashes to its pin.
+    pub tool_definitions: BTreeMap<String, Value>,
+    /// `promptDefinitions` (specVersion 6): as `toolDefinitions`, against `promptPins`.
+    pub prompt_definitions: BTreeMap<String, Value>,
 }
 
 /// The checked content of `signed`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundleContent {
     /// `specVersion`: 1, 2 (which adds prompt and resource allow-lists), 3 (which adds
-    /// `audit`), 4 (which adds a server entry's `package`) or 5 (which adds
-    /// `audit.retainDays`).
+    /// `audit`), 4 (which adds a server entry's `package`), 5 (which adds
+    /// `audit.retainDays`) or 6 (which adds a server entry's `vouched`, `toolDefinitions`
+    /// and `promptDefinitions`).
     pub spec_version: u64,
     pub bundle_id: String,
     pub version: u64,
@@ -520,6 +547,20 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
             "{path} ({id}) has both stdio and package; a server is bound by its executable or by its package, so keep one"
         ));
     }
+    let vouched = match raw.get("vouched") {
+        None => None,
+        Some(_) if spec_version < 6 => {
+            return invalid(format!(
+                "{path}.vouched needs \"specVersion\": 6; raise the bundle's specVersion (and version) to use it"
+            ));
+        }
+        Some(raw) => Some(parse_vouched(raw, &format!("{path}.vouched"), &origins)?),
+    };
+    if vouched.is_some() && (stdio.is_some() || package.is_some()) {
+        return invalid(format!(
+            "{path} ({id}) is vouched for as a remote server and also has a stdio or package binding; a vouched entry binds endpoints only, so keep one"
+        ));
+    }
     if origins.is_empty() && stdio.is_none() && package.is_none() {
         return invalid(format!(
             "{path} ({id}) has neither origins nor a stdio or package binding, so nothing can match it"
@@ -591,10 +632,27 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
             ));
         }
     }
+    let tool_definitions = parse_definitions(
+        raw.get("toolDefinitions"),
+        &tool_pins,
+        &format!("{path}.toolDefinitions"),
+        "toolPins",
+        crate::pins::tool_pin,
+        spec_version,
+    )?;
+    let prompt_definitions = parse_definitions(
+        raw.get("promptDefinitions"),
+        &prompt_pins,
+        &format!("{path}.promptDefinitions"),
+        "promptPins",
+        crate::pins::prompt_pin,
+        spec_version,
+    )?;
     Ok(ServerPolicy {
         id,
         origins,
         stdio,
+        vouched,
         package,
         required_clearance,
         allowed_tools,
@@ -605,6 +663,137 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         prompt_pins,
         allowed_resources,
         allowed_resource_prefixes,
+        tool_definitions,
+        prompt_definitions,
+    })
+}
+
+/// `toolDefinitions` / `promptDefinitions` (specVersion 6): name → whole definition. A
+/// definition is only a copy for reviewers (the host enforces the pin, never the copy), so a
+/// copy that does not hash to its pin, or one for a name with no pin, is refused: a bundle
+/// that contradicts itself would show a reviewer something other than what is enforced.
+fn parse_definitions(
+    raw: Option<&Value>,
+    pins: &BTreeMap<String, String>,
+    path: &str,
+    pins_key: &str,
+    pin_of: fn(&Value) -> String,
+    spec_version: u64,
+) -> Result<BTreeMap<String, Value>, BundleError> {
+    let mut out = BTreeMap::new();
+    let definitions = match raw {
+        None => return Ok(out),
+        // Refused by name below version 6, like the other versioned keys.
+        Some(_) if spec_version < 6 => {
+            return invalid(format!(
+                "{path} needs \"specVersion\": 6; raise the bundle's specVersion (and version) to use it"
+            ));
+        }
+        Some(Value::Object(definitions)) => definitions,
+        Some(_) => return invalid(format!("{path} must be an object of name to definition")),
+    };
+    for (name, definition) in definitions {
+        let Some(pin) = pins.get(name) else {
+            return invalid(format!(
+                "{path} carries {name:?}, which {pins_key} does not pin; pin it or drop the definition"
+            ));
+        };
+        if !definition.is_object() {
+            return invalid(format!(
+                "{path}.{name} must be the whole definition (an object)"
+            ));
+        }
+        if definition.get("name").and_then(Value::as_str) != Some(name.as_str()) {
+            return invalid(format!(
+                "{path}.{name}: the definition's \"name\" is not {name:?}"
+            ));
+        }
+        let carried = pin_of(definition);
+        if &carried != pin {
+            return invalid(format!(
+                "{path}.{name} hashes to {carried}, not to its pin {pin} in {pins_key}; the bundle contradicts itself (re-run add-server to write both from the same listing)"
+            ));
+        }
+        out.insert(name.clone(), definition.clone());
+    }
+    Ok(out)
+}
+
+/// The keys a `vouched` object may hold; anything else is refused, so a misspelt key never
+/// leaves an admin believing it binds something.
+const VOUCHED_KEYS: [&str; 3] = ["endpoints", "expires", "attestation"];
+
+fn parse_vouched(
+    raw: &Value,
+    path: &str,
+    origins: &[String],
+) -> Result<VouchedRemote, BundleError> {
+    let Some(object) = raw.as_object() else {
+        return invalid(format!(
+            "{path} must be an object with endpoints, expires and attestation"
+        ));
+    };
+    if let Some(key) = object.keys().find(|k| !VOUCHED_KEYS.contains(&k.as_str())) {
+        return invalid(format!(
+            "{path}.{key} is not a key of vouched (endpoints, expires, attestation)"
+        ));
+    }
+    if origins.is_empty() {
+        return invalid(format!(
+            "{path} needs the entry's origins: a vouched server is admitted only at origins the entry lists"
+        ));
+    }
+    let endpoints = distinct_texts(raw.get("endpoints"), &format!("{path}.endpoints"))?;
+    if endpoints.is_empty() {
+        return invalid(format!(
+            "{path}.endpoints must list at least one endpoint URL (the URL a client connects to)"
+        ));
+    }
+    for endpoint in &endpoints {
+        let url = url::Url::parse(endpoint).map_err(|e| {
+            BundleError::Invalid(format!("{path}.endpoints: {endpoint:?} is not a URL ({e})"))
+        })?;
+        if !matches!(url.scheme(), "https" | "http")
+            || url.query().is_some()
+            || url.fragment().is_some()
+            || !url.username().is_empty()
+            || url.password().is_some()
+        {
+            return invalid(format!(
+                "{path}.endpoints: {endpoint:?} must be an http(s) URL with no query, fragment or userinfo"
+            ));
+        }
+        if url.as_str() != endpoint.as_str() {
+            return invalid(format!(
+                "{path}.endpoints: {endpoint:?} is not in normal form; write {:?}",
+                url.as_str()
+            ));
+        }
+        if !origins
+            .iter()
+            .any(|o| crate::origin::same_origin(o, &url.origin().ascii_serialization()))
+        {
+            return invalid(format!(
+                "{path}.endpoints: {endpoint:?} is not at one of the entry's origins {origins:?}"
+            ));
+        }
+    }
+    let expires_text = text(field(raw, "expires", path)?, &format!("{path}.expires"))?;
+    let expires = OffsetDateTime::parse(expires_text, &Rfc3339).map_err(|_| {
+        BundleError::Invalid(format!(
+            "{path}.expires {expires_text:?} is not an RFC 3339 time"
+        ))
+    })?;
+    let attestation = field(raw, "attestation", path)?;
+    if !attestation.is_object() {
+        return invalid(format!(
+            "{path}.attestation must be a signed attestation document (an object)"
+        ));
+    }
+    Ok(VouchedRemote {
+        endpoints,
+        expires,
+        attestation: attestation.clone(),
     })
 }
 
@@ -617,10 +806,10 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
     }
     let spec_version = match signed.get("specVersion").and_then(Value::as_u64) {
-        Some(version @ (1..=5)) => version,
+        Some(version @ (1..=6)) => version,
         _ => {
             return invalid(
-                "signed.specVersion must be 1, 2, 3, 4 or 5 (the versions this Gatehouse understands)",
+                "signed.specVersion must be 1, 2, 3, 4, 5 or 6 (the versions this Gatehouse understands)",
             );
         }
     };
@@ -1007,6 +1196,25 @@ impl TrustStore {
                             binding.ecosystem.as_str(),
                             binding.package.name,
                             binding.package.version,
+                            server.id,
+                            a.label(),
+                            other.id,
+                            b.label()
+                        )));
+                    }
+                    // One endpoint vouched for under two ids: the same rule.
+                    if let Some(vouched) = &server.vouched
+                        && let Some((other, endpoint)) = bc.servers.iter().find_map(|s| {
+                            let theirs = s.vouched.as_ref()?;
+                            let shared = vouched
+                                .endpoints
+                                .iter()
+                                .find(|e| theirs.endpoints.contains(e))?;
+                            (s.id != server.id).then_some((s, shared))
+                        })
+                    {
+                        return Err(BundleError::Conflict(format!(
+                            "the endpoint {endpoint:?} is vouched for as {:?} in {} and as {:?} in {}",
                             server.id,
                             a.label(),
                             other.id,

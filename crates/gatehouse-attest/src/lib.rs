@@ -17,6 +17,7 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod diff;
 pub mod gate;
 pub mod http_origin;
 pub mod json;

@@ -378,6 +378,7 @@ fn policy(pins: &[(&str, String)]) -> ServerPolicy {
         id: "urn:omcp:server:weather".into(),
         origins: vec!["https://tools.example.com".into()],
         stdio: None,
+        vouched: None,
         package: None,
         required_clearance: None,
         allowed_tools: vec!["get_forecast".into(), "list_stations".into()],
@@ -391,6 +392,8 @@ fn policy(pins: &[(&str, String)]) -> ServerPolicy {
         prompt_pins: BTreeMap::new(),
         allowed_resources: Vec::new(),
         allowed_resource_prefixes: Vec::new(),
+        tool_definitions: BTreeMap::new(),
+        prompt_definitions: BTreeMap::new(),
     }
 }
 

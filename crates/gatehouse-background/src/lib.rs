@@ -258,6 +258,12 @@ async fn watch_attention(
                 .map(|card| gatehouse_presence::Notice::ConsentWaiting {
                     server: card.prompt.server.clone(),
                     identity: card.prompt.banner.verified_id.clone(),
+                    vouched_by: match card.prompt.banner.attested_by {
+                        Some(gatehouse_host::IdentitySource::Vouched) => {
+                            card.prompt.banner.bundle.clone()
+                        }
+                        _ => None,
+                    },
                 }),
             Attention::SignIn { server, .. } => Some(gatehouse_presence::Notice::SignInWaiting {
                 server: server.clone(),

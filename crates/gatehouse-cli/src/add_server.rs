@@ -21,9 +21,13 @@ use crate::admin::{load_signing_key, read_json, write_atomic};
 use crate::cli::AddServerArgs;
 use crate::commands::{Context, report};
 use crate::failure::Failure;
+use crate::gated::Reviewer;
+use crate::output;
+use gatehouse_host::ErrorCode;
 
-/// The bundle version that carries package bindings.
-const PACKAGE_SPEC_VERSION: u64 = 4;
+/// The bundle version that carries package bindings (4) and the pinned tools' whole
+/// definitions, `toolDefinitions` (6).
+const DEFINITIONS_SPEC_VERSION: u64 = 6;
 
 pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure> {
     let mut document = read_json(&args.bundle)?;
@@ -38,6 +42,16 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
         })?;
     let (key_id, signing) = load_signing_key(&args.signer_key)?;
     check_signer(signed, &key_id, &args.clearance)?;
+    if let Some(file) = &args.from_registry {
+        return crate::from_registry::run(context, args, file).await;
+    }
+    if let Some(client) = args.from_client {
+        return crate::from_client::run(context, args, client).await;
+    }
+    if let Some(url) = &args.url {
+        return crate::add_server_remote::run(context, args, url, &mut document, &key_id, &signing)
+            .await;
+    }
     if let Some(command_line) = &args.stdio {
         return stdio(
             context,
@@ -98,6 +112,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
     let mut entry = json!({"id": args.id, "package": binding, "allowedTools": allowed});
     if !pins.is_empty() {
         entry["toolPins"] = Value::Object(pins);
+        entry["toolDefinitions"] = Value::Object(chosen_definitions(&preview.tools, &allowed));
     }
     if !args.prompts.is_empty() {
         entry["allowedPrompts"] = json!(args.prompts);
@@ -124,8 +139,8 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
         .get("specVersion")
         .and_then(Value::as_u64)
         .unwrap_or(1);
-    if spec < PACKAGE_SPEC_VERSION {
-        signed.insert("specVersion".into(), json!(PACKAGE_SPEC_VERSION));
+    if spec < DEFINITIONS_SPEC_VERSION {
+        signed.insert("specVersion".into(), json!(DEFINITIONS_SPEC_VERSION));
     }
     document["signatures"] = json!([]);
     let text = format!(
@@ -146,6 +161,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
             "package": name, "version": version, "closure": preview.closure,
             "files": preview.files, "interpreter": preview.interpreter,
             "tools_listed": tools, "tools_allowed": entry_names(&args.bundle, &args.id),
+            "findings": findings_json(&preview.tools, &allowed, args),
         }),
         &format!(
             "{} {} in {}: {name}@{version}, {} packages ({} files) installed and started; {} of {} tools allowed and pinned. Signatures dropped: sign it again (gatehouse bundle sign --key ROOT_KEY {}).",
@@ -211,6 +227,7 @@ async fn stdio(
     });
     if !pins.is_empty() {
         entry["toolPins"] = Value::Object(pins);
+        entry["toolDefinitions"] = Value::Object(chosen_definitions(&tools, &allowed));
     }
     if !args.prompts.is_empty() {
         entry["allowedPrompts"] = json!(args.prompts);
@@ -221,6 +238,15 @@ async fn stdio(
     let signed = document["signed"]
         .as_object_mut()
         .expect("checked by the caller");
+    if entry.get("toolDefinitions").is_some() {
+        let spec = signed
+            .get("specVersion")
+            .and_then(Value::as_u64)
+            .unwrap_or(1);
+        if spec < DEFINITIONS_SPEC_VERSION {
+            signed.insert("specVersion".into(), json!(DEFINITIONS_SPEC_VERSION));
+        }
+    }
     let servers = signed
         .entry("servers")
         .or_insert_with(|| json!([]))
@@ -250,6 +276,7 @@ async fn stdio(
             "bundle": args.bundle, "id": args.id, "replaced": replaced,
             "command": program, "sha256": sha256,
             "tools_listed": listed, "tools_allowed": allowed_now,
+            "findings": findings_json(&tools, &allowed, args),
         }),
         &format!(
             "{} {} in {}: {} (SHA-256 {sha256}) started; {} of {} tools allowed and pinned. Signatures dropped: sign it again (gatehouse bundle sign --key ROOT_KEY {}).",
@@ -523,7 +550,7 @@ fn sha256_hex(path: &Path) -> Result<String, Failure> {
 }
 
 /// The tools to allow and their pins, from what the server listed.
-fn choose_tools(
+pub(crate) fn choose_tools(
     listed_tools: &[Value],
     args: &AddServerArgs,
 ) -> Result<(Vec<String>, Map<String, Value>), Failure> {
@@ -550,7 +577,109 @@ fn choose_tools(
         };
         pins.insert(name.clone(), json!(tool_pin(definition)));
     }
+    let reviewed = chosen_findings(listed_tools, &wanted, args);
+    for (name, findings) in reviewed.iter().filter(|(_, f)| !f.is_empty()) {
+        eprintln!("definition review of {}:", output::safe_name(name));
+        for finding in findings {
+            eprintln!("  {}", output::finding_line(finding));
+        }
+    }
+    let high: Vec<&str> = reviewed
+        .iter()
+        .filter(|(_, findings)| gatehouse_review::has_high(findings))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !high.is_empty() && !args.accept_findings {
+        return Err(Failure {
+            code: ErrorCode::DefinitionFindings,
+            message: format!(
+                "not pinning {}: the definition review found something high in {} (printed above); nothing was written. Read the definitions; leave {} out (name the others with --tool), or pin anyway with --accept-findings if you trust {}",
+                high.iter()
+                    .map(|n| output::safe_name(n))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if high.len() == 1 {
+                    "its definition"
+                } else {
+                    "their definitions"
+                },
+                if high.len() == 1 { "it" } else { "them" },
+                if high.len() == 1 { "it" } else { "them" },
+            ),
+            exit: 1,
+        });
+    }
     Ok((wanted, pins))
+}
+
+/// The definition review of each chosen tool (in the order chosen), against the tools the
+/// bundle's other entries allow: the servers this bundle configures besides this one. Names
+/// the server itself lists are left out of those (two entries may serve one tool name).
+pub(crate) fn chosen_findings(
+    listed_tools: &[Value],
+    chosen: &[String],
+    args: &AddServerArgs,
+) -> Vec<(String, Vec<gatehouse_review::Finding>)> {
+    let own: Vec<String> = listed_tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    // The bundle was read (and found to be one) before any server was started; read again
+    // here so every kind of entry is reviewed alike. Unreadable now: no other servers known.
+    let others: Vec<(String, String)> = read_json(&args.bundle)
+        .ok()
+        .and_then(|d| d["signed"]["servers"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|entry| entry["id"] != json!(args.id))
+        .flat_map(|entry| {
+            let id = entry["id"].as_str().unwrap_or_default().to_string();
+            entry["allowedTools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |t| t.as_str().map(|t| (id.clone(), t.to_string())))
+        })
+        .collect();
+    let reviewer = Reviewer::new(others, &own);
+    chosen
+        .iter()
+        .filter_map(|name| {
+            let definition = listed_tools
+                .iter()
+                .find(|t| t["name"].as_str() == Some(name))?;
+            Some((
+                name.clone(),
+                reviewer.findings(gatehouse_review::Primitive::Tool, definition),
+            ))
+        })
+        .collect()
+}
+
+/// The whole definitions of the chosen tools as listed, by name (`toolDefinitions`): what a
+/// reviewer of the bundle reads next to each pin.
+fn chosen_definitions(listed_tools: &[Value], chosen: &[String]) -> Map<String, Value> {
+    listed_tools
+        .iter()
+        .filter_map(|t| {
+            let name = t["name"].as_str()?;
+            chosen
+                .iter()
+                .any(|c| c == name)
+                .then(|| (name.to_string(), t.clone()))
+        })
+        .collect()
+}
+
+/// The chosen tools' findings for the JSON report: name → findings, the clean left out.
+fn findings_json(listed_tools: &[Value], chosen: &[String], args: &AddServerArgs) -> Value {
+    let map: Map<String, Value> = chosen_findings(listed_tools, chosen, args)
+        .into_iter()
+        .filter(|(_, findings)| !findings.is_empty())
+        .map(|(name, findings)| (name, json!(findings)))
+        .collect();
+    Value::Object(map)
 }
 
 #[cfg(test)]

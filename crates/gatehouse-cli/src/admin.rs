@@ -297,15 +297,22 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
             Ok(0)
         }
         BundleCommand::AddServer(_) => Err(Failure::usage("bundle add-server runs asynchronously")),
+        BundleCommand::Diff { old, new } => crate::bundle_diff::run(context, &old, &new),
         BundleCommand::Inspect { bundle, now } => {
             let now = now_or(now.as_deref())?;
             let parsed = Bundle::parse(&read(&bundle)?).map_err(|e| bundle_failure(&bundle, e))?;
             let verdict = parsed.verify(now, None, None);
             let c = parsed.content();
+            let findings: Vec<Value> = c.servers.iter().map(|s| carried_findings(c, s)).collect();
             let servers: Vec<Value> = c
                 .servers
                 .iter()
-                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes, "package": s.package.as_ref().map(package_json)}))
+                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes, "package": s.package.as_ref().map(package_json), "vouched": s.vouched.as_ref().map(|v| json!({"endpoints": v.endpoints, "expires": v.expires.format(&Rfc3339).unwrap_or_default(), "identity": VOUCHED_IDENTITY})), "toolDefinitions": s.tool_definitions.len(), "promptDefinitions": s.prompt_definitions.len()}))
+                .zip(&findings)
+                .map(|(mut entry, found)| {
+                    entry["findings"] = found.clone();
+                    entry
+                })
                 .collect();
             let data = json!({
                 "bundle": format!("{}@{}", c.bundle_id, c.version),
@@ -332,12 +339,90 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                     if let Some(binding) = &s.package {
                         println!("{}: {}", s.id, package_line(binding));
                     }
+                    // Vouched entries say how their identity was established, never "attested".
+                    if let Some(vouched) = &s.vouched {
+                        println!(
+                            "{}: {VOUCHED_IDENTITY}; endpoints {}; vouch expires {}",
+                            s.id,
+                            vouched.endpoints.join(", "),
+                            vouched.expires.format(&Rfc3339).unwrap_or_default()
+                        );
+                    }
+                    // What a reviewer can read of the pins without connecting.
+                    println!(
+                        "{}: definitions carried: {} of {} pinned tool(s), {} of {} pinned prompt(s)",
+                        s.id,
+                        s.tool_definitions.len(),
+                        s.tool_pins.len(),
+                        s.prompt_definitions.len(),
+                        s.prompt_pins.len()
+                    );
+                }
+                // The definition review of every carried definition, under its entry.
+                for (s, found) in c.servers.iter().zip(&findings) {
+                    for item in found.as_array().into_iter().flatten() {
+                        println!(
+                            "{}: {} {}:",
+                            s.id,
+                            item["kind"].as_str().unwrap_or_default(),
+                            output::safe_name(item["name"].as_str().unwrap_or_default())
+                        );
+                        let list: Vec<gatehouse_review::Finding> =
+                            serde_json::from_value(item["findings"].clone()).unwrap_or_default();
+                        output::print_findings(&list, "  ");
+                    }
                 }
             }
             Ok(if verdict.is_ok() { 0 } else { 1 })
         }
     }
 }
+
+/// The definition review of `entry`'s carried definitions (`toolDefinitions`,
+/// `promptDefinitions`), against the tools the bundle's other entries allow: a list of
+/// `{"kind": "tool"|"prompt", "name", "findings"}`, definitions without findings left out.
+fn carried_findings(
+    content: &gatehouse_attest::bundle::BundleContent,
+    entry: &gatehouse_attest::bundle::ServerPolicy,
+) -> Value {
+    use gatehouse_review::Primitive;
+    let others: Vec<(String, String)> = content
+        .servers
+        .iter()
+        .filter(|other| other.id != entry.id)
+        .flat_map(|other| {
+            other
+                .allowed_tools
+                .iter()
+                .map(|tool| (other.id.clone(), tool.clone()))
+        })
+        .collect();
+    let own: Vec<String> = entry
+        .allowed_tools
+        .iter()
+        .chain(entry.tool_definitions.keys())
+        .cloned()
+        .collect();
+    let reviewer = crate::gated::Reviewer::new(others, &own);
+    let tools = entry
+        .tool_definitions
+        .iter()
+        .map(|(name, d)| ("tool", name, reviewer.findings(Primitive::Tool, d)));
+    let prompts = entry
+        .prompt_definitions
+        .iter()
+        .map(|(name, d)| ("prompt", name, reviewer.findings(Primitive::Prompt, d)));
+    Value::Array(
+        tools
+            .chain(prompts)
+            .filter(|(_, _, findings)| !findings.is_empty())
+            .map(|(kind, name, findings)| json!({"kind": kind, "name": name, "findings": findings}))
+            .collect(),
+    )
+}
+
+/// How `bundle inspect` names a vouched entry's identity: the bundle's word, not the server's.
+const VOUCHED_IDENTITY: &str = "vouched for by this bundle; the server publishes no attestation";
 
 /// A bundle entry's package binding as `bundle inspect` shows it: what is pinned, not the
 /// hashes of every closure entry (the bundle file has those).

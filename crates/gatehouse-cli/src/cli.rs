@@ -176,6 +176,10 @@ pub enum PromptsAction {
         /// Approve only this prompt (exact name); repeat. Default: every listed prompt.
         #[arg(long = "prompt", value_name = "NAME")]
         prompts: Vec<String>,
+        /// Approve even a prompt whose current definition has a high review finding; the
+        /// approval's audit record names them (see `tools pin --accept-findings`).
+        #[arg(long)]
+        accept_findings: bool,
     },
 }
 
@@ -303,6 +307,17 @@ pub enum ClientsCommand {
         /// Delete the token.
         #[arg(long)]
         revoke: bool,
+    },
+    /// Write the managed settings an admin distributes (MDM) so each AI client allows
+    /// Gatehouse and nothing else: Claude Code's managed-mcp.json, VS Code's policy, Cursor's
+    /// permissions file, Claude Desktop's managed servers.
+    Lockdown {
+        /// The directory to write them into (one subdirectory per client).
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// The `gatehouse` command the clients run (default: this executable's path).
+        #[arg(long, value_name = "PATH")]
+        gatehouse: Option<PathBuf>,
     },
     /// Put back the client's file as it was before `connect`, byte for byte. The servers
     /// imported into servers.json stay there.
@@ -468,6 +483,12 @@ pub enum ToolsAction {
         /// Approve only this tool (exact name); repeat. Default: every listed tool.
         #[arg(long = "tool", value_name = "NAME")]
         tools: Vec<String>,
+        /// Approve even a tool whose current definition has a high review finding (hidden
+        /// characters, instructions aimed at the model, other servers' tools, a field asking
+        /// for a secret). Without it such a tool is refused, naming the findings; with it the
+        /// approval's audit record names them.
+        #[arg(long)]
+        accept_findings: bool,
     },
 }
 
@@ -601,6 +622,10 @@ pub enum BundleCommand {
     /// the chosen tools and the entry's attestation signed with --signer-key. The bundle's
     /// signatures are dropped: `bundle sign` it again.
     AddServer(Box<AddServerArgs>),
+    /// What a rotation changes, entry by entry: servers, bindings, origins, allow-lists, pins
+    /// (both definitions where the bundles carry them), keys, clearances, thresholds, expiry,
+    /// lock. Exits 3 when anything widens access.
+    Diff { old: PathBuf, new: PathBuf },
     /// Show what a bundle says and who signed it.
     Inspect {
         bundle: PathBuf,
@@ -609,8 +634,8 @@ pub enum BundleCommand {
     },
 }
 
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi", "mcpb", "stdio"])))]
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["npm", "pypi", "mcpb", "stdio", "url", "from_registry", "from_client"])))]
 pub struct AddServerArgs {
     /// The bundle to edit (from `bundle init`).
     pub bundle: PathBuf,
@@ -679,6 +704,41 @@ pub struct AddServerArgs {
     /// The publisher the attestation names (default: the package's name).
     #[arg(long)]
     pub publisher: Option<String>,
+    /// A remote MCP server that publishes no attestation: its endpoint URL. The entry vouches
+    /// for it at exactly this origin and path (specVersion 6); its tools are listed live.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// How long the vouching holds, in days (a vouched entry only; default 90).
+    #[arg(long = "vouch-days", value_name = "DAYS")]
+    pub vouch_days: Option<u32>,
+    /// An authorization server (issuer URL) whose sign-ins count for this server; repeat.
+    #[arg(long = "authorization-server", value_name = "ISSUER")]
+    pub authorization_servers: Vec<String>,
+    /// A domain URL elicitations of this server may open; repeat.
+    #[arg(long = "url-domain", value_name = "DOMAIN")]
+    pub url_domains: Vec<String>,
+    /// A header sent to the server while listing its tools (`NAME: VALUE`; never written into
+    /// the bundle); repeat.
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    pub headers: Vec<String>,
+    /// An MCP Registry `server.json` file: each of its packages and remotes becomes an entry.
+    #[arg(long = "from-registry", value_name = "SERVER.json")]
+    pub from_registry: Option<PathBuf>,
+    /// An AI client's MCP servers (claude_desktop, claude_code, cursor, vscode): an entry is
+    /// proposed for each; keep the ones you want with --keep.
+    #[arg(long = "from-client", value_name = "CLIENT", value_parser = <ClientId as std::str::FromStr>::from_str)]
+    pub from_client: Option<ClientId>,
+    /// The client's config file (default: where the client keeps it).
+    #[arg(long, value_name = "FILE", requires = "from_client")]
+    pub config: Option<PathBuf>,
+    /// With --from-registry or --from-client: the proposals to write (by the name shown);
+    /// without it nothing is written and the proposals are listed.
+    #[arg(long = "keep", value_name = "NAME")]
+    pub keep: Vec<String>,
+    /// Pin definitions although the review found something high in them (each finding is
+    /// printed; this says you read them).
+    #[arg(long = "accept-findings")]
+    pub accept_findings: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -903,15 +963,14 @@ pub fn groups(path: &str) -> &'static [Group] {
         "audit verify" | "audit show" | "audit export" => &[Output, Audit],
         "audit settings" => &[Output, TrustRoots, Admission, Audit, Policy],
         "trust" => &[Output, TrustRoots, Admission, Policy],
-        "bundle keygen" | "bundle init" | "bundle sign" | "bundle verify" | "bundle inspect" => {
-            &[Output]
-        }
+        "bundle keygen" | "bundle init" | "bundle sign" | "bundle verify" | "bundle inspect"
+        | "bundle diff" => &[Output],
         "bundle install" => &[Output, TrustRoots, Audit],
         // TrustRoots for --package-sources: where the closure is fetched from.
         "bundle add-server" => &[Output, TrustRoots],
         "attest sign" | "attest fetch" | "attest verify" => &[Output],
         "policy show" | "policy check-url" | "policy check-form" => &[Output, Policy],
-        "clients list" | "clients token" => &[Output],
+        "clients list" | "clients token" | "clients lockdown" => &[Output],
         "clients connect" | "clients restore" => &[Output, ServersFile],
         other => {
             panic!("the command {other:?} is not in cli::groups: name the option groups it takes")

@@ -67,6 +67,9 @@ pub async fn run(context: &Context, command: ClientsCommand) -> Result<u8, Failu
             rotate,
             revoke,
         } => token(context, &client, rotate, revoke),
+        ClientsCommand::Lockdown { out, gatehouse } => {
+            crate::lockdown::run(context, &out, gatehouse.as_deref())
+        }
         ClientsCommand::Restore {
             client,
             project,

@@ -49,22 +49,28 @@ impl<T: serde::Serialize> Split<T> {
 /// Prints a listing the gate classified: in JSON the server, its admission, the allowed items
 /// under `plural`, the hidden and the blocked (each under `key`); for people the server's
 /// headline, then what `human` prints of the split.
-pub(crate) fn print_listing<T: serde::Serialize>(
+pub(crate) fn print_listing<T: serde::Serialize + Named>(
     context: &Context,
     server: &str,
     admission: &Value,
     headline: &str,
-    split: &Split<T>,
+    split: &Split<Reviewed<T>>,
     (plural, key): (&str, &str),
-    human: impl FnOnce(&Split<T>),
+    human: impl FnOnce(&Split<Reviewed<T>>),
 ) {
     if context.json {
+        let items = split
+            .allowed
+            .iter()
+            .chain(&split.hidden)
+            .chain(split.blocked.iter().map(|(item, ..)| item));
         output::print_json(&json!({
             "server": server,
             "admission": admission,
             plural: split.allowed,
             "hidden": split.hidden,
             "blocked": split.blocked_json(key),
+            "findings": findings_json(items.map(|r| (key, r.item.listed_name(), r.findings.as_slice()))),
         }));
     } else {
         println!("{server}: {}", output::safe(headline));
@@ -86,5 +92,108 @@ pub(crate) fn print_pins(context: &Context, name: &str, what: &str, pins: &[(Str
         if pins.is_empty() {
             println!("{name} lists no {what}s; nothing approved");
         }
+    }
+}
+
+/// A listed item's name, as its listing's `findings` name it.
+pub(crate) trait Named {
+    fn listed_name(&self) -> &str;
+}
+
+impl Named for rmcp::model::Tool {
+    fn listed_name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Named for rmcp::model::Prompt {
+    fn listed_name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// An item with its definition review's findings. In JSON only the item, exactly as listed
+/// (a pin is computed from it); the findings go in the listing's own `findings`.
+pub struct Reviewed<T> {
+    pub item: T,
+    pub findings: Vec<gatehouse_review::Finding>,
+}
+
+impl<T: serde::Serialize> serde::Serialize for Reviewed<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.item.serialize(serializer)
+    }
+}
+
+/// A listing's `findings`: one object per finding, naming its item under `key` (`tool`,
+/// `prompt`, `uri`, `uriTemplate`) with the finding's own keys; empty when nothing was found.
+pub(crate) fn findings_json<'a>(
+    items: impl Iterator<Item = (&'a str, &'a str, &'a [gatehouse_review::Finding])>,
+) -> Vec<Value> {
+    items
+        .flat_map(|(key, name, findings)| {
+            findings.iter().map(move |finding| {
+                let mut object = json!({key: name});
+                if let (Some(object), Value::Object(finding)) =
+                    (object.as_object_mut(), json!(finding))
+                {
+                    object.extend(finding);
+                }
+                object
+            })
+        })
+        .collect()
+}
+
+/// Reviews one server's listed definitions against the other servers' tools.
+pub(crate) struct Reviewer {
+    others: Vec<(String, String)>,
+}
+
+impl Reviewer {
+    /// `others` as `Host::other_tools` gives them; `own` are the names the reviewed server
+    /// itself lists, left out of the others: two instances of one server (or two servers
+    /// sharing a tool name) mentioning that name refer to their own tool, not the other's.
+    pub(crate) fn new(others: Vec<(String, String)>, own: &[String]) -> Reviewer {
+        let pairs: Vec<(&str, &str)> = others
+            .iter()
+            .map(|(server, tool)| (server.as_str(), tool.as_str()))
+            .collect();
+        let own: Vec<&str> = own.iter().map(String::as_str).collect();
+        let others = gatehouse_review::without_own(&pairs, &own)
+            .into_iter()
+            .map(|(server, tool)| (server.to_string(), tool.to_string()))
+            .collect();
+        Reviewer { others }
+    }
+
+    pub(crate) fn findings(
+        &self,
+        primitive: gatehouse_review::Primitive,
+        definition: &Value,
+    ) -> Vec<gatehouse_review::Finding> {
+        let others: Vec<(&str, &str)> = self
+            .others
+            .iter()
+            .map(|(server, tool)| (server.as_str(), tool.as_str()))
+            .collect();
+        gatehouse_review::review(
+            primitive,
+            definition,
+            &gatehouse_review::Context {
+                other_tools: &others,
+            },
+        )
+    }
+
+    pub(crate) fn review<T: serde::Serialize>(
+        &self,
+        primitive: gatehouse_review::Primitive,
+        item: T,
+    ) -> Reviewed<T> {
+        // A definition that does not serialize has nothing to review; rmcp's types always do.
+        let definition = serde_json::to_value(&item).unwrap_or(Value::Null);
+        let findings = self.findings(primitive, &definition);
+        Reviewed { item, findings }
     }
 }

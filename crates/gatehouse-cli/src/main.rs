@@ -6,9 +6,11 @@
 //! 2 usage, config or connection error.
 
 mod add_server;
+mod add_server_remote;
 mod admin;
 mod audit;
 mod auth;
+mod bundle_diff;
 mod cli;
 mod clients;
 mod commands;
@@ -16,11 +18,15 @@ mod conformance;
 mod consent;
 mod dispatch;
 mod failure;
+mod from_client;
+mod from_registry;
 mod gated;
+mod lockdown;
 mod output;
 mod pin;
 mod policy;
 mod prompts;
+mod proposals;
 mod resources;
 mod secret;
 mod serve;

@@ -14,6 +14,7 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
 use crate::failure::Failure;
+use crate::gated::Reviewed;
 
 pub fn print_json(value: &Value) {
     println!(
@@ -58,14 +59,43 @@ pub fn safe(text: &str) -> String {
 pub fn safe_name(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
-            let invisible = matches!(c as u32, 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2069 | 0xFEFF | 0x00AD);
-            if c.is_control() || invisible {
+            if c.is_control() {
                 c.escape_unicode().collect::<Vec<_>>()
+            } else if gatehouse_review::is_invisible(c) {
+                gatehouse_review::escape(c.encode_utf8(&mut [0; 4]))
+                    .chars()
+                    .collect()
             } else {
                 vec![c]
             }
         })
         .collect()
+}
+
+/// One line of a definition's text (title, description): invisible and direction-changing
+/// characters shown as `\u{XXXX}` ([`gatehouse_review::escape`]), control characters and
+/// newlines escaped.
+pub fn shown(text: &str) -> String {
+    safe_line(&gatehouse_review::escape(text))
+}
+
+/// A definition's findings, one line each under the item.
+pub fn print_findings(findings: &[gatehouse_review::Finding], indent: &str) {
+    for finding in findings {
+        println!("{indent}{}", finding_line(finding));
+    }
+}
+
+/// One finding as a line: `! high model_instruction description: "…" (rule: what it saw)`.
+pub fn finding_line(finding: &gatehouse_review::Finding) -> String {
+    format!(
+        "! {} {} {}: \"{}\" ({})",
+        finding.severity.as_str(),
+        finding.kind.code(),
+        safe_line(&finding.field),
+        safe_line(&finding.excerpt),
+        safe_line(&finding.detail)
+    )
 }
 
 /// The admission verdict, first thing after connecting.
@@ -80,6 +110,16 @@ pub fn print_verdict(headline: &str, detail: &str, verdict: &Value) {
     }
     if let Some(command) = text("command") {
         println!("  command         {}", safe_line(command));
+    }
+    // Whose word the identity is: an admins' vouch is never shown as the server's own.
+    let identity = &verdict["identity"];
+    if identity["attested_by"] == "vouched"
+        && let Some(bundle) = identity["bundle"].as_str()
+    {
+        println!(
+            "  identity        vouched for by {}; the server publishes no attestation",
+            safe_line(bundle)
+        );
     }
     println!(
         "  posture         {}",
@@ -96,22 +136,9 @@ pub fn print_verdict(headline: &str, detail: &str, verdict: &Value) {
 
 /// Tools the caller cannot use: hidden by the allow-list, or blocked by a pin change.
 pub fn print_gated(
-    hidden: &[Tool],
-    blocked: &[(Tool, gatehouse_attest::gate::GateReason, String, String)],
-) {
-    print_withheld(
-        hidden,
-        blocked,
-        |tool| &tool.name,
-        "callers cannot use them",
-    );
-}
-
-/// Prompts that cannot be got: hidden by the allow-list, or blocked by a pin change.
-pub fn print_gated_prompts(
-    hidden: &[rmcp::model::Prompt],
+    hidden: &[Reviewed<Tool>],
     blocked: &[(
-        rmcp::model::Prompt,
+        Reviewed<Tool>,
         gatehouse_attest::gate::GateReason,
         String,
         String,
@@ -120,21 +147,45 @@ pub fn print_gated_prompts(
     print_withheld(
         hidden,
         blocked,
-        |prompt| &prompt.name,
+        |tool| &tool.item.name,
+        "callers cannot use them",
+    );
+}
+
+/// Prompts that cannot be got: hidden by the allow-list, or blocked by a pin change.
+pub fn print_gated_prompts(
+    hidden: &[Reviewed<rmcp::model::Prompt>],
+    blocked: &[(
+        Reviewed<rmcp::model::Prompt>,
+        gatehouse_attest::gate::GateReason,
+        String,
+        String,
+    )],
+) {
+    print_withheld(
+        hidden,
+        blocked,
+        |prompt| &prompt.item.name,
         "getting them is refused",
     );
 }
 
 fn print_withheld<T>(
-    hidden: &[T],
-    blocked: &[(T, gatehouse_attest::gate::GateReason, String, String)],
-    name: impl Fn(&T) -> &str,
+    hidden: &[Reviewed<T>],
+    blocked: &[(
+        Reviewed<T>,
+        gatehouse_attest::gate::GateReason,
+        String,
+        String,
+    )],
+    name: impl Fn(&Reviewed<T>) -> &str,
     refused: &str,
 ) {
     if !hidden.is_empty() {
         println!("\nnot admitted (hidden by the allow-list; {refused}):");
         for item in hidden {
             println!("  {}", safe_name(name(item)));
+            print_findings(&item.findings, "    ");
         }
     }
     if !blocked.is_empty() {
@@ -145,6 +196,7 @@ fn print_withheld<T>(
                 safe_name(name(item)),
                 reason.as_str()
             );
+            print_findings(&item.findings, "    ");
         }
     }
 }
@@ -179,18 +231,19 @@ pub fn print_summary(name: &str, summary: &ServerSummary, tools: usize) {
     }
 }
 
-pub fn print_tools(tools: &[Tool]) {
+pub fn print_tools(tools: &[Reviewed<Tool>]) {
     if tools.is_empty() {
         println!("(no tools)");
         return;
     }
     let width = tools
         .iter()
-        .map(|t| t.name.chars().count())
+        .map(|t| safe_name(&t.item.name).chars().count())
         .max()
         .unwrap_or(0)
         .min(40);
-    for tool in tools {
+    for reviewed in tools {
+        let tool = &reviewed.item;
         let description = tool
             .description
             .as_deref()
@@ -198,9 +251,10 @@ pub fn print_tools(tools: &[Tool]) {
             .unwrap_or("");
         println!(
             "{:width$}  {}",
-            safe_line(&tool.name),
-            safe_line(description.trim())
+            safe_name(&tool.name),
+            shown(description.trim())
         );
+        print_findings(&reviewed.findings, "  ");
     }
 }
 
@@ -497,8 +551,8 @@ pub fn base64_size(data: &str) -> usize {
 
 /// Resources and templates callers may read: URI, title (or name), MIME type.
 pub fn print_resources(
-    resources: &[rmcp::model::Resource],
-    templates: &[rmcp::model::ResourceTemplate],
+    resources: &[Reviewed<rmcp::model::Resource>],
+    templates: &[Reviewed<rmcp::model::ResourceTemplate>],
 ) {
     if resources.is_empty() && templates.is_empty() {
         println!("(no resources)");
@@ -508,7 +562,7 @@ pub fn print_resources(
         println!(
             "{:width$}  {}  {}",
             safe_name(uri),
-            safe_line(title.unwrap_or(name)),
+            shown(title.unwrap_or(name)),
             safe_line(mime.unwrap_or("(no type given)"))
         );
     };
@@ -518,8 +572,9 @@ pub fn print_resources(
     if resources.is_empty() {
         println!("(no resources)");
     }
-    let w = width(&mut resources.iter().map(|r| r.uri.as_str()));
-    for r in resources {
+    let w = width(&mut resources.iter().map(|r| r.item.uri.as_str()));
+    for reviewed in resources {
+        let r = &reviewed.item;
         row(
             &r.uri,
             r.title.as_deref(),
@@ -527,11 +582,13 @@ pub fn print_resources(
             r.mime_type.as_deref(),
             w,
         );
+        print_findings(&reviewed.findings, "  ");
     }
     if !templates.is_empty() {
         println!("\ntemplates (read with --template URI_TEMPLATE --var NAME=VALUE):");
-        let w = width(&mut templates.iter().map(|t| t.uri_template.as_str()));
-        for t in templates {
+        let w = width(&mut templates.iter().map(|t| t.item.uri_template.as_str()));
+        for reviewed in templates {
+            let t = &reviewed.item;
             print!("  ");
             row(
                 &t.uri_template,
@@ -540,6 +597,7 @@ pub fn print_resources(
                 t.mime_type.as_deref(),
                 w,
             );
+            print_findings(&reviewed.findings, "    ");
         }
     }
 }
@@ -547,31 +605,39 @@ pub fn print_resources(
 /// Resources and templates the allow-list hides: (URI or URI template, name, is a template,
 /// why).
 pub fn print_hidden_resources(
-    hidden: &[(String, String, bool, gatehouse_attest::gate::GateReason)],
+    hidden: &[(
+        String,
+        String,
+        bool,
+        gatehouse_attest::gate::GateReason,
+        Vec<gatehouse_review::Finding>,
+    )],
 ) {
     if hidden.is_empty() {
         return;
     }
     println!("\nnot admitted (hidden by the allow-list; reading them is refused):");
-    for (uri, _name, template, reason) in hidden {
+    for (uri, _name, template, reason, findings) in hidden {
         let kind = if *template { " (template)" } else { "" };
         println!("  {}{kind}  {}", safe_name(uri), reason.as_str());
+        print_findings(findings, "    ");
     }
 }
 
 /// Prompts callers may get, each with its arguments.
-pub fn print_prompts(prompts: &[rmcp::model::Prompt]) {
+pub fn print_prompts(prompts: &[Reviewed<rmcp::model::Prompt>]) {
     if prompts.is_empty() {
         println!("(no prompts)");
         return;
     }
     let width = prompts
         .iter()
-        .map(|p| p.name.chars().count())
+        .map(|p| safe_name(&p.item.name).chars().count())
         .max()
         .unwrap_or(0)
         .min(40);
-    for prompt in prompts {
+    for reviewed in prompts {
+        let prompt = &reviewed.item;
         let description = prompt
             .description
             .as_deref()
@@ -580,7 +646,7 @@ pub fn print_prompts(prompts: &[rmcp::model::Prompt]) {
         println!(
             "{:width$}  {}",
             safe_name(&prompt.name),
-            safe_line(description.trim())
+            shown(description.trim())
         );
         let arguments: Vec<(String, String)> = prompt
             .arguments
@@ -595,7 +661,7 @@ pub fn print_prompts(prompts: &[rmcp::model::Prompt]) {
                 let description = argument.description.as_deref().unwrap_or("");
                 (
                     format!("{}{required}", safe_name(&argument.name)),
-                    safe_line(description.trim()),
+                    shown(description.trim()),
                 )
             })
             .collect();
@@ -608,6 +674,7 @@ pub fn print_prompts(prompts: &[rmcp::model::Prompt]) {
         for (name, description) in &arguments {
             println!("    {name:column$}  {description}");
         }
+        print_findings(&reviewed.findings, "  ");
     }
 }
 

@@ -7,12 +7,13 @@
 use std::collections::HashMap;
 
 use gatehouse_host::CompletionTarget;
+use gatehouse_review::Primitive;
 use serde_json::{Value, json};
 
 use crate::cli::{CompleteArgs, PromptArgs, PromptsAction, PromptsArgs, Target};
 use crate::commands::{Context, terminal_consent};
 use crate::failure::Failure;
-use crate::gated::{print_listing, print_pins, split_gated};
+use crate::gated::{Reviewer, print_listing, print_pins, split_gated};
 use crate::output;
 use crate::target::{
     EventLog, call_options, connect, host_with_target, json_error, json_object, on_target,
@@ -22,14 +23,29 @@ use crate::target::{
 // ---- prompts ------------------------------------------------------------------------------
 
 pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failure> {
-    if let Some(PromptsAction::Pin { target, prompts }) = &args.action {
-        return pin_prompts(context, target, prompts).await;
+    if let Some(PromptsAction::Pin {
+        target,
+        prompts,
+        accept_findings,
+    }) = &args.action
+    {
+        let acknowledgement = crate::tools::acknowledgement(*accept_findings);
+        return pin_prompts(context, target, prompts, acknowledgement).await;
     }
     let listed = on_target(context, &args.target, async |host, name| {
-        host.gated_prompts(name).await
+        let prompts = host.gated_prompts(name).await?;
+        // Not listing tools just to leave this server's own names out: a listing records
+        // pin mismatches, which a prompt listing must not cause.
+        let others = host.other_tools(name).await;
+        Ok::<_, gatehouse_host::host::ApiError>((prompts, Reviewer::new(others, &[])))
     })
     .await?;
-    let prompts = split_gated(listed.found.into_iter().map(|g| (g.prompt, g.status)));
+    let (gated, reviewer) = listed.found;
+    let reviewed: Vec<_> = gated
+        .into_iter()
+        .map(|g| (reviewer.review(Primitive::Prompt, g.prompt), g.status))
+        .collect();
+    let prompts = split_gated(reviewed);
     print_listing(
         context,
         &listed.name,
@@ -45,9 +61,15 @@ pub async fn prompts(context: &Context, args: &PromptsArgs) -> Result<u8, Failur
     Ok(0)
 }
 
-async fn pin_prompts(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
+async fn pin_prompts(
+    context: &Context,
+    target: &Target,
+    names: &[String],
+    acknowledgement: gatehouse_host::host::Acknowledgement,
+) -> Result<u8, Failure> {
     let pinned = on_target(context, target, async |host, name| {
-        host.approve_prompts(name, names).await
+        host.approve_prompts_with(name, names, acknowledgement)
+            .await
     })
     .await?;
     print_pins(context, &pinned.name, "prompt", &pinned.found);

@@ -13,12 +13,14 @@ use gatehouse_attest::resources::ResourceStatus;
 use gatehouse_host::content::{ContentView, Display};
 use gatehouse_host::host::context::ReadTarget as HostReadTarget;
 use gatehouse_host::{HostError, HostEvent};
+use gatehouse_review::Primitive;
 use serde_json::json;
 use tokio::sync::broadcast;
 
 use crate::cli::{ReadArgs, ResourcesAction, ResourcesArgs, SubscribeArgs, Target};
 use crate::commands::{Context, terminal_consent};
 use crate::failure::Failure;
+use crate::gated::{Reviewer, findings_json};
 use crate::output;
 use crate::target::{
     EventLog, call_options, connect, ctrl_c_token, host_with_target, json_error, on_target,
@@ -53,29 +55,49 @@ pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Fa
         return approve_resources(context, target, uris, prefixes).await;
     }
     let listed = on_target(context, &args.target, async |host, name| {
-        host.gated_resources(name).await
+        let listed = host.gated_resources(name).await?;
+        let others = host.other_tools(name).await;
+        Ok::<_, gatehouse_host::host::ApiError>((listed, others))
     })
     .await?;
     let (name, verdict, headline) = (listed.name, listed.verdict, listed.headline);
-    let (resources, templates) = listed.found;
+    let ((resources, templates), others) = listed.found;
+    let reviewer = Reviewer::new(others, &[]);
     let (mut allowed, mut allowed_templates, mut hidden) = (Vec::new(), Vec::new(), Vec::new());
     for gated in resources {
         match gated.status {
-            ResourceStatus::Allowed => allowed.push(gated.resource),
+            ResourceStatus::Allowed => {
+                allowed.push(reviewer.review(Primitive::Resource, gated.resource))
+            }
             ResourceStatus::Hidden(reason) => {
-                hidden.push((gated.resource.uri, gated.resource.name, false, reason))
+                let reviewed = reviewer.review(Primitive::Resource, gated.resource);
+                let resource = reviewed.item;
+                hidden.push((
+                    resource.uri,
+                    resource.name,
+                    false,
+                    reason,
+                    reviewed.findings,
+                ))
             }
         }
     }
     for gated in templates {
         match gated.status {
-            ResourceStatus::Allowed => allowed_templates.push(gated.template),
-            ResourceStatus::Hidden(reason) => hidden.push((
-                gated.template.uri_template,
-                gated.template.name,
-                true,
-                reason,
-            )),
+            ResourceStatus::Allowed => {
+                allowed_templates.push(reviewer.review(Primitive::Resource, gated.template))
+            }
+            ResourceStatus::Hidden(reason) => {
+                let reviewed = reviewer.review(Primitive::Resource, gated.template);
+                let template = reviewed.item;
+                hidden.push((
+                    template.uri_template,
+                    template.name,
+                    true,
+                    reason,
+                    reviewed.findings,
+                ))
+            }
         }
     }
     if context.json {
@@ -84,10 +106,20 @@ pub async fn resources(context: &Context, args: &ResourcesArgs) -> Result<u8, Fa
             "admission": verdict,
             "resources": allowed,
             "templates": allowed_templates,
-            "hidden": hidden.iter().map(|(uri, name, template, reason)| {
+            "hidden": hidden.iter().map(|(uri, name, template, reason, _)| {
                 let key = if *template { "uriTemplate" } else { "uri" };
                 json!({key: uri, "name": name, "reason": reason.as_str()})
             }).collect::<Vec<_>>(),
+            "findings": findings_json(
+                allowed.iter().map(|r| ("uri", r.item.uri.as_str(), r.findings.as_slice()))
+                    .chain(allowed_templates.iter().map(|r| {
+                        ("uriTemplate", r.item.uri_template.as_str(), r.findings.as_slice())
+                    }))
+                    .chain(hidden.iter().map(|(uri, _, template, _, findings)| {
+                        let key = if *template { "uriTemplate" } else { "uri" };
+                        (key, uri.as_str(), findings.as_slice())
+                    })),
+            ),
         }));
     } else {
         println!("{name}: {}", output::safe(&headline));

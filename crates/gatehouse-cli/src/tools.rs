@@ -2,12 +2,14 @@
 
 use gatehouse_attest::gate::ToolStatus;
 use gatehouse_host::CallOptions;
+use gatehouse_host::host::Acknowledgement;
+use gatehouse_review::Primitive;
 use serde_json::{Value, json};
 
 use crate::cli::{CallArgs, Target, ToolsAction, ToolsArgs, TraceArgs};
 use crate::commands::{Context, terminal_consent};
 use crate::failure::Failure;
-use crate::gated::{print_listing, print_pins, split_gated};
+use crate::gated::{Reviewer, print_listing, print_pins, split_gated};
 use crate::output;
 use crate::target::{EventLog, connect, ctrl_c_token, host_with_target, json_object, on_target};
 
@@ -49,14 +51,28 @@ pub async fn connect_command(context: &Context, target: &Target) -> Result<u8, F
 }
 
 pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
-    if let Some(ToolsAction::Pin { target, tools }) = &args.action {
-        return pin_tools(context, target, tools).await;
+    if let Some(ToolsAction::Pin {
+        target,
+        tools,
+        accept_findings,
+    }) = &args.action
+    {
+        return pin_tools(context, target, tools, acknowledgement(*accept_findings)).await;
     }
     let listed = on_target(context, &args.target, async |host, name| {
-        host.gated_tools(name).await
+        let tools = host.gated_tools(name).await?;
+        let others = host.other_tools(name).await;
+        Ok::<_, gatehouse_host::host::ApiError>((tools, others))
     })
     .await?;
-    let tools = split_gated(listed.found.into_iter().map(|g| (g.tool, g.status)));
+    let (gated, others) = listed.found;
+    let own: Vec<String> = gated.iter().map(|g| g.tool.name.to_string()).collect();
+    let reviewer = Reviewer::new(others, &own);
+    let reviewed: Vec<_> = gated
+        .into_iter()
+        .map(|g| (reviewer.review(Primitive::Tool, g.tool), g.status))
+        .collect();
+    let tools = split_gated(reviewed);
     print_listing(
         context,
         &listed.name,
@@ -72,9 +88,23 @@ pub async fn tools(context: &Context, args: &ToolsArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
-async fn pin_tools(context: &Context, target: &Target, names: &[String]) -> Result<u8, Failure> {
+/// `--accept-findings` as the host takes it.
+pub(crate) fn acknowledgement(accept_findings: bool) -> Acknowledgement {
+    if accept_findings {
+        Acknowledgement::HighFindings
+    } else {
+        Acknowledgement::NotGiven
+    }
+}
+
+async fn pin_tools(
+    context: &Context,
+    target: &Target,
+    names: &[String],
+    acknowledgement: Acknowledgement,
+) -> Result<u8, Failure> {
     let pinned = on_target(context, target, async |host, name| {
-        host.approve_tools(name, names).await
+        host.approve_tools_with(name, names, acknowledgement).await
     })
     .await?;
     print_pins(context, &pinned.name, "tool", &pinned.found);

@@ -402,7 +402,7 @@ fn an_admin_authors_the_binding_with_add_server_then_signs_and_installs_it() {
     assert!(out["closure"].as_u64().unwrap() > 50, "{out}");
     let written: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
     let entry = &written["signed"]["servers"][0];
-    assert_eq!(written["signed"]["specVersion"], 4);
+    assert_eq!(written["signed"]["specVersion"], 6);
     assert_eq!(entry["package"]["entry"], "dist/index.js");
     assert!(
         entry["toolPins"]["list_allowed_directories"]

@@ -14,6 +14,7 @@
 mod backup;
 mod connect;
 mod document;
+pub mod lockdown;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

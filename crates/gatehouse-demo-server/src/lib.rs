@@ -20,7 +20,10 @@
 //! the template `demo://notes/{name}`, prompts with arguments and completions, and a prompt
 //! (`plan_trip`) and a resource (`demo://private/diary`) that ask a form first, in both eras.
 //! `--hostile-content` adds resources and a prompt built to trip up hosts (huge, mislabelled,
-//! markup); without it the demo stays clean.
+//! markup); without it the demo stays clean. `--poisoned-definitions` ([`server::poisoned`])
+//! adds tools whose definitions carry each kind of finding a host's definition review looks
+//! for (hidden characters, instructions aimed at the model or about other tools, another
+//! server's tool, a field asking for a secret); without it no definition has any.
 //!
 //! `--careless-files ROOT` ([`server::careless`]) adds `file://` resources read the careless way
 //! many servers read them (decoded repeatedly, NFKC- and path-normalized, then read wherever

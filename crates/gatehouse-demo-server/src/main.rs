@@ -54,6 +54,14 @@ struct Cli {
     #[arg(long)]
     hostile_content: bool,
 
+    /// Also list tools whose definitions carry each kind of finding Gatehouse's definition
+    /// review looks for: a zero-width character, an instruction in Unicode tag characters,
+    /// "do not tell the user", other servers' tools (demo__echo, send_invoice), instructions
+    /// about another tool, and an `api_key` input field. For testing how hosts show and gate them; each tool
+    /// only echoes its message. Off by default.
+    #[arg(long)]
+    poisoned_definitions: bool,
+
     /// Also serve the files under ROOT as file:// resources (and the template
     /// file://ROOT/{+path}), read CARELESSLY as many servers do: any file: URI is decoded
     /// repeatedly, NFKC-normalized and path-normalized, and whatever file results is read,
@@ -90,8 +98,8 @@ struct Cli {
 
     /// Serve the conformance profile instead of the demo: the test surface of the official
     /// MCP conformance suite's server scenarios, in both eras. Needs --http; --era, --page-size,
-    /// --attestation, --tick-ms, --hostile-content, --careless-files and the page options do
-    /// not apply to it.
+    /// --attestation, --tick-ms, --hostile-content, --poisoned-definitions, --careless-files
+    /// and the page options do not apply to it.
     #[arg(long)]
     conformance: bool,
 
@@ -158,6 +166,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .with_page_size(cli.page_size)
         .with_tick(Duration::from_millis(cli.tick_ms))
         .with_hostile_content(cli.hostile_content)
+        .with_poisoned_definitions(cli.poisoned_definitions)
         .with_pages(PageConfig {
             port: cli.page_port,
             hits_file: cli.page_hits,

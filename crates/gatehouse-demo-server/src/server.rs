@@ -6,6 +6,7 @@ pub mod careless;
 pub mod elicitation;
 mod input;
 pub mod png;
+pub mod poisoned;
 pub mod prompts;
 pub mod resources;
 
@@ -139,6 +140,15 @@ impl DemoServer {
             counter: Counter::new(DEFAULT_TICK),
             subscriptions: Arc::default(),
         }
+    }
+
+    /// Also list the tools whose definitions carry each kind of review finding
+    /// (`--poisoned-definitions`, [`poisoned`]). Call before cloning.
+    pub fn with_poisoned_definitions(mut self, poisoned: bool) -> Self {
+        if poisoned {
+            self.tool_router += Self::poisoned_router();
+        }
+        self
     }
 
     /// Also serve the hostile resources, template and prompt (`--hostile-content`).

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use gatehouse_host::consent::WaitChoice;
+use gatehouse_host::host::Acknowledgement;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -65,6 +66,7 @@ pub const COMMANDS: &[&str] = &[
     "argument_complete",
     "resource_subscribe",
     "resource_unsubscribe",
+    "tools_approve",
     "prompts_approve",
     "resources_approve",
     "resource_save",
@@ -191,10 +193,18 @@ struct Subscription {
     uri: String,
 }
 
+/// An approval of tools or prompts by name, with the person's acknowledgement of high
+/// review findings ("Approve despite findings"); absent, nothing is acknowledged.
 #[derive(Deserialize)]
-struct Names {
+struct Approve {
     server: String,
     names: Vec<String>,
+    #[serde(default = "not_acknowledged")]
+    acknowledgement: Acknowledgement,
+}
+
+fn not_acknowledged() -> Acknowledgement {
+    Acknowledgement::NotGiven
 }
 
 #[derive(Deserialize)]
@@ -289,11 +299,11 @@ pub async fn dispatch(desk: &Arc<Desk>, command: &str, raw: Value) -> Result<Val
         }
         "server_connect" => {
             let a: Name = args(command, raw)?;
-            answer(desk.connect(&a.name).await)
+            answer(desk.connect_view(&a.name).await)
         }
         "server_detail" => {
             let a: Name = args(command, raw)?;
-            answer(desk.server_detail(&a.name).await)
+            answer(desk.detail_view(&a.name).await)
         }
         "server_add" => {
             let a: Entry = args(command, raw)?;
@@ -316,7 +326,7 @@ pub async fn dispatch(desk: &Arc<Desk>, command: &str, raw: Value) -> Result<Val
         }
         "server_prompts" => {
             let a: OnServer = args(command, raw)?;
-            answer(desk.list_prompts(&a.server).await)
+            answer(desk.prompts_view(&a.server).await)
         }
         "server_resources" => {
             let a: OnServer = args(command, raw)?;
@@ -335,7 +345,17 @@ pub async fn dispatch(desk: &Arc<Desk>, command: &str, raw: Value) -> Result<Val
                 .into_iter()
                 .map(|(key, value)| (key, Value::String(value)))
                 .collect();
-            answer(desk.get_prompt(&a.server, &a.name, arguments).await)
+            // The result's description is the server's text: escaped before the window.
+            let view = desk
+                .get_prompt(&a.server, &a.name, arguments)
+                .await
+                .map(|mut view| {
+                    view.description = view
+                        .description
+                        .map(|d| gatehouse_review::escape(&d).into_owned());
+                    view
+                });
+            answer(view)
         }
         "argument_complete" => {
             let a: Complete = args(command, raw)?;
@@ -362,9 +382,19 @@ pub async fn dispatch(desk: &Arc<Desk>, command: &str, raw: Value) -> Result<Val
             let a: Subscription = args(command, raw)?;
             answer(desk.unsubscribe_resource(&a.server, &a.uri).await)
         }
+        "tools_approve" => {
+            let a: Approve = args(command, raw)?;
+            answer(
+                desk.approve_tools_with(&a.server, &a.names, a.acknowledgement)
+                    .await,
+            )
+        }
         "prompts_approve" => {
-            let a: Names = args(command, raw)?;
-            answer(desk.approve_prompts(&a.server, &a.names).await)
+            let a: Approve = args(command, raw)?;
+            answer(
+                desk.approve_prompts_with(&a.server, &a.names, a.acknowledgement)
+                    .await,
+            )
         }
         "resources_approve" => {
             // The window approves exact URIs, no prefixes.

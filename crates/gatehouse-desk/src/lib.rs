@@ -15,6 +15,7 @@ pub mod launch;
 pub mod pins;
 pub mod prompts;
 pub mod reads;
+pub mod review;
 pub mod signin;
 pub mod wire;
 
@@ -52,6 +53,7 @@ pub use launch::Launch;
 pub use pins::{PinPlanView, PinnedView, PlannedTool};
 pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 pub use reads::{ReadShelf, ShelvedRead};
+pub use review::{ArgumentReview, DetailView, FindingView, PromptReview, PromptsView, ToolReview};
 pub use signin::{
     SignInCard, SignInCards, SignInChange, SignInDesk, SignInNotifier, SignInReply, SignInResult,
     SignInState,

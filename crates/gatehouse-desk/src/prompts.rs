@@ -534,6 +534,8 @@ mod tests {
                 clearance: None,
                 signer: None,
                 bundle: None,
+                attested_by: None,
+                established: None,
                 demo: false,
                 origin: None,
                 command: Some("flood".into()),

@@ -294,6 +294,8 @@ mod tests {
             clearance: None,
             signer: None,
             bundle: None,
+            attested_by: None,
+            established: None,
             demo: false,
             origin: None,
             command: None,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::Era;
-use crate::admission::{Status, Verdict};
+use crate::admission::{IdentitySource, Status, Verdict};
 use crate::audit_event::session::CompletedVia;
 
 pub type UiFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -37,6 +37,12 @@ pub struct IdentityBanner {
     pub signer: Option<String>,
     /// `bundleId@version` of the trust root that admitted it.
     pub bundle: Option<String>,
+    /// Whose statement the verified identity is (admitted servers only): the server's own
+    /// attestation, a bundle's binding, or the admins' vouch for a server that publishes none.
+    pub attested_by: Option<IdentitySource>,
+    /// The same, in words every front end shows as is ("vouched for by BUNDLE; the server
+    /// publishes no attestation"), so none of them can call a vouch the server's own.
+    pub established: Option<String>,
     /// Admitted through the DEMO-ONLY trust root.
     pub demo: bool,
     /// HTTP origin, or the exact command line for stdio.
@@ -66,6 +72,8 @@ impl IdentityBanner {
             clearance: identity.map(|i| i.clearance.clone()),
             signer: identity.map(|i| i.signer_key_id.clone()),
             bundle: identity.map(|i| i.bundle.clone()),
+            attested_by: identity.map(|i| i.attested_by),
+            established: identity.map(|i| i.attested_by.describe(&i.bundle)),
             demo: verdict.demo,
             origin: verdict.origin.clone(),
             command: verdict.command.clone(),
@@ -96,6 +104,9 @@ impl IdentityBanner {
             lines.push(format!(
                 "  clearance {clearance} · signed by {signer} · trust root {bundle}"
             ));
+        }
+        if let Some(established) = &self.established {
+            lines.push(format!("  {established}"));
         }
         lines.push(format!("  configured as {:?}", self.server));
         if let Some(origin) = &self.origin {

@@ -56,6 +56,9 @@ error_codes! {
     SubscriptionLimit => "subscription_limit",
     AuditUnavailable => "audit_unavailable",
     PostureForbids => "posture_forbids",
+    /// Approving a tool or prompt whose current definition has a high finding of the
+    /// definition review, without acknowledging it (issue 27).
+    FindingNotAcknowledged => "finding_not_acknowledged",
     LockedByAdmin => "locked_by_admin",
     ServerSuspended => "server_suspended",
     KillSessionOnElicitationAbuse => "kill_session_on_elicitation_abuse",
@@ -78,6 +81,11 @@ error_codes! {
     BinaryChanged => "binary_changed",
     StdioBindingMismatch => "stdio_binding_mismatch",
     AttestationUnavailable => "attestation_unavailable",
+    /// A vouched entry's `expires` has passed (issue 27).
+    VouchExpired => "vouch_expired",
+    /// A document fetched from an origin verifies as an id the admins vouch for only at
+    /// other endpoints.
+    VouchedElsewhere => "vouched_elsewhere",
 
     // Package servers (issue 25): the config against the binding, the closure, the store, the
     // interpreter.
@@ -213,6 +221,30 @@ error_codes! {
     BundleRotationNotAuthorized => "bundle_rotation_not_authorized",
     BundleConflict => "bundle_conflict",
     BundleUnreadable => "bundle_unreadable",
+    /// `bundle add-server` would pin a definition with a high finding of the definition
+    /// review, and `--accept-findings` was not given (issue 27).
+    DefinitionFindings => "definition_findings",
+
+    // Importing servers with `bundle add-server --from-registry` (an MCP Registry
+    // `server.json`: `gatehouse_package::registry::RegistryErrorCode`, then the download's own
+    // check) and `--from-client` (an AI client's config).
+    RegistryDocumentInvalid => "registry_document_invalid",
+    RegistryTypeUnsupported => "registry_type_unsupported",
+    RegistrySourceUnsupported => "registry_source_unsupported",
+    RegistryVersionNotExact => "registry_version_not_exact",
+    RegistryHashMissing => "registry_hash_missing",
+    RegistryHashInvalid => "registry_hash_invalid",
+    RegistryTransportUnsupported => "registry_transport_unsupported",
+    RegistryArgumentUnsupported => "registry_argument_unsupported",
+    RegistryUrlInvalid => "registry_url_invalid",
+    /// A downloaded MCPB's bytes are not the `fileSha256` its server.json gives.
+    RegistryHashMismatch => "registry_hash_mismatch",
+    /// A client config runs a package without a version (whatever is newest).
+    VersionRequired => "version_required",
+    /// A client config's launcher uses an option that changes what runs.
+    LauncherUnsupported => "launcher_unsupported",
+    /// A client config's server is neither a command nor a URL Gatehouse can bind.
+    ClientServerUnrecognized => "client_server_unrecognized",
 
     // AI clients' config files (`gatehouse_clients::ClientErrorCode`).
     ClientConfigMissing => "client_config_missing",
@@ -224,6 +256,7 @@ error_codes! {
     ClientBackupMissing => "client_backup_missing",
     ClientChangedSinceConnect => "client_changed_since_connect",
     ClientIo => "client_io",
+    ClientLockdownForeignFile => "client_lockdown_foreign_file",
 
     // The command line's own.
     Usage => "usage",

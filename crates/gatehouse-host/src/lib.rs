@@ -82,7 +82,7 @@ pub mod protocol {
 }
 
 // The front ends' contract: what they name from the root.
-pub use admission::{BundleSource, LockGuard, Status, Widening};
+pub use admission::{BundleSource, IdentitySource, LockGuard, Status, Widening};
 pub use admission::{SYSTEM_TRUST_ROOTS, Trust, TrustSettings, Verdict};
 pub use audit_event::AuditEvent;
 pub use broker::ElicitationRecord;

@@ -10,6 +10,7 @@
 //!   arguments) and which arguments are the user's own;
 //! - [`user_args`]: the user's arguments against the binding's closed rules, on the real file
 //!   system;
+//! - [`registry`]: an MCP Registry `server.json` read into `bundle add-server` proposals;
 //! - [`layout`]: where each artifact is unpacked in the store tree, the tree's store key, the
 //!   entry file, and the Python console-script resolution and bootstrap program.
 //!
@@ -44,6 +45,7 @@ pub mod lockfile;
 pub mod matching;
 pub mod mcpb;
 mod names;
+pub mod registry;
 pub mod user_args;
 pub mod wheels;
 

@@ -32,10 +32,13 @@ const SIGNAL_QUEUE: usize = 64;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notice {
     /// A consent card waits: `server` asks for the person's input. `identity` is the server's
-    /// verified identity (publisher, signer) when it has one.
+    /// verified identity (publisher, signer) when it has one; `vouched_by` the bundle that
+    /// vouches for it when the server publishes no attestation of its own, so the notification
+    /// never reads as the server's own word.
     ConsentWaiting {
         server: String,
         identity: Option<String>,
+        vouched_by: Option<String>,
     },
     /// A sign-in card waits: `server` needs the person to sign in.
     SignInWaiting { server: String },
@@ -76,10 +79,19 @@ impl Notice {
     /// The body, as plain text (escaped by [`Notifier::send`] where the server reads markup).
     pub fn body(&self) -> String {
         match self {
-            Notice::ConsentWaiting { server, identity } => {
+            Notice::ConsentWaiting {
+                server,
+                identity,
+                vouched_by,
+            } => {
                 let server = bounded_line(server, MAX_NAME);
-                let who = match identity {
-                    Some(id) if !bounded_line(id, MAX_NAME).is_empty() => {
+                let who = match (identity, vouched_by) {
+                    (Some(id), Some(bundle)) if !bounded_line(id, MAX_NAME).is_empty() => format!(
+                        "{server} ({}: vouched for by {}; the server publishes no attestation)",
+                        bounded_line(id, MAX_NAME),
+                        bounded_line(bundle, MAX_NAME)
+                    ),
+                    (Some(id), None) if !bounded_line(id, MAX_NAME).is_empty() => {
                         format!("{server} (verified: {})", bounded_line(id, MAX_NAME))
                     }
                     _ => server,
@@ -313,20 +325,36 @@ mod tests {
         let n = Notice::ConsentWaiting {
             server: "echo".into(),
             identity: Some("Example Corp".into()),
+            vouched_by: None,
         };
         assert_eq!(n.summary(), "echo is asking for your input");
         assert!(
             n.body()
                 .starts_with("echo (verified: Example Corp) is waiting")
         );
+        let vouched = Notice::ConsentWaiting {
+            server: "linear".into(),
+            identity: Some("urn:acme:linear".into()),
+            vouched_by: Some("acme@3".into()),
+        };
+        assert!(
+            vouched.body().starts_with(
+                "linear (urn:acme:linear: vouched for by acme@3; the server publishes no attestation) is waiting"
+            ),
+            "{}",
+            vouched.body()
+        );
+        assert!(!vouched.body().contains("verified"));
         let unverified = Notice::ConsentWaiting {
             server: "echo".into(),
             identity: None,
+            vouched_by: None,
         };
         assert!(!unverified.body().contains("verified"));
         let blank = Notice::ConsentWaiting {
             server: "echo".into(),
             identity: Some("\n\t".into()),
+            vouched_by: Some("acme@3".into()),
         };
         assert!(!blank.body().contains("verified"), "{}", blank.body());
         let long = Notice::SignInWaiting {

@@ -151,6 +151,7 @@ async fn a_notice_reaches_the_server_escaped_and_its_click_opens_the_window() {
     let notice = Notice::ConsentWaiting {
         server: "<b>evil</b>&".into(),
         identity: Some("Example & <i>Co</i>".into()),
+        vouched_by: None,
     };
     let id = notifier.send(&notice).await.expect("sent");
     let seen = server.seen.lock().unwrap().clone();
@@ -236,6 +237,7 @@ async fn a_click_on_a_notice_is_an_open_action() {
         .send(&Notice::ConsentWaiting {
             server: "echo".into(),
             identity: None,
+            vouched_by: None,
         })
         .await
         .expect("sent");

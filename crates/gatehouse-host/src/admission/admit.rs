@@ -13,7 +13,10 @@ use time::OffsetDateTime;
 use gatehouse_package::launcher::{PackageRequest, Parsed};
 
 use super::executable::{StdioCheck, stdio_check};
-use super::{AdmissionReason, BundleSource, Identity, Status, Trust, Verdict, working_directory};
+use super::{
+    AdmissionReason, BundleSource, Identity, IdentitySource, Status, Trust, Verdict,
+    working_directory,
+};
 use crate::config::ServerSpec;
 use crate::fetch::{AttestationSource, fetch_attestation};
 
@@ -79,8 +82,7 @@ impl Trust {
             .find(|(k, _)| k == "PATH")
             .map(|(_, v)| v.clone().into())
             .or_else(|| std::env::var_os("PATH"));
-        let (command, args, cwd) =
-            (stdio.command.clone(), stdio.args.clone(), stdio.cwd.clone());
+        let (command, args, cwd) = (stdio.command.clone(), stdio.args.clone(), stdio.cwd.clone());
         let this = self.stdio_candidates();
         let (resolved, workdir) = tokio::task::spawn_blocking(move || {
             (
@@ -101,14 +103,10 @@ impl Trust {
         // A package launcher that is not even installed (`uvx` without uv): the
         // package is what matters, and it is unbound (never run through the launcher).
         let verdict = match resolved {
-            StdioCheck::Failed { program: None, .. }
-                if request.is_some() =>
-            {
-                let mut verdict =
-                    Verdict::new(server, crate::config::ServerKind::Stdio);
+            StdioCheck::Failed { program: None, .. } if request.is_some() => {
+                let mut verdict = Verdict::new(server, crate::config::ServerKind::Stdio);
                 verdict.command = Some(spec.describe());
-                verdict.approval_key =
-                    unattested_stdio_key(spec, None, workdir.as_deref());
+                verdict.approval_key = unattested_stdio_key(spec, None, workdir.as_deref());
                 verdict.unattested(String::new())
             }
             resolved => self.admit_stdio(server, spec, resolved, workdir.as_deref(), now),
@@ -143,7 +141,9 @@ impl Trust {
                     "{what}: pin it yourself with `gatehouse servers pin {}` (or the Pin button in the app), which binds the version it resolves to now, or ask your admin to bind it",
                     verdict.server
                 ),
-                (None, _) => format!("{what}: ask your admin to bind it (gatehouse bundle add-server)"),
+                (None, _) => {
+                    format!("{what}: ask your admin to bind it (gatehouse bundle add-server)")
+                }
             };
         }
         verdict
@@ -173,6 +173,14 @@ impl Trust {
             }
         };
         verdict.origin = Some(source.origin.clone());
+        // An endpoint the admins vouch for is admitted by their attestation alone: the
+        // server's own document is not fetched, so nothing it serves can widen the vouch.
+        if let Ok(url) = url::Url::parse(endpoint) {
+            let endpoint = super::vouched::endpoint_of(&url);
+            if let Some((bundle, policy)) = self.vouched_for(&endpoint) {
+                return self.admit_vouched(verdict, bundle, policy, &endpoint, &source.origin, now);
+            }
+        }
         let bytes = match fetch_attestation(&source, fetch_timeout).await {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
@@ -207,6 +215,12 @@ impl Trust {
         match gatehouse_attest::verify(Some(&bytes), &bundle.content().trust_root, &context) {
             Err(refusal) => verdict.refused_by(&refusal, Some(bundle)),
             Ok(admitted) => {
+                // A vouched id is admitted only at its endpoints: a copy of the admins'
+                // attestation served here (another path, another tenant) admits nothing.
+                if let Some(detail) = self.vouched_elsewhere(admitted.id()) {
+                    verdict.bundle = Some(bundle.label());
+                    return verdict.refused(AdmissionReason::VouchedElsewhere, detail);
+                }
                 // The entry that governs the *verified* id, not the one the bytes claimed.
                 let policy = bundle
                     .content()
@@ -402,6 +416,11 @@ impl Trust {
             bundle_source: source,
             demo: source == BundleSource::Demo,
             body_sha256: admitted.body_sha256_hex(),
+            // A vouched admission overrides this (`admit_vouched`).
+            attested_by: match verdict.transport {
+                crate::config::ServerKind::Http => IdentitySource::Server,
+                crate::config::ServerKind::Stdio => IdentitySource::BundleBinding,
+            },
         });
         verdict.approval_key = format!("id:{}", admitted.id());
         verdict.bundle = Some(bundle.label());

@@ -11,7 +11,7 @@
 //!
 //! Split by concern: loading the trust-root bundles (`bundles.rs`), the admins' lock and what
 //! it refuses (`lock.rs`), the admission decision (`admit.rs`), the stdio executable checks
-//! (`executable.rs`) and the verdict it ends in (`verdict.rs`); here the loaded trust roots.
+//! (`executable.rs`), remote servers the admins vouch for (`vouched.rs`) and the verdict it ends in (`verdict.rs`); here the loaded trust roots.
 
 mod admit;
 mod bundles;
@@ -19,6 +19,7 @@ mod executable;
 mod lock;
 mod package;
 mod verdict;
+mod vouched;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ pub use bundles::{
 };
 pub use executable::{file_sha256, resolve_program, working_directory};
 pub use lock::{AdminLock, LockGuard, Widening, admin_lock, refuse_widening_under_lock};
-pub use verdict::{AdmissionReason, Claimed, Identity, Status, Verdict};
+pub use verdict::{AdmissionReason, Claimed, Identity, IdentitySource, Status, Verdict};
 
 /// The installed trust roots and the effective posture.
 #[derive(Debug)]
@@ -87,6 +88,12 @@ impl Trust {
             .iter()
             .map(VerifiedBundle::signed_sha256_hex)
             .collect()
+    }
+
+    /// The loaded bundles, for what reads their entries (the definition review's other
+    /// servers' tools).
+    pub(crate) fn bundles(&self) -> &[VerifiedBundle] {
+        self.store.bundles()
     }
 
     /// What is loaded, for display.

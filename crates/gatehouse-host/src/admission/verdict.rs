@@ -25,6 +25,11 @@ pub enum AdmissionReason {
     /// A package server's config, user arguments, closure, store entry or interpreter was
     /// refused (issue 25): the code says which.
     Package(crate::ErrorCode),
+    /// The endpoint is vouched for by a bundle, but the vouch has expired.
+    VouchExpired,
+    /// The document served at an origin verifies as an id whose entry vouches for it only at
+    /// other endpoints: a copied vouched attestation admits nothing.
+    VouchedElsewhere,
 }
 
 impl AdmissionReason {
@@ -35,6 +40,8 @@ impl AdmissionReason {
             AdmissionReason::StdioBindingMismatch => "stdio_binding_mismatch",
             AdmissionReason::AttestationUnavailable => "attestation_unavailable",
             AdmissionReason::Package(code) => code.as_str(),
+            AdmissionReason::VouchExpired => "vouch_expired",
+            AdmissionReason::VouchedElsewhere => "vouched_elsewhere",
         }
     }
     /// The ATSA registry code, for registry reasons.
@@ -44,7 +51,9 @@ impl AdmissionReason {
             AdmissionReason::BinaryChanged
             | AdmissionReason::StdioBindingMismatch
             | AdmissionReason::AttestationUnavailable
-            | AdmissionReason::Package(_) => None,
+            | AdmissionReason::Package(_)
+            | AdmissionReason::VouchExpired
+            | AdmissionReason::VouchedElsewhere => None,
         }
     }
 }
@@ -68,6 +77,42 @@ impl Status {
     }
 }
 
+/// How an admitted server's identity was established: what every place that shows identity
+/// must say, so that an admins' vouch is never shown as the server's own statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdentitySource {
+    /// The server's own attestation, fetched from its origin. The default for audit records
+    /// written before the source was recorded (the only remote kind then).
+    #[default]
+    Server,
+    /// The attestation in a bundle's stdio or package binding.
+    BundleBinding,
+    /// An admins' attestation for a remote server that publishes none (a `vouched` entry).
+    Vouched,
+}
+
+impl IdentitySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdentitySource::Server => "server",
+            IdentitySource::BundleBinding => "bundle_binding",
+            IdentitySource::Vouched => "vouched",
+        }
+    }
+
+    /// How the identity was established, for people: `bundle` is `bundleId@version`.
+    pub fn describe(self, bundle: &str) -> String {
+        match self {
+            IdentitySource::Server => format!("attested by the server, trusted through {bundle}"),
+            IdentitySource::BundleBinding => format!("bound by {bundle}"),
+            IdentitySource::Vouched => {
+                format!("vouched for by {bundle}; the server publishes no attestation")
+            }
+        }
+    }
+}
+
 /// The verified identity of an admitted server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
@@ -81,6 +126,9 @@ pub struct Identity {
     /// Admitted through the demo bundle: label it "demo" wherever it is shown.
     pub demo: bool,
     pub body_sha256: String,
+    /// Whose statement the attestation is: the server's, a binding's, or the admins' vouch.
+    #[serde(default)]
+    pub attested_by: IdentitySource,
 }
 
 /// What the server says about itself and nobody verified.
@@ -231,6 +279,13 @@ impl Verdict {
             ""
         };
         match (&self.identity, self.status) {
+            (Some(id), Status::Admitted) if id.attested_by == IdentitySource::Vouched => format!(
+                "admitted as {} (clearance {}, signer {}; {}){demo}",
+                id.id,
+                id.clearance,
+                id.signer_key_id,
+                id.attested_by.describe(&id.bundle)
+            ),
             (Some(id), Status::Admitted) => format!(
                 "admitted as {} (clearance {}, signer {}, bundle {}){demo}",
                 id.id, id.clearance, id.signer_key_id, id.bundle

@@ -275,6 +275,11 @@ pub struct Approved<E> {
     pub entry: E,
     pub approval_key: String,
     pub scope: ApprovalScope,
+    /// The codes of the high findings of the approved definition that the person
+    /// acknowledged (`gatehouse_review::FindingKind::code`); absent when there were none, so
+    /// a record without findings is byte for byte what it was before findings existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
 }
 
 /// A tool approved with the pin of its current definition.

@@ -764,8 +764,23 @@ impl Connection {
         &self,
         names: &[String],
     ) -> Result<Vec<(String, String)>, HostError> {
+        self.approve_prompts_reviewed(names, &crate::gatekeeper::Review::ALONE)
+            .await
+    }
+
+    /// As [`Connection::approve_prompts`], reviewing each definition against `review` first.
+    pub async fn approve_prompts_reviewed(
+        &self,
+        names: &[String],
+        review: &crate::gatekeeper::Review<'_>,
+    ) -> Result<Vec<(String, String)>, HostError> {
         let prompts = self.prompts().await?;
-        self.approve_listed::<Prompts>(&self.prompt_gate, &prompt_definitions(&prompts), names)
+        self.approve_listed::<Prompts>(
+            &self.prompt_gate,
+            &prompt_definitions(&prompts),
+            names,
+            review,
+        )
     }
 
     /// Approves exact resource URIs as the user (warn posture only).

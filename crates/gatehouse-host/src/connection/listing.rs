@@ -13,7 +13,7 @@ use gatehouse_attest::gate::{Kind, ToolGate, ToolStatus};
 use gatehouse_attest::pins::tool_pin;
 
 use super::{CallOptions, Connection};
-use crate::gatekeeper::{NamedPin, Pinned, Tools};
+use crate::gatekeeper::{NamedPin, Pinned, Review, Tools};
 use crate::{ErrorCode, HostError};
 
 /// A listing (tools, resources, prompts) stops with an error past this many pages…
@@ -221,20 +221,33 @@ impl Connection {
         &self,
         names: &[String],
     ) -> Result<Vec<(String, String)>, HostError> {
+        self.approve_tools_reviewed(names, &Review::ALONE).await
+    }
+
+    /// As [`Connection::approve_tools`], reviewing each definition against `review` (other
+    /// servers' tools, the person's acknowledgement of high findings) first.
+    pub async fn approve_tools_reviewed(
+        &self,
+        names: &[String],
+        review: &Review<'_>,
+    ) -> Result<Vec<(String, String)>, HostError> {
         let tools = self.tools().await?;
-        self.approve_listed::<Tools>(&self.tool_gate, &definitions(&tools), names)
+        self.approve_listed::<Tools>(&self.tool_gate, &definitions(&tools), names, review)
     }
 
     /// Approves the listed definitions of `P` named in `names` (every one when empty) with
-    /// their pins, then puts a fresh gate that has seen them in `gate`.
+    /// their pins, once reviewed, then puts a fresh gate that has seen them in `gate`. The
+    /// definitions reviewed are the ones pinned: the same listing.
     pub(super) fn approve_listed<P: Pinned<Entry = NamedPin>>(
         &self,
         gate: &Mutex<ToolGate>,
         definitions: &[serde_json::Value],
         names: &[String],
+        review: &Review<'_>,
     ) -> Result<Vec<NamedPin>, HostError> {
         let pins = self.pins_to_approve(definitions, names, P::KIND)?;
-        self.gatekeeper.approve::<P>(&self.verdict, &pins)?;
+        self.gatekeeper
+            .approve_reviewed::<P>(&self.verdict, &pins, definitions, review)?;
         let mut fresh = self.gatekeeper.gate::<P>(&self.verdict);
         let _ = fresh.observe(definitions);
         *gate.lock().expect("gate poisoned") = fresh;

@@ -6,6 +6,7 @@ use gatehouse_attest::Reason;
 use gatehouse_attest::bundle::BundleError;
 use gatehouse_attest::gate::GateReason;
 use gatehouse_audit::{AuditError, BreakKind};
+use gatehouse_package::registry::RegistryErrorCode;
 
 use super::ErrorCode;
 use crate::admission::AdmissionReason;
@@ -89,6 +90,18 @@ codes_from!(BreakKind, EVERY_BREAK_KIND, {
     Truncated => Truncated,
 });
 
+codes_from!(RegistryErrorCode, EVERY_REGISTRY_CODE, {
+    DocumentInvalid => RegistryDocumentInvalid,
+    RegistryTypeUnsupported => RegistryTypeUnsupported,
+    RegistrySourceUnsupported => RegistrySourceUnsupported,
+    VersionNotExact => RegistryVersionNotExact,
+    HashMissing => RegistryHashMissing,
+    HashInvalid => RegistryHashInvalid,
+    TransportUnsupported => RegistryTransportUnsupported,
+    ArgumentUnsupported => RegistryArgumentUnsupported,
+    UrlInvalid => RegistryUrlInvalid,
+});
+
 impl From<AdmissionReason> for ErrorCode {
     fn from(reason: AdmissionReason) -> ErrorCode {
         match reason {
@@ -96,6 +109,8 @@ impl From<AdmissionReason> for ErrorCode {
             AdmissionReason::BinaryChanged => ErrorCode::BinaryChanged,
             AdmissionReason::StdioBindingMismatch => ErrorCode::StdioBindingMismatch,
             AdmissionReason::AttestationUnavailable => ErrorCode::AttestationUnavailable,
+            AdmissionReason::VouchExpired => ErrorCode::VouchExpired,
+            AdmissionReason::VouchedElsewhere => ErrorCode::VouchedElsewhere,
             AdmissionReason::Package(code) => code,
         }
     }
@@ -156,6 +171,21 @@ impl From<&AuditError> for ErrorCode {
             AuditError::SeqExhausted { .. } => ErrorCode::SeqExhausted,
             AuditError::FlushFailed { .. } => ErrorCode::FlushFailed,
             AuditError::BadDurability { .. } => ErrorCode::BadDurability,
+        }
+    }
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::{EVERY_REGISTRY_CODE, ErrorCode, RegistryErrorCode};
+
+    /// Every registry code (the list above, and the crate's own `ALL`) maps to the code
+    /// spelled as its own name.
+    #[test]
+    fn each_registry_code_maps_to_the_code_of_its_own_name() {
+        assert_eq!(EVERY_REGISTRY_CODE, RegistryErrorCode::ALL.as_slice());
+        for reason in RegistryErrorCode::ALL {
+            assert_eq!(ErrorCode::from(reason).as_str(), reason.code());
         }
     }
 }

@@ -28,7 +28,7 @@ mod approvals_file;
 mod primitive;
 mod suspensions;
 
-pub use approvals::Approvals;
+pub use approvals::{Acknowledgement, Approvals, Review};
 pub use approvals_file::ApprovalsFile;
 pub use primitive::{NamedPin, Pinned, Primitive, Prompts, ResourceRequest, Resources, Tools};
 pub use suspensions::{Suspension, Suspensions};

@@ -56,7 +56,9 @@ pub trait Primitive {
     }
     /// `entry` as a refusal names it.
     fn shown(entry: &Self::Entry) -> String;
-    fn approved(entry: &Self::Entry, approval_key: &str) -> Self::Approved;
+    /// An approval's record; `findings` are the codes of the high findings the person
+    /// acknowledged (none for a primitive without definitions to review).
+    fn approved(entry: &Self::Entry, approval_key: &str, findings: Vec<String>) -> Self::Approved;
     /// The approvals of a server (by approval key) in the approvals file.
     fn approvals(file: &ApprovalsFile, key: &str) -> Vec<Self::Entry>;
     fn add_approvals(file: &mut ApprovalsFile, key: &str, entries: &[Self::Entry]);
@@ -66,6 +68,8 @@ pub trait Primitive {
 /// gate is a [`ToolGate`] of its [`Kind`] (tools, prompts).
 pub trait Pinned: Primitive<Gate = ToolGate> {
     const KIND: Kind;
+    /// What the definition review ([`gatehouse_review::review`]) takes a definition for.
+    const REVIEWED: gatehouse_review::Primitive;
     /// A pin mismatch's record.
     type Mismatch: EventPayload;
     fn mismatch(mismatch: &PinMismatch, server: &str) -> Self::Mismatch;
@@ -164,7 +168,11 @@ impl Primitive for Tools {
     fn shown(entry: &NamedPin) -> String {
         shown_named(entry)
     }
-    fn approved((tool, pin): &NamedPin, approval_key: &str) -> Approved<ToolPin> {
+    fn approved(
+        (tool, pin): &NamedPin,
+        approval_key: &str,
+        findings: Vec<String>,
+    ) -> Approved<ToolPin> {
         Approved {
             entry: ToolPin {
                 tool: tool.clone(),
@@ -172,6 +180,7 @@ impl Primitive for Tools {
             },
             approval_key: approval_key.to_string(),
             scope: ApprovalScope::User,
+            findings,
         }
     }
     fn approvals(file: &ApprovalsFile, key: &str) -> Vec<NamedPin> {
@@ -184,6 +193,7 @@ impl Primitive for Tools {
 
 impl Pinned for Tools {
     const KIND: Kind = Kind::Tool;
+    const REVIEWED: gatehouse_review::Primitive = gatehouse_review::Primitive::Tool;
     type Mismatch = PinMismatched<ToolName>;
     fn mismatch(m: &PinMismatch, server: &str) -> Self::Mismatch {
         mismatched(
@@ -236,7 +246,11 @@ impl Primitive for Prompts {
     fn shown(entry: &NamedPin) -> String {
         shown_named(entry)
     }
-    fn approved((prompt, pin): &NamedPin, approval_key: &str) -> Approved<PromptPin> {
+    fn approved(
+        (prompt, pin): &NamedPin,
+        approval_key: &str,
+        findings: Vec<String>,
+    ) -> Approved<PromptPin> {
         Approved {
             entry: PromptPin {
                 prompt: prompt.clone(),
@@ -244,6 +258,7 @@ impl Primitive for Prompts {
             },
             approval_key: approval_key.to_string(),
             scope: ApprovalScope::User,
+            findings,
         }
     }
     fn approvals(file: &ApprovalsFile, key: &str) -> Vec<NamedPin> {
@@ -256,6 +271,7 @@ impl Primitive for Prompts {
 
 impl Pinned for Prompts {
     const KIND: Kind = Kind::Prompt;
+    const REVIEWED: gatehouse_review::Primitive = gatehouse_review::Primitive::Prompt;
     type Mismatch = PinMismatched<PromptName>;
     fn mismatch(m: &PinMismatch, server: &str) -> Self::Mismatch {
         mismatched(
@@ -332,11 +348,16 @@ impl Primitive for Resources {
     fn shown(entry: &ResourceEntry) -> String {
         format!("{:?}", entry.as_str())
     }
-    fn approved(entry: &ResourceEntry, approval_key: &str) -> Approved<ResourceEntry> {
+    fn approved(
+        entry: &ResourceEntry,
+        approval_key: &str,
+        findings: Vec<String>,
+    ) -> Approved<ResourceEntry> {
         Approved {
             entry: entry.clone(),
             approval_key: approval_key.to_string(),
             scope: ApprovalScope::User,
+            findings,
         }
     }
     fn approvals(file: &ApprovalsFile, key: &str) -> Vec<ResourceEntry> {

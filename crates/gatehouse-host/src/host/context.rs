@@ -225,7 +225,7 @@ impl Host {
         }
     }
 
-    fn changed(&self, server: &str) {
+    pub(super) fn changed(&self, server: &str) {
         (self.notify)(Change::Audit);
         (self.notify)(Change::Traffic {
             server: server.into(),
@@ -467,10 +467,8 @@ impl Host {
         server: &str,
         names: &[String],
     ) -> Result<Vec<(String, String)>, ApiError> {
-        let connection = self.connection(server).await?;
-        let pins = connection.approve_tools(names).await;
-        self.changed(server);
-        Ok(pins?)
+        self.approve_tools_with(server, names, super::Acknowledgement::NotGiven)
+            .await
     }
 
     /// Approves prompts as the user (warn posture only); `names` empty means every listed
@@ -480,10 +478,8 @@ impl Host {
         server: &str,
         names: &[String],
     ) -> Result<Vec<(String, String)>, ApiError> {
-        let connection = self.connection(server).await?;
-        let pins = connection.approve_prompts(names).await;
-        self.changed(server);
-        Ok(pins?)
+        self.approve_prompts_with(server, names, super::Acknowledgement::NotGiven)
+            .await
     }
 
     /// Approves exact resource URIs and URI prefixes (each ending in `/`, the bundle's prefix

@@ -39,6 +39,7 @@ mod package_files;
 mod packages;
 mod pin;
 mod records;
+mod review;
 mod servers;
 mod settings;
 #[cfg(test)]
@@ -50,9 +51,10 @@ pub use calls::CallOutcome;
 pub use connections::{BlockedTool, ServerDetail, ToolGroups};
 pub use manage::{AddServer, Admission, ImportOutcome, NewServer, Resumed};
 pub use options::{Answering, FindingsSink, HostOptions, HostPaths};
-pub use packages::PackagePreview;
+pub use packages::{PackagePreview, RemotePreview};
 pub use pin::{PIN_BUNDLE_ID, PIN_KEY_SECRET, PackageState, PinPlan, Pinned};
 pub use records::AuditVerdict;
+pub use review::Acknowledgement;
 pub use servers::{RowReason, RowStatus, ServerRow};
 pub use settings::{AuditWarning, Settings};
 

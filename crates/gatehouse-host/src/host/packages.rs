@@ -131,6 +131,59 @@ impl Host {
     }
 }
 
+/// What a live remote server offers, listed before anyone vouches for it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemotePreview {
+    /// Each tool's whole definition, as `tools/list` gave it (what a pin hashes).
+    pub tools: Vec<serde_json::Value>,
+    /// `serverInfo` from the handshake: what the server says, unverified.
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+}
+
+impl Host {
+    /// Connects to the remote server at `url` from a scratch host (as an ad-hoc, unattested
+    /// server under the warn posture: nothing of the user's is read or written) with
+    /// `headers` sent as given, and lists its tools: what `bundle add-server --url` pins.
+    pub async fn preview_remote(
+        url: &url::Url,
+        headers: &[(String, String)],
+        clock: Clock,
+    ) -> Result<RemotePreview, ApiError> {
+        let options = HostOptions::ephemeral(clock)?;
+        let host = Host::open(
+            options,
+            Arc::new(crate::secrets::MemoryStore::default()),
+            Arc::new(crate::consent::ScriptedConsent::new(Vec::new())),
+            Arc::new(|_| {}),
+        )?;
+        host.add_adhoc(
+            PREVIEW,
+            ServerSpec::Http(crate::config::HttpSpec {
+                url: url.clone(),
+                headers: headers.to_vec(),
+                bearer_token_secret: None,
+                oauth: crate::auth::OAuthOptions::default(),
+            }),
+        );
+        let detail = host.connect(PREVIEW).await;
+        host.shutdown().await;
+        let detail = detail?;
+        let claimed = detail.banner.as_ref().map(|b| b.claimed.clone());
+        Ok(RemotePreview {
+            tools: detail
+                .tools
+                .allowed
+                .iter()
+                .chain(&detail.tools.hidden)
+                .map(|t| serde_json::to_value(t).unwrap_or_default())
+                .collect(),
+            server_name: claimed.as_ref().and_then(|c| c.server_name.clone()),
+            server_version: claimed.and_then(|c| c.server_version),
+        })
+    }
+}
+
 /// Opens a scratch host on `options`, connects `spec` as an ad-hoc server (unattested, the
 /// warn posture of an ephemeral host) and returns every tool's whole definition.
 async fn list_tools(

@@ -79,6 +79,7 @@ fn admission() {
             bundle_source: BundleSource::System,
             demo: false,
             body_sha256: "ab".into(),
+            attested_by: crate::admission::IdentitySource::Server,
         }),
         claimed: Claimed {
             publisher: Some("Acme".into()),
@@ -99,7 +100,8 @@ fn admission() {
         "reason": null, "code": null, "detail": "",
         "identity": {"id": "urn:example:files", "clearance": "internal",
             "asserted_clearance": "internal", "signer_key_id": "k1", "bundle": "acme@7",
-            "bundle_source": "system", "demo": false, "body_sha256": "ab"},
+            "bundle_source": "system", "demo": false, "body_sha256": "ab",
+            "attested_by": "server"},
         "claimed": {"publisher": "Acme", "server_name": null, "server_version": null},
         "transport": "http", "origin": "https://files.example", "origin_binding": "bundle",
         "command": null, "bundle": "acme@7", "demo": false, "decision": "admitted",
@@ -288,6 +290,7 @@ fn approvals() {
             entry,
             approval_key: "stdio:/bin/x".into(),
             scope: ApprovalScope::User,
+            findings: Vec::new(),
         }
     }
     round_trip(
@@ -313,6 +316,18 @@ fn approvals() {
     round_trip(
         approved(ResourceEntry::Prefix("demo://notes/".into())),
         json!({"prefix": "demo://notes/", "approval_key": "stdio:/bin/x", "scope": "user"}),
+    );
+    // Acknowledged findings (issue 27) are written only when there are some.
+    round_trip(
+        Approved {
+            findings: vec!["invisible_characters".into(), "secret_request".into()],
+            ..approved(ToolPin {
+                tool: "echo".into(),
+                pin: "sha256:00".into(),
+            })
+        },
+        json!({"tool": "echo", "pin": "sha256:00", "approval_key": "stdio:/bin/x",
+            "scope": "user", "findings": ["invisible_characters", "secret_request"]}),
     );
 }
 
