@@ -85,27 +85,62 @@ const WHY = {
   prompt_pin_mismatch: 'Its definition changed since it was pinned: blocked until it is approved again.',
 };
 
+// Labels of the review's finding kinds (gatehouse_review::FindingKind codes), as tool cards.
+const FINDING_KINDS = {
+  invisible_characters: 'Invisible or direction-changing characters',
+  model_instruction: 'Instructions aimed at the model',
+  other_server_tool: "Names another server's tool",
+  other_tool_instruction: 'Says how another tool must be used',
+  secret_request: 'Asks for a secret',
+};
+
+/** The review's findings as a list (as tool cards show them), every value set as text. */
+function findingsList(findings) {
+  if (!Array.isArray(findings) || findings.length === 0) return null;
+  return el('ul', { class: 'findings', 'data-testid': 'findings', 'aria-label': 'Review findings' },
+    findings.map((f) => el('li', { class: `finding finding-${f.severity === 'high' ? 'high' : 'medium'}`, 'data-kind': String(f.kind), 'data-severity': String(f.severity) },
+      el('span', { class: 'finding-kind' }, FINDING_KINDS[f.kind] ?? String(f.kind)),
+      ' ', el('span', { class: 'finding-severity' }, f.severity === 'high' ? 'high' : 'medium'),
+      ' in ', el('code', {}, String(f.field ?? '')),
+      el('p', { class: 'finding-excerpt mono' }, String(f.excerpt ?? '')),
+      el('p', { class: 'finding-detail muted' }, String(f.detail ?? '')))));
+}
+
+// The answer's text fields are escaped by the host (invisible characters as \u{XXXX}); `name`
+// (of a prompt or an argument) is the exact name, only ever sent back, and `shownName` the
+// escaped one, the only one shown.
+const shownName = (item) => (typeof item?.shownName === 'string' ? item.shownName : '?');
+
 function promptItem(p, prompt, status, reason = null) {
   const name = typeof prompt.name === 'string' ? prompt.name : '?';
+  const shown = shownName(prompt);
   const mine = status === 'allowed' && p.open?.name === name;
   const open = status === 'allowed'
     ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'open-prompt', 'aria-expanded': String(mine) }, mine ? 'Hide' : 'Open')
     : null;
+  // One with a high finding is approved only through the explicit "Approve despite findings".
+  const despite = prompt.needsAcknowledgement === true;
   const approve = status !== 'allowed' && p.canApprove
-    ? el('button', { type: 'button', class: 'secondary small', 'data-action': 'approve-prompt' }, 'Approve')
+    ? el('button', {
+      type: 'button',
+      class: despite ? 'danger small' : 'secondary small',
+      'data-action': despite ? 'approve-prompt-despite-findings' : 'approve-prompt',
+    }, despite ? 'Approve despite findings' : 'Approve')
     : null;
   open?.addEventListener('click', () => toggle(p, prompt));
-  approve?.addEventListener('click', () => approveName(p, name, approve));
+  approve?.addEventListener('click', () => approveName(p, name, shown, despite, approve));
   const args = Array.isArray(prompt.arguments) ? prompt.arguments : [];
-  return el('li', { class: `tool tool-${status} server-prompt`, 'data-prompt': name, 'data-prompt-status': status },
+  const findings = Array.isArray(prompt.findings) ? prompt.findings : [];
+  return el('li', { class: `tool tool-${status} server-prompt`, 'data-prompt': name, 'data-prompt-status': status, 'data-findings': String(findings.length) },
     el('div', { class: 'tool-head' },
-      el('code', { class: 'tool-name' }, name),
-      typeof prompt.title === 'string' && prompt.title !== name ? el('span', { class: 'muted' }, prompt.title) : null,
+      el('code', { class: 'tool-name' }, shown),
+      typeof prompt.title === 'string' && prompt.title !== shown ? el('span', { class: 'muted' }, prompt.title) : null,
       el('span', { class: 'head-actions' }, open, approve)),
     typeof prompt.description === 'string' && prompt.description !== '' ? el('p', { class: 'tool-desc' }, prompt.description) : null,
     args.length > 0
-      ? el('p', { class: 'muted item-title' }, 'Arguments: ', args.map((a, i) => [i > 0 ? ', ' : '', el('code', {}, String(a?.name ?? '?')), a?.required ? ' (required)' : '']))
+      ? el('p', { class: 'muted item-title' }, 'Arguments: ', args.map((a, i) => [i > 0 ? ', ' : '', el('code', {}, shownName(a)), a?.required ? ' (required)' : '']))
       : null,
+    findingsList(findings),
     reason ? el('p', { class: 'reason', 'data-testid': 'reason', 'data-code': reason }, el('code', {}, reason), ' ', WHY[reason] ?? 'Gatehouse refuses to get it.') : null,
     mine ? p.open.form : null);
 }
@@ -128,11 +163,11 @@ function toggle(p, prompt) {
   p.open?.form.querySelector('input, button')?.focus();
 }
 
-async function approveName(p, name, button) {
+async function approveName(p, name, shown, despite, button) {
   button.disabled = true;
   try {
-    await api.promptsApprove(p.server, [name]);
-    notify(`Approved the prompt ${name} for ${p.server}.`, { tone: 'good' });
+    await api.promptsApprove(p.server, [name], despite ? 'high_findings' : 'not_given');
+    notify(`Approved the prompt ${shown} for ${p.server}.`, { tone: 'good' });
   } catch (error) {
     notify(error);
     button.disabled = false;
@@ -145,7 +180,7 @@ function buildForm(p, prompt) {
   const args = (Array.isArray(prompt.arguments) ? prompt.arguments : []).filter((a) => typeof a?.name === 'string');
   const fields = args.map((arg) => completionField({
     name: arg.name,
-    label: typeof arg.title === 'string' && arg.title !== '' ? arg.title : arg.name,
+    label: typeof arg.title === 'string' && arg.title !== '' ? arg.title : shownName(arg),
     required: arg.required === true,
     description: arg.description,
     complete: (value) => api.argumentComplete(p.server, { prompt: prompt.name }, arg.name, value, contextOf(fields, arg.name)),
@@ -154,8 +189,8 @@ function buildForm(p, prompt) {
   const close = el('button', { type: 'button', class: 'secondary', 'data-action': 'close-prompt' }, 'Close');
   const problems = el('p', { class: 'action-error', 'data-testid': 'prompt-form-error', 'aria-live': 'assertive' });
   const resultSlot = el('div', { class: 'result-slot', 'aria-live': 'polite' });
-  const form = el('form', { id: 'server-prompt-form', class: 'tool-form', novalidate: true, 'data-prompt-form': prompt.name, 'aria-label': `Get ${prompt.name}` },
-    el('p', { class: 'form-title' }, 'Get ', el('code', {}, prompt.name), ' from ', el('strong', {}, p.server)),
+  const form = el('form', { id: 'server-prompt-form', class: 'tool-form', novalidate: true, 'data-prompt-form': prompt.name, 'aria-label': `Get ${shownName(prompt)}` },
+    el('p', { class: 'form-title' }, 'Get ', el('code', {}, shownName(prompt)), ' from ', el('strong', {}, p.server)),
     fields.length === 0 ? el('p', { class: 'muted' }, 'This prompt takes no arguments.') : fields.map((f) => f.row),
     problems,
     el('div', { class: 'actions' }, get, close),
@@ -172,7 +207,7 @@ function buildForm(p, prompt) {
     for (const [i, arg] of args.entries()) {
       const value = fields[i].input.value;
       if (value !== '') values[arg.name] = value;
-      else if (arg.required === true) missing.push(arg.name);
+      else if (arg.required === true) missing.push(shownName(arg));
       fields[i].input.setAttribute('aria-invalid', String(value === '' && arg.required === true));
     }
     if (missing.length > 0) {

@@ -464,6 +464,7 @@ function toggleTool(section, tool) {
     name: tool.name,
     schema: JSON.stringify(tool.inputSchema ?? null),
     form: buildToolForm(server, tool, {
+      review: detail.reviews?.[tool.name] ?? null,
       onClose: () => {
         openTool?.form.remove();
         openTool = null;

@@ -1,6 +1,8 @@
 // A form to call one allowed tool, generated from its inputSchema: simple properties get fitting
-// inputs, anything else a JSON textarea. The tool's own schema is the server's text: titles and
-// descriptions are shown as text only.
+// inputs, anything else a JSON textarea. The tool's own schema is the server's text: what is
+// shown of it (names, titles, descriptions, enum labels) comes from the tool's review, escaped
+// by the host (invisible characters as \u{XXXX}), and is set as text only; the raw schema gives
+// only structure and the exact names and values a call sends.
 import * as api from './api.js';
 import { el, replace } from './dom.js';
 import { asText } from './util.js';
@@ -17,7 +19,7 @@ function kindOf(schema) {
   return ['string', 'number', 'integer', 'boolean'].includes(type) ? type : 'json';
 }
 
-function control(id, name, kind, schema, isRequired) {
+function control(id, name, kind, schema, isRequired, shown) {
   const fallback = schema?.default;
   switch (kind) {
     case 'string':
@@ -34,7 +36,7 @@ function control(id, name, kind, schema, isRequired) {
     case 'enum':
       return el('select', { id, name },
         fallback === undefined || !isRequired ? el('option', { value: '', selected: fallback === undefined }, isRequired ? 'Choose…' : '(none)') : null,
-        schema.enum.map((v) => el('option', { value: v, selected: v === fallback }, v)));
+        schema.enum.map((v, i) => el('option', { value: v, selected: v === fallback }, shown.enumLabels?.[i] ?? escapeInvisible(v))));
     default:
       return el('textarea', {
         id, name, rows: '3', spellcheck: 'false', class: 'mono',
@@ -91,18 +93,36 @@ function renderCallError(error) {
     el('p', {}, el('code', {}, error.code), ' ', error.message));
 }
 
-/** The form for `tool` of `server`; `onClose` removes it. */
-export function buildToolForm(server, tool, { onClose }) {
+// The same characters as gatehouse_review::is_invisible: a last resort for text the review
+// did not carry (it always does for a listed tool).
+const INVISIBLE = /[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFF8]|[\u{1BCA0}-\u{1BCA3}]|[\u{1D173}-\u{1D17A}]|[\u{E0000}-\u{E0FFF}]/gu;
+function escapeInvisible(text) {
+  return String(text).replace(INVISIBLE, (c) => `\\u{${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}}`);
+}
+
+/** What the form shows of property `name`: the review's escaped text, else the name escaped. */
+function shownField(review, name) {
+  const field = review?.fields?.[name];
+  if (field && typeof field === 'object') return field;
+  return { shownName: escapeInvisible(name), title: null, description: null, enumLabels: [] };
+}
+
+/**
+ * The form for `tool` of `server` (the raw listed tool, for its structure and exact names);
+ * `review` is its `ToolReview`, whose escaped text is all the form shows; `onClose` removes it.
+ */
+export function buildToolForm(server, tool, { onClose, review = null }) {
   const schema = tool.inputSchema ?? {};
   const properties = schema.properties && typeof schema.properties === 'object' ? schema.properties : {};
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const entries = Object.entries(properties).map(([name, prop], i) => {
     const kind = kindOf(prop);
     const id = `tool-field-${i}`;
-    const input = control(id, name, kind, prop, required.has(name));
+    const shown = shownField(review, name);
+    const input = control(id, name, kind, prop, required.has(name), shown);
     const error = el('div', { class: 'error-slot', 'aria-live': 'polite' });
-    const label = [prop?.title ?? name, required.has(name) ? el('span', { class: 'tag tag-required' }, 'required') : null];
-    const description = typeof prop?.description === 'string' ? el('p', { class: 'field-desc' }, prop.description) : null;
+    const label = [typeof shown.title === 'string' ? shown.title : shown.shownName, required.has(name) ? el('span', { class: 'tag tag-required' }, 'required') : null];
+    const description = typeof shown.description === 'string' ? el('p', { class: 'field-desc' }, shown.description) : null;
     const row = kind === 'boolean'
       ? el('div', { class: 'field field-boolean' }, el('label', { class: 'choice', for: id }, input, el('span', { class: 'field-label' }, label)), description, error)
       : el('div', { class: 'field' }, el('label', { class: 'field-label', for: id }, label), description, input, error);
@@ -112,8 +132,9 @@ export function buildToolForm(server, tool, { onClose }) {
   const run = el('button', { type: 'submit', class: 'primary', 'data-action': 'run-tool' }, 'Run');
   const close = el('button', { type: 'button', class: 'secondary', 'data-action': 'close-tool' }, 'Close');
   const resultSlot = el('div', { class: 'result-slot', 'aria-live': 'polite' });
-  const form = el('form', { id: 'tool-form', class: 'tool-form', novalidate: true, 'aria-label': `Run ${tool.name}` },
-    el('p', { class: 'form-title' }, 'Run ', el('code', {}, tool.name), ' on ', el('strong', {}, server)),
+  const toolName = typeof review?.name === 'string' ? review.name : escapeInvisible(tool.name ?? '?');
+  const form = el('form', { id: 'tool-form', class: 'tool-form', novalidate: true, 'aria-label': `Run ${toolName}` },
+    el('p', { class: 'form-title' }, 'Run ', el('code', {}, toolName), ' on ', el('strong', {}, server)),
     entries.length === 0 ? el('p', { class: 'muted' }, 'This tool takes no arguments.') : entries.map((e) => e.row),
     el('div', { class: 'actions' }, run, close),
     resultSlot);

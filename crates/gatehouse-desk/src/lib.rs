@@ -53,7 +53,9 @@ pub use launch::Launch;
 pub use pins::{PinPlanView, PinnedView, PlannedTool};
 pub use prompts::{CardState, PromptCard, PromptDesk, WindowAnswer, WindowReply};
 pub use reads::{ReadShelf, ShelvedRead};
-pub use review::{ArgumentReview, DetailView, FindingView, PromptReview, PromptsView, ToolReview};
+pub use review::{
+    ArgumentReview, DetailView, FieldReview, FindingView, PromptReview, PromptsView, ToolReview,
+};
 pub use signin::{
     SignInCard, SignInCards, SignInChange, SignInDesk, SignInNotifier, SignInReply, SignInResult,
     SignInState,

@@ -52,6 +52,47 @@ pub struct ToolReview {
     pub findings: Vec<FindingView>,
     /// A high finding: approving needs the explicit "Approve despite findings".
     pub needs_acknowledgement: bool,
+    /// The call form's text: each top-level `inputSchema` property by its exact name (the
+    /// argument's key a call sends), its text escaped.
+    pub fields: BTreeMap<String, FieldReview>,
+}
+
+/// What the tool form shows of one input-schema property, escaped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldReview {
+    /// The property's name as shown (escaped).
+    pub shown_name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// The labels of its string `enum` values, escaped, in the schema's order (the values
+    /// themselves are sent as they are).
+    pub enum_labels: Vec<String>,
+}
+
+impl FieldReview {
+    fn new(name: &str, property: &Value) -> FieldReview {
+        let shown = |key: &str| {
+            property
+                .get(key)
+                .and_then(Value::as_str)
+                .map(|text| escape(text).into_owned())
+        };
+        FieldReview {
+            shown_name: escape(name).into_owned(),
+            title: shown("title"),
+            description: shown("description"),
+            enum_labels: property
+                .get("enum")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Value::as_str)
+                .map(|label| escape(label).into_owned())
+                .collect(),
+        }
+    }
 }
 
 impl ToolReview {
@@ -69,6 +110,13 @@ impl ToolReview {
             description: shown("description"),
             findings: findings.iter().map(FindingView::from).collect(),
             needs_acknowledgement: has_high(findings),
+            fields: definition
+                .pointer("/inputSchema/properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(name, property)| (name.clone(), FieldReview::new(name, property)))
+                .collect(),
         }
     }
 }
