@@ -348,15 +348,18 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                             vouched.expires.format(&Rfc3339).unwrap_or_default()
                         );
                     }
-                    // What a reviewer can read of the pins without connecting.
-                    println!(
-                        "{}: definitions carried: {} of {} pinned tool(s), {} of {} pinned prompt(s)",
-                        s.id,
-                        s.tool_definitions.len(),
-                        s.tool_pins.len(),
-                        s.prompt_definitions.len(),
-                        s.prompt_pins.len()
-                    );
+                    // What a reviewer can read of the pins without connecting (nothing to say
+                    // of an entry that pins nothing).
+                    if !s.tool_pins.is_empty() || !s.prompt_pins.is_empty() {
+                        println!(
+                            "{}: definitions carried: {} of {} pinned tool(s), {} of {} pinned prompt(s)",
+                            s.id,
+                            s.tool_definitions.len(),
+                            s.tool_pins.len(),
+                            s.prompt_definitions.len(),
+                            s.prompt_pins.len()
+                        );
+                    }
                 }
                 // The definition review of every carried definition, under its entry.
                 for (s, found) in c.servers.iter().zip(&findings) {

@@ -253,7 +253,12 @@ fn inspect_shows_vouched_entries_and_how_many_definitions_are_carried() {
     );
     assert!(!stdout.contains("attested by the server"), "{stdout}");
     assert!(
-        stdout.contains("urn:acme:linear: definitions carried: 0 of 0 pinned tool(s)"),
+        stdout.contains("urn:acme:demo: definitions carried: 1 of 10 pinned tool(s)"),
+        "{stdout}"
+    );
+    // An entry that pins nothing has nothing carried to count.
+    assert!(
+        !stdout.contains("urn:acme:linear: definitions carried"),
         "{stdout}"
     );
     let (code, out) = admin.env.json(&["bundle", "inspect", &path]);
