@@ -109,45 +109,9 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
     .await?;
     let (allowed, pins) = choose_tools(&preview.tools, args)?;
 
-    let mut entry = json!({"id": args.id, "package": binding, "allowedTools": allowed});
-    if !pins.is_empty() {
-        entry["toolPins"] = Value::Object(pins);
-        entry["toolDefinitions"] = Value::Object(chosen_definitions(&preview.tools, &allowed));
-    }
-    if !args.prompts.is_empty() {
-        entry["allowedPrompts"] = json!(args.prompts);
-    }
-    if !args.resource_prefixes.is_empty() {
-        entry["allowedResourcePrefixes"] = json!(args.resource_prefixes);
-    }
-    let servers = signed
-        .entry("servers")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .ok_or_else(|| Failure::usage("the bundle's \"servers\" is not a list"))?;
-    let replaced = match servers.iter().position(|s| s["id"] == json!(args.id)) {
-        Some(i) => {
-            servers[i] = entry;
-            true
-        }
-        None => {
-            servers.push(entry);
-            false
-        }
-    };
-    let spec = signed
-        .get("specVersion")
-        .and_then(Value::as_u64)
-        .unwrap_or(1);
-    if spec < DEFINITIONS_SPEC_VERSION {
-        signed.insert("specVersion".into(), json!(DEFINITIONS_SPEC_VERSION));
-    }
-    document["signatures"] = json!([]);
-    let text = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&document).expect("json")
-    );
-    write_atomic(&args.bundle, text.as_bytes(), 0o644)?;
+    let mut entry = json!({"id": args.id, "package": binding});
+    finish_entry(&mut entry, args, &preview.tools, &allowed, pins);
+    let replaced = write_entry(args, &mut document, entry, DEFINITIONS_SPEC_VERSION)?;
 
     let tools: Vec<&str> = preview
         .tools
@@ -223,51 +187,15 @@ async fn stdio(
         "id": args.id,
         "stdio": {"command": program, "args": command_args, "sha256": sha256,
                   "attestation": attestation},
-        "allowedTools": allowed,
     });
-    if !pins.is_empty() {
-        entry["toolPins"] = Value::Object(pins);
-        entry["toolDefinitions"] = Value::Object(chosen_definitions(&tools, &allowed));
-    }
-    if !args.prompts.is_empty() {
-        entry["allowedPrompts"] = json!(args.prompts);
-    }
-    if !args.resource_prefixes.is_empty() {
-        entry["allowedResourcePrefixes"] = json!(args.resource_prefixes);
-    }
-    let signed = document["signed"]
-        .as_object_mut()
-        .expect("checked by the caller");
-    if entry.get("toolDefinitions").is_some() {
-        let spec = signed
-            .get("specVersion")
-            .and_then(Value::as_u64)
-            .unwrap_or(1);
-        if spec < DEFINITIONS_SPEC_VERSION {
-            signed.insert("specVersion".into(), json!(DEFINITIONS_SPEC_VERSION));
-        }
-    }
-    let servers = signed
-        .entry("servers")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .ok_or_else(|| Failure::usage("the bundle's \"servers\" is not a list"))?;
-    let replaced = match servers.iter().position(|s| s["id"] == json!(args.id)) {
-        Some(i) => {
-            servers[i] = entry;
-            true
-        }
-        None => {
-            servers.push(entry);
-            false
-        }
+    finish_entry(&mut entry, args, &tools, &allowed, pins);
+    // A stdio binding is read by every bundle version; only carried definitions need 6.
+    let spec = if entry.get("toolDefinitions").is_some() {
+        DEFINITIONS_SPEC_VERSION
+    } else {
+        1
     };
-    document["signatures"] = json!([]);
-    let text = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&document).expect("json")
-    );
-    write_atomic(&args.bundle, text.as_bytes(), 0o644)?;
+    let replaced = write_entry(args, document, entry, spec)?;
     let listed: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     let allowed_now = entry_names(&args.bundle, &args.id);
     report(
@@ -293,6 +221,73 @@ async fn stdio(
 }
 
 /// The allowed tools written for `id`, read back from what was written.
+/// The parts of an entry every kind writes alike: the allowed tools, their pins and the pinned
+/// definitions carried for reviewers, the allowed prompts and resource prefixes.
+pub(crate) fn finish_entry(
+    entry: &mut Value,
+    args: &AddServerArgs,
+    tools: &[Value],
+    allowed: &[String],
+    pins: Map<String, Value>,
+) {
+    let definitions = (!pins.is_empty()).then(|| chosen_definitions(tools, allowed));
+    entry["allowedTools"] = json!(allowed);
+    if let Some(definitions) = definitions {
+        entry["toolPins"] = Value::Object(pins);
+        entry["toolDefinitions"] = Value::Object(definitions);
+    }
+    if !args.prompts.is_empty() {
+        entry["allowedPrompts"] = json!(args.prompts);
+    }
+    if !args.resource_prefixes.is_empty() {
+        entry["allowedResourcePrefixes"] = json!(args.resource_prefixes);
+    }
+}
+
+/// Puts `entry` into the bundle `document` (replacing the entry of the same id), raises its
+/// specVersion to at least `spec`, drops the signatures (the content changed: `bundle sign`
+/// again) and writes the file atomically. Whether an entry was replaced.
+pub(crate) fn write_entry(
+    args: &AddServerArgs,
+    document: &mut Value,
+    entry: Value,
+    spec: u64,
+) -> Result<bool, Failure> {
+    let signed = document
+        .get_mut("signed")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| Failure::usage("the bundle has no \"signed\" object"))?;
+    let servers = signed
+        .entry("servers")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+        .ok_or_else(|| Failure::usage("the bundle's \"servers\" is not a list"))?;
+    let replaced = match servers.iter().position(|s| s["id"] == json!(args.id)) {
+        Some(i) => {
+            servers[i] = entry;
+            true
+        }
+        None => {
+            servers.push(entry);
+            false
+        }
+    };
+    let current = signed
+        .get("specVersion")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    if current < spec {
+        signed.insert("specVersion".into(), json!(spec));
+    }
+    document["signatures"] = json!([]);
+    let text = format!(
+        "{}\n",
+        serde_json::to_string_pretty(&document).expect("json")
+    );
+    write_atomic(&args.bundle, text.as_bytes(), 0o644)?;
+    Ok(replaced)
+}
+
 fn entry_names(bundle: &Path, id: &str) -> Vec<String> {
     std::fs::read(bundle)
         .ok()

@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::admin::write_atomic;
 use crate::cli::AddServerArgs;
 use crate::commands::{Context, report};
 use crate::failure::Failure;
@@ -86,17 +85,6 @@ pub async fn run(
     let headers = parse_headers(&args.headers)?;
     let preview = Host::preview_remote(&url, &headers, system_clock()).await?;
     let (allowed, pins) = crate::add_server::choose_tools(&preview.tools, args)?;
-    let definitions: serde_json::Map<String, Value> = preview
-        .tools
-        .iter()
-        .filter_map(|t| {
-            let name = t["name"].as_str()?;
-            allowed
-                .iter()
-                .any(|a| a == name)
-                .then(|| (name.to_string(), t.clone()))
-        })
-        .collect();
 
     let version = preview
         .server_version
@@ -125,55 +113,15 @@ pub async fn run(
         "id": args.id,
         "origins": [origin],
         "vouched": {"endpoints": [endpoint], "expires": expires, "attestation": attestation},
-        "allowedTools": allowed,
     });
-    if !pins.is_empty() {
-        entry["toolPins"] = Value::Object(pins);
-        entry["toolDefinitions"] = Value::Object(definitions);
-    }
     if !args.authorization_servers.is_empty() {
         entry["authorizationServers"] = json!(args.authorization_servers);
     }
     if !args.url_domains.is_empty() {
         entry["urlElicitationDomains"] = json!(args.url_domains);
     }
-    if !args.prompts.is_empty() {
-        entry["allowedPrompts"] = json!(args.prompts);
-    }
-    if !args.resource_prefixes.is_empty() {
-        entry["allowedResourcePrefixes"] = json!(args.resource_prefixes);
-    }
-    let signed = document["signed"]
-        .as_object_mut()
-        .expect("checked by the caller");
-    let servers = signed
-        .entry("servers")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .ok_or_else(|| Failure::usage("the bundle's \"servers\" is not a list"))?;
-    let replaced = match servers.iter().position(|s| s["id"] == json!(args.id)) {
-        Some(i) => {
-            servers[i] = entry;
-            true
-        }
-        None => {
-            servers.push(entry);
-            false
-        }
-    };
-    let spec = signed
-        .get("specVersion")
-        .and_then(Value::as_u64)
-        .unwrap_or(1);
-    if spec < VOUCHED_SPEC_VERSION {
-        signed.insert("specVersion".into(), json!(VOUCHED_SPEC_VERSION));
-    }
-    document["signatures"] = json!([]);
-    let text = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&document).expect("json")
-    );
-    write_atomic(&args.bundle, text.as_bytes(), 0o644)?;
+    crate::add_server::finish_entry(&mut entry, args, &preview.tools, &allowed, pins);
+    let replaced = crate::add_server::write_entry(args, document, entry, VOUCHED_SPEC_VERSION)?;
 
     let listed: Vec<&str> = preview
         .tools

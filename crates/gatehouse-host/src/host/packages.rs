@@ -168,7 +168,7 @@ impl Host {
         );
         let detail = host.connect(PREVIEW).await;
         host.shutdown().await;
-        let detail = detail?;
+        let detail = not_listed(detail?)?;
         let claimed = detail.banner.as_ref().map(|b| b.claimed.clone());
         Ok(RemotePreview {
             tools: detail
@@ -199,7 +199,7 @@ async fn list_tools(
     host.add_adhoc(PREVIEW, ServerSpec::Stdio(spec));
     let detail = host.connect(PREVIEW).await;
     host.shutdown().await;
-    let detail = detail?;
+    let detail = not_listed(detail?)?;
     Ok(detail
         .tools
         .allowed
@@ -207,6 +207,30 @@ async fn list_tools(
         .chain(&detail.tools.hidden)
         .map(|t| serde_json::to_value(t).unwrap_or_default())
         .collect())
+}
+
+/// A preview whose connection failed (a server that needs a sign-in, one that did not start)
+/// lists nothing: say why instead of offering an empty listing to choose tools from.
+fn not_listed(detail: super::ServerDetail) -> Result<super::ServerDetail, ApiError> {
+    if detail.row.connected {
+        return Ok(detail);
+    }
+    let (code, why) = match &detail.row.reason {
+        Some(reason) => (
+            crate::ErrorCode::parse(&reason.code).unwrap_or(crate::ErrorCode::ConnectFailed),
+            reason.detail.clone(),
+        ),
+        None => (crate::ErrorCode::ConnectFailed, detail.row.headline.clone()),
+    };
+    let hint = if code == crate::ErrorCode::AuthRequired {
+        "; it needs a sign-in: pass a token for the listing with --header 'Authorization: Bearer …' (it is never written into the bundle)"
+    } else {
+        ""
+    };
+    Err(ApiError::new(
+        code,
+        format!("could not list the server's tools: {why}{hint}"),
+    ))
 }
 
 /// Arguments that satisfy `rules` in a throwaway home: the minimum count of each (at least
