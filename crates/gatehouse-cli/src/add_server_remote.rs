@@ -84,7 +84,7 @@ pub async fn run(
     }
     let headers = parse_headers(&args.headers)?;
     let preview = Host::preview_remote(&url, &headers, system_clock()).await?;
-    let (allowed, pins) = crate::add_server::choose_tools(&preview.tools, args)?;
+    let (allowed, pins) = crate::entry::choose_tools(&preview.tools, args)?;
 
     let version = preview
         .server_version
@@ -120,8 +120,8 @@ pub async fn run(
     if !args.url_domains.is_empty() {
         entry["urlElicitationDomains"] = json!(args.url_domains);
     }
-    crate::add_server::finish_entry(&mut entry, args, &preview.tools, &allowed, pins);
-    let replaced = crate::add_server::write_entry(args, document, entry, VOUCHED_SPEC_VERSION)?;
+    crate::entry::finish_entry(&mut entry, args, &preview.tools, &allowed, pins);
+    let replaced = crate::entry::write_entry(args, document, entry, VOUCHED_SPEC_VERSION)?;
 
     let listed: Vec<&str> = preview
         .tools

@@ -17,8 +17,14 @@ pub async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Trust => crate::trust::run(&context),
         Command::Call(args) => crate::tools::call(&context, &args).await,
         Command::Trace(args) => crate::tools::trace(&context, &args).await,
+        // One entry of a kind, or proposals from a registry document or a client's config,
+        // each of which runs through `add_server::run` again with one kind set.
         Command::Bundle(crate::cli::BundleCommand::AddServer(args)) => {
-            crate::add_server::run(&context, &args).await
+            match (&args.from_registry, args.from_client) {
+                (Some(file), _) => crate::from_registry::run(&context, &args, file).await,
+                (None, Some(client)) => crate::from_client::run(&context, &args, client).await,
+                (None, None) => crate::add_server::run(&context, &args).await,
+            }
         }
         Command::Bundle(command) => crate::admin::bundle(&context, command),
         Command::Attest(command) => crate::admin::attest_async(&context, command).await,

@@ -18,6 +18,9 @@ use crate::failure::Failure;
 use crate::proposals::{Prepared, Proposal, Target, coded, list_or_keep, slug, unique};
 
 pub async fn run(context: &Context, args: &AddServerArgs, client: ClientId) -> Result<u8, Failure> {
+    // The bundle and the signer are checked before anything is read or proposed, as for one
+    // entry: a wrong key is said at once, not after the proposals are listed.
+    crate::entry::open_bundle(args)?;
     let home = dirs::home_dir()
         .ok_or_else(|| Failure::usage("cannot tell the home directory: set HOME"))?;
     let roots = Roots {

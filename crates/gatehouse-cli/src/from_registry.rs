@@ -23,6 +23,9 @@ const MCPB_TIMEOUT: Duration = Duration::from_secs(120);
 const DOCUMENT_MAX_BYTES: u64 = 1024 * 1024;
 
 pub async fn run(context: &Context, args: &AddServerArgs, file: &Path) -> Result<u8, Failure> {
+    // The bundle and the signer are checked before anything is read or proposed, as for one
+    // entry: a wrong key is said at once, not after the proposals are listed.
+    crate::entry::open_bundle(args)?;
     let size = std::fs::metadata(file)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", file.display())))?
         .len();

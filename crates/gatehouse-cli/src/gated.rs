@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::commands::Context;
 use crate::output;
+pub(crate) use crate::output::Reviewed;
 
 /// Items the gate classified, split: allowed, hidden, and blocked with the reason and the
 /// expected and actual pins.
@@ -109,19 +110,6 @@ impl Named for rmcp::model::Tool {
 impl Named for rmcp::model::Prompt {
     fn listed_name(&self) -> &str {
         &self.name
-    }
-}
-
-/// An item with its definition review's findings. In JSON only the item, exactly as listed
-/// (a pin is computed from it); the findings go in the listing's own `findings`.
-pub struct Reviewed<T> {
-    pub item: T,
-    pub findings: Vec<gatehouse_review::Finding>,
-}
-
-impl<T: serde::Serialize> serde::Serialize for Reviewed<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.item.serialize(serializer)
     }
 }
 

@@ -17,6 +17,7 @@ mod commands;
 mod conformance;
 mod consent;
 mod dispatch;
+mod entry;
 mod failure;
 mod from_client;
 mod from_registry;

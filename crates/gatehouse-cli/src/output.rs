@@ -14,7 +14,6 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
 use crate::failure::Failure;
-use crate::gated::Reviewed;
 
 pub fn print_json(value: &Value) {
     println!(
@@ -759,6 +758,19 @@ pub fn print_messages(messages: &[gatehouse_host::content::MessageView]) {
                 describe_blob(other, None)
             ),
         }
+    }
+}
+
+/// An item with its definition review's findings. In JSON only the item, exactly as listed
+/// (a pin is computed from it); the findings go in the listing's own `findings`.
+pub struct Reviewed<T> {
+    pub item: T,
+    pub findings: Vec<gatehouse_review::Finding>,
+}
+
+impl<T: serde::Serialize> serde::Serialize for Reviewed<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.item.serialize(serializer)
     }
 }
 

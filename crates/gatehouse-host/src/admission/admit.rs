@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use gatehouse_attest::bundle::{Posture, ServerPolicy, VerifiedBundle};
 use gatehouse_attest::{Admitted, Reason, VerifyContext};
-use serde_json::Value;
 use time::OffsetDateTime;
 
 use gatehouse_package::launcher::{PackageRequest, Parsed};
 
+use super::claimed::{ClaimedDocument, required_clearance};
 use super::executable::{StdioCheck, stdio_check};
 use super::{
     AdmissionReason, BundleSource, Identity, IdentitySource, Status, Trust, Verdict,
@@ -485,45 +485,4 @@ fn unattested_stdio_key(
         "cwd": cwd,
     });
     format!("stdio:{key}")
-}
-
-pub(super) fn required_clearance(bundle: &VerifiedBundle, policy: Option<&ServerPolicy>) -> String {
-    policy
-        .and_then(|p| p.required_clearance.clone())
-        .unwrap_or_else(|| bundle.content().required_clearance.clone())
-}
-
-/// What a document claims, read before verification: only to pick the bundle that judges it
-/// and to show the publisher as claimed. Nothing here is trusted.
-#[derive(Debug, Default)]
-pub(super) struct ClaimedDocument {
-    id: Option<String>,
-    pub(super) publisher: Option<String>,
-    signer_key_id: Option<String>,
-}
-
-impl ClaimedDocument {
-    fn parse(bytes: &[u8]) -> ClaimedDocument {
-        gatehouse_attest::json::parse_strict(
-            bytes,
-            gatehouse_attest::MAX_DOCUMENT_BYTES,
-            gatehouse_attest::MAX_DEPTH,
-        )
-        .map(|v| ClaimedDocument::of(&v))
-        .unwrap_or_default()
-    }
-
-    pub(super) fn of(document: &Value) -> ClaimedDocument {
-        let text = |key: &str| {
-            document
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        ClaimedDocument {
-            id: text("id"),
-            publisher: text("publisher"),
-            signer_key_id: text("signerKeyId"),
-        }
-    }
 }

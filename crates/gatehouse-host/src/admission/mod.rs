@@ -15,6 +15,7 @@
 
 mod admit;
 mod bundles;
+mod claimed;
 mod executable;
 mod lock;
 mod package;

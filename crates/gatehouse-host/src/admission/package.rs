@@ -3,17 +3,17 @@
 //! its user arguments checked, its attestation verified, and its closure installed and
 //! checked, ending in a launch from the store (never through `npx` or `uvx`).
 
+use gatehouse_attest::VerifyContext;
 use gatehouse_attest::bundle::{ServerPolicy, VerifiedBundle};
 use gatehouse_attest::package::PackageBinding;
-use gatehouse_attest::VerifyContext;
 use gatehouse_package::launcher::PackageRequest;
 use time::OffsetDateTime;
 
-use super::admit::{ClaimedDocument, required_clearance};
+use super::claimed::{ClaimedDocument, required_clearance};
 use super::{AdmissionReason, Trust, Verdict};
 use crate::ErrorCode;
-use crate::config::ServerSpec;
 use crate::audit_event::gate::PackageSummary;
+use crate::config::ServerSpec;
 use crate::packages::Packages;
 
 impl Trust {
@@ -28,8 +28,7 @@ impl Trust {
             .flat_map(|b| b.content().servers.iter().map(move |s| (b, s)))
             .filter(|(_, s)| {
                 s.package.as_ref().is_some_and(|p| {
-                    p.ecosystem == request.ecosystem
-                        && same_name(p, &request.name)
+                    p.ecosystem == request.ecosystem && same_name(p, &request.name)
                 })
             })
             .collect()
@@ -54,11 +53,7 @@ impl Trust {
     ) -> Verdict {
         let mut verdict = Verdict::new(server, crate::config::ServerKind::Stdio);
         verdict.command = Some(spec.describe());
-        verdict.approval_key = format!(
-            "package:{}:{}",
-            request.ecosystem.as_str(),
-            request.name
-        );
+        verdict.approval_key = format!("package:{}:{}", request.ecosystem.as_str(), request.name);
         let refuse = |verdict: Verdict, code: ErrorCode, detail: String| {
             verdict.refused(AdmissionReason::Package(code), detail)
         };
@@ -87,7 +82,10 @@ impl Trust {
                     Ok(_) => refuse(
                         verdict,
                         ErrorCode::PackageVersionNotBound,
-                        format!("{} is not bound at the version the config names", request.name),
+                        format!(
+                            "{} is not bound at the version the config names",
+                            request.name
+                        ),
                     ),
                 };
             }
@@ -191,7 +189,10 @@ impl Trust {
                 return refuse(
                     verdict,
                     code,
-                    format!("{}@{}: {failure}", binding.package.name, binding.package.version),
+                    format!(
+                        "{}@{}: {failure}",
+                        binding.package.name, binding.package.version
+                    ),
                 );
             }
         };

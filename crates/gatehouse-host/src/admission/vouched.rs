@@ -10,7 +10,7 @@ use gatehouse_attest::bundle::{ServerPolicy, VerifiedBundle};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::admit::{ClaimedDocument, required_clearance};
+use super::claimed::{ClaimedDocument, required_clearance};
 use super::{AdmissionReason, IdentitySource, Trust, Verdict};
 
 /// The endpoint a configured URL is matched by: the URL without its query and fragment,
