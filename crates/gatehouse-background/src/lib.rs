@@ -341,7 +341,7 @@ async fn presence(
 /// Accepts windows (and control connections) until the host quits.
 async fn serve_windows(listener: DeskListener, background: Arc<Background>) {
     loop {
-        let stream = match listener.listener.accept().await {
+        let stream = match listener.listener().accept().await {
             Ok((stream, _)) => stream,
             Err(error) => {
                 tracing::warn!(%error, "the window socket could not accept");

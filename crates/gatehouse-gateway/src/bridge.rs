@@ -333,13 +333,108 @@ async fn write_line<W: AsyncWrite + Unpin, T: Serialize>(
         .map_err(|e| BridgeError::new(BridgeCode::Io, format!("writing the hello: {e}")))
 }
 
+/// A Unix socket listening in a private directory of this user, its file removed when this is
+/// dropped, and only if it is still the one bound (a drop never removes a socket another
+/// process made). The one binding rule for every socket Gatehouse puts in the runtime
+/// directory: the bridge's `gateway.sock` and the window's `desk.sock`.
+pub struct PrivateSocket {
+    pub listener: tokio::net::UnixListener,
+    path: PathBuf,
+    inode: (u64, u64),
+}
+
+/// What [`PrivateSocket::bind`] found at the socket's place.
+pub enum SocketPlace {
+    Listening(PrivateSocket),
+    /// Something answers there already: another process serves this socket.
+    Answered,
+}
+
+/// Why a [`PrivateSocket`] could not be bound; each owner words it for its own users.
+#[derive(Debug)]
+pub enum SocketProblem {
+    /// An operation on the path failed: `what` says which ("cannot listen at", …).
+    Io {
+        what: &'static str,
+        error: std::io::Error,
+    },
+    /// The directory could not be inspected.
+    DirUnreadable(std::io::Error),
+    /// The directory is not private to this user ([`private_dir_problem`]'s reason).
+    DirNotPrivate(String),
+    /// Something other than a socket is at the path.
+    NotASocket,
+}
+
+impl PrivateSocket {
+    /// Binds at `path`, making its directory (0700) if missing and refusing one that is not
+    /// private to `uid`. A socket left by a process that died (nobody answers) is replaced.
+    /// Must run inside a Tokio runtime.
+    pub fn bind(path: &Path, uid: u32) -> Result<SocketPlace, SocketProblem> {
+        let io = |what: &'static str| move |error| SocketProblem::Io { what, error };
+        let dir = path.parent().ok_or(SocketProblem::Io {
+            what: "no parent directory for",
+            error: ErrorKind::NotFound.into(),
+        })?;
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io("cannot make the directory of")(e)),
+        }
+        match private_dir_problem(dir, uid) {
+            Err(e) => return Err(SocketProblem::DirUnreadable(e)),
+            Ok(Some(why)) => return Err(SocketProblem::DirNotPrivate(why)),
+            Ok(None) => {}
+        }
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(io("cannot inspect")(e)),
+            Ok(meta) if !meta.file_type().is_socket() => return Err(SocketProblem::NotASocket),
+            Ok(_) => match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => return Ok(SocketPlace::Answered),
+                // Nobody listens: a socket left by a process that did not exit cleanly.
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    std::fs::remove_file(path).map_err(io("cannot remove the stale"))?;
+                }
+                Err(e) => return Err(io("cannot probe")(e)),
+            },
+        }
+        let listener =
+            std::os::unix::net::UnixListener::bind(path).map_err(io("cannot listen at"))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(io("cannot restrict"))?;
+        let meta = std::fs::symlink_metadata(path).map_err(io("cannot inspect"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io("cannot listen at"))?;
+        let listener =
+            tokio::net::UnixListener::from_std(listener).map_err(io("cannot listen at"))?;
+        Ok(SocketPlace::Listening(PrivateSocket {
+            listener,
+            path: path.to_path_buf(),
+            inode: (meta.dev(), meta.ino()),
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PrivateSocket {
+    fn drop(&mut self) {
+        if let Ok(meta) = std::fs::symlink_metadata(&self.path)
+            && (meta.dev(), meta.ino()) == self.inode
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 /// The app's end: a socket bound in a private directory, serving each same-user client a
 /// [`Gateway`] on the app's host. The socket file goes when this is dropped.
 pub struct BridgeListener {
-    listener: tokio::net::UnixListener,
-    path: PathBuf,
-    /// The bound socket's inode, so a drop never removes a socket another process made.
-    inode: (u64, u64),
+    socket: PrivateSocket,
     limits: Limits,
 }
 
@@ -367,61 +462,21 @@ impl BridgeListener {
     /// As [`BridgeListener::bind`], serving peers of `uid` only (tests use another uid to
     /// see a peer refused).
     pub fn bind_for(path: &Path, uid: u32) -> Result<BridgeListener, BridgeError> {
-        let io = |what: &str, e: std::io::Error| {
-            BridgeError::new(BridgeCode::Io, format!("{what} {}: {e}", path.display()))
-        };
-        let dir = path.parent().ok_or_else(|| {
-            BridgeError::new(BridgeCode::Io, format!("{} has no parent", path.display()))
-        })?;
-        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io("cannot make the directory of", e)),
-        }
-        check_private_dir(dir, own_uid())?;
-        match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(io("cannot inspect", e)),
-            Ok(meta) if !meta.file_type().is_socket() => {
+        let socket = match PrivateSocket::bind(path, own_uid()) {
+            Ok(SocketPlace::Listening(socket)) => socket,
+            Ok(SocketPlace::Answered) => {
                 return Err(BridgeError::new(
-                    BridgeCode::UnsafeDir,
+                    BridgeCode::InUse,
                     format!(
-                        "{} exists and is not a socket; remove it and start the app again",
+                        "another Gatehouse app already serves AI clients at {}",
                         path.display()
                     ),
                 ));
             }
-            Ok(_) => match std::os::unix::net::UnixStream::connect(path) {
-                Ok(_) => {
-                    return Err(BridgeError::new(
-                        BridgeCode::InUse,
-                        format!(
-                            "another Gatehouse app already serves AI clients at {}",
-                            path.display()
-                        ),
-                    ));
-                }
-                // Nobody listens: a socket left by an app that did not exit cleanly.
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                    std::fs::remove_file(path).map_err(|e| io("cannot remove the stale", e))?;
-                }
-                Err(e) => return Err(io("cannot probe", e)),
-            },
-        }
-        let listener =
-            std::os::unix::net::UnixListener::bind(path).map_err(|e| io("cannot listen at", e))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| io("cannot restrict", e))?;
-        let meta = std::fs::symlink_metadata(path).map_err(|e| io("cannot inspect", e))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| io("cannot listen at", e))?;
-        let listener =
-            tokio::net::UnixListener::from_std(listener).map_err(|e| io("cannot listen at", e))?;
+            Err(problem) => return Err(bridge_socket_error(path, problem)),
+        };
         Ok(BridgeListener {
-            listener,
-            path: path.to_path_buf(),
-            inode: (meta.dev(), meta.ino()),
+            socket,
             limits: Limits {
                 uid,
                 slots: Arc::new(Semaphore::new(MAX_CLIENTS)),
@@ -435,7 +490,7 @@ impl BridgeListener {
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.socket.path()
     }
 
     /// Serves at most `n` clients at once instead of [`MAX_CLIENTS`].
@@ -470,7 +525,7 @@ impl BridgeListener {
     /// (when it is this user's) and closed; nothing it sent reaches the host.
     pub async fn serve(self, host: Arc<Host>) {
         loop {
-            let stream = match self.listener.accept().await {
+            let stream = match self.socket.listener.accept().await {
                 Ok((stream, _)) => stream,
                 Err(error) => {
                     tracing::warn!(%error, "the bridge could not accept a client");
@@ -489,13 +544,32 @@ impl BridgeListener {
     }
 }
 
-impl Drop for BridgeListener {
-    fn drop(&mut self) {
-        if let Ok(meta) = std::fs::symlink_metadata(&self.path)
-            && (meta.dev(), meta.ino()) == self.inode
-        {
-            let _ = std::fs::remove_file(&self.path);
-        }
+/// The bridge's words for a socket it could not bind (the codes and sentences it always had).
+fn bridge_socket_error(path: &Path, problem: SocketProblem) -> BridgeError {
+    let dir = path.parent().unwrap_or(path);
+    match problem {
+        SocketProblem::Io { what, error } => BridgeError::new(
+            BridgeCode::Io,
+            format!("{what} {}: {error}", path.display()),
+        ),
+        SocketProblem::DirUnreadable(e) => BridgeError::new(
+            BridgeCode::Io,
+            format!("cannot inspect {}: {e}", dir.display()),
+        ),
+        SocketProblem::DirNotPrivate(why) => BridgeError::new(
+            BridgeCode::UnsafeDir,
+            format!(
+                "{} {why}; remove it (the app makes it again, private to you)",
+                dir.display()
+            ),
+        ),
+        SocketProblem::NotASocket => BridgeError::new(
+            BridgeCode::UnsafeDir,
+            format!(
+                "{} exists and is not a socket; remove it and start the app again",
+                path.display()
+            ),
+        ),
     }
 }
 
