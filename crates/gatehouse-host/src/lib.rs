@@ -38,6 +38,7 @@ runtime_modules!(
     admission,
     broker,
     client,
+    confine,
     connection,
     durability,
     era,

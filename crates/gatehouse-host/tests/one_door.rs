@@ -15,6 +15,7 @@ const RUNTIME_MODULES: &[&str] = &[
     "admission",
     "broker",
     "client",
+    "confine",
     "config",
     "connection",
     "durability",

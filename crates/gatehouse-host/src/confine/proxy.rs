@@ -1,0 +1,1 @@
+//! The per-server egress proxy. Being written.

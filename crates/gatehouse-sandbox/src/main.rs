@@ -1,0 +1,2 @@
+//! The in-sandbox init. Being written.
+fn main() {}
