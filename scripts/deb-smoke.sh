@@ -2,8 +2,9 @@
 # Smoke test of the desktop .deb: scripts/deb-smoke.sh [--purge] [DEB]
 #
 # Installs the package (dpkg -i; apt-get install -f only when dependencies are missing),
-# checks that it installed the app, its desktop entry and icon and the demo server at
-# /usr/lib/gatehouse/gatehouse-demo-server, then starts the installed app in demo mode on a
+# checks that it installed the app, its desktop entry and icon, the demo server at
+# /usr/lib/gatehouse/gatehouse-demo-server and the in-sandbox init at
+# /usr/lib/gatehouse/gatehouse-sandbox-init (answering --self-check) with bwrap, then starts the installed app in demo mode on a
 # private X display (xvfb-run -a) with its own config, data and cache directories, and waits
 # (at most 90 s) for its first painted frame (GATEHOUSE_READY_FILE) and for its audit log to
 # record the packaged demo server admitted. Then it stops the window (SIGTERM; xvfb-run stops
@@ -17,6 +18,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packaged_demo=/usr/lib/gatehouse/gatehouse-demo-server
 packaged_background=/usr/bin/gatehouse-background
+packaged_sandbox_init=/usr/lib/gatehouse/gatehouse-sandbox-init
 timeout_s=90
 
 purge=false
@@ -129,7 +131,13 @@ grep -qx "$packaged_demo" <<<"$files" && [ -x "$packaged_demo" ] ||
   fail "$pkg does not install an executable $packaged_demo"
 grep -qx "$packaged_background" <<<"$files" && [ -x "$packaged_background" ] ||
   fail "$pkg does not install an executable $packaged_background"
-echo "deb-smoke: installed $binary, $desktop, icon $icon ($(grep -c "/apps/$icon\.png$" <<<"$files") sizes), $packaged_demo, $packaged_background" >&2
+grep -qx "$packaged_sandbox_init" <<<"$files" && [ -x "$packaged_sandbox_init" ] ||
+  fail "$pkg does not install an executable $packaged_sandbox_init"
+command -v bwrap >/dev/null 2>&1 || fail "bwrap is missing after installing $pkg (it depends on bubblewrap)"
+# The installed init answers its self-check outside a sandbox (one JSON line, exit 0).
+"$packaged_sandbox_init" --self-check | grep -q '"net_ns":"net:\[' ||
+  fail "$packaged_sandbox_init --self-check did not report its namespaces"
+echo "deb-smoke: installed $binary, $desktop, icon $icon ($(grep -c "/apps/$icon\.png$" <<<"$files") sizes), $packaged_demo, $packaged_background, $packaged_sandbox_init" >&2
 
 # Run it: demo mode, fresh directories, no session bus (the single-instance lock and the
 # keychain stay out of it), nothing pointing at a demo server elsewhere.

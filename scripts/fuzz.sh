@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
 shift $(( $# > 0 ? 1 : 0 ))
-all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame gateway_requests store_tgz store_zip definition_review)
+all=(json_strict atsa_verify bundle policy_toml form_schema url_check stdio_frame gateway_requests store_tgz store_zip definition_review confine_proxy_head)
 targets=("${@:-${all[@]}}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: no target '$t' (targets: ${all[*]})" >&2; exit 2; }
@@ -92,6 +92,19 @@ for i, text in enumerate([
         "definition": {"name": "t", "description": text,
                        "inputSchema": {"type": "object", "properties": {"api_key": {"type": "string"}}}},
         "other_tools": [["mail", "send_email"]]}))
+# The confinement egress proxy: what HTTP clients send a proxy, and the smuggling shapes it refuses.
+heads = [
+    b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: api.example.com:443\r\nUser-Agent: node\r\n\r\n",
+    b"CONNECT [::1]:8443 HTTP/1.1\r\n\r\n",
+    b"GET http://127.0.0.1:8080/page?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nProxy-Authorization: Basic eDp5\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n",
+    b"POST http://Example.COM./api HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi",
+    b"GET https://a.example/ HTTP/1.1\r\n\r\n",
+    b"GET http://a@b:1/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    b"GET http://a.example/ HTTP/1.1\nHost: a\n\n",
+    b"GET http://a.example/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+]
+for i, h in enumerate(heads):
+    put("confine_proxy_head", "head-%d" % i, h)
 # The store's archive readers: the committed archives (fuzz/seeds/make_store_seeds.py).
 for target in ("store_tgz", "store_zip"):
     for path in sorted(glob.glob("fuzz/seeds/%s/*" % target)):

@@ -27,6 +27,8 @@ declare -A needs=(
   # The CLI's consent tests: a command without a controlling terminal, and one on a pty.
   [setsid]=util-linux
   [script]=bsdutils
+  # Confinement: every admitted stdio server runs inside bubblewrap (and its tests run it).
+  [bwrap]=bubblewrap
 )
 # Libraries that have no command of their own: pkg-config module -> package.
 declare -A libs=(

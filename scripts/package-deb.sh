@@ -7,7 +7,9 @@
 # tauri/custom-protocol and packs it with its icons and a desktop entry. The demo server goes
 # into the package at /usr/lib/gatehouse/gatehouse-demo-server (where demo mode looks for it,
 # gatehouse_host::demo::PACKAGED_DEMO_SERVER), and the background host at
-# /usr/bin/gatehouse-background (beside the window, where the window looks for it): their
+# /usr/bin/gatehouse-background (beside the window, where the window looks for it), and the
+# in-sandbox init at /usr/lib/gatehouse/gatehouse-sandbox-init (where the host looks for it
+# when it confines a server; bubblewrap, which runs it, is in the package's Depends): their
 # sources differ per profile, so the mapping is merged into tauri.conf.json's
 # bundle.linux.deb.files here, through tauri-cli's --config.
 # Build output goes to stderr; the last line on stdout is the .deb's path. Cargo does the
@@ -36,12 +38,15 @@ target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 out=$target_dir/$profile
 
-echo "== package-deb: gatehouse-demo-server, gatehouse-background ($profile)" >&2
-cargo build --locked "${cargo_profile[@]}" -p gatehouse-demo-server -p gatehouse-background >&2
+echo "== package-deb: gatehouse-demo-server, gatehouse-background, gatehouse-sandbox-init ($profile)" >&2
+cargo build --locked "${cargo_profile[@]}" -p gatehouse-demo-server -p gatehouse-background \
+  -p gatehouse-sandbox >&2
 demo=$out/gatehouse-demo-server
 [ -x "$demo" ] || { echo "package-deb: $demo was not built" >&2; exit 1; }
 background=$out/gatehouse-background
 [ -x "$background" ] || { echo "package-deb: $background was not built" >&2; exit 1; }
+sandbox_init=$out/gatehouse-sandbox-init
+[ -x "$sandbox_init" ] || { echo "package-deb: $sandbox_init was not built" >&2; exit 1; }
 
 # The demo server goes in without its debug info (release: 84 MB -> 11 MB; the symbols stay
 # for backtraces): demo mode hashes the executable at every start, once for the demo bundle
@@ -60,8 +65,11 @@ packaged=/usr/lib/gatehouse/gatehouse-demo-server
 source=$(realpath --relative-to="$root/src-tauri" "$staged")
 packaged_background=/usr/bin/gatehouse-background
 background_source=$(realpath --relative-to="$root/src-tauri" "$background")
-config=$(printf '{"bundle":{"linux":{"deb":{"files":{"%s":"%s","%s":"%s"}}}}}' \
-  "$packaged" "$source" "$packaged_background" "$background_source")
+packaged_sandbox_init=/usr/lib/gatehouse/gatehouse-sandbox-init
+sandbox_init_source=$(realpath --relative-to="$root/src-tauri" "$sandbox_init")
+config=$(printf '{"bundle":{"linux":{"deb":{"files":{"%s":"%s","%s":"%s","%s":"%s"}}}}}' \
+  "$packaged" "$source" "$packaged_background" "$background_source" \
+  "$packaged_sandbox_init" "$sandbox_init_source")
 
 echo "== package-deb: cargo tauri build ${tauri_profile[*]} --bundles deb" >&2
 bundle_dir=$out/bundle/deb
@@ -80,10 +88,14 @@ deb=$(find "$bundle_dir" -maxdepth 1 -name '*.deb' -newermt "@$((started - 1))" 
 contents=$(dpkg-deb -c "$deb" | awk '{sub(/^\.?\//, "", $NF); print "/" $NF}')
 binary=$(sed -n 's/.*"mainBinaryName": *"\([^"]*\)".*/\1/p' src-tauri/tauri.conf.json)
 missing=()
-for want in "/usr/bin/$binary" "$packaged" "$packaged_background" "/usr/share/applications/[^/]*\.desktop" \
+for want in "/usr/bin/$binary" "$packaged" "$packaged_background" "$packaged_sandbox_init" \
+  "/usr/share/applications/[^/]*\.desktop" \
   "/usr/share/icons/hicolor/[^/]*/apps/$binary\.png"; do
   grep -qx -- "$want" <<<"$contents" || missing+=("$want")
 done
+# Confinement runs every admitted server under bubblewrap: the package must pull it in.
+depends=$(dpkg-deb -f "$deb" Depends)
+grep -qw bubblewrap <<<"$depends" || missing+=("a dependency on bubblewrap (Depends: $depends)")
 maintainer=$(dpkg-deb -f "$deb" Maintainer)
 [[ $maintainer =~ \<[^@\>]+@[^\>]+\>$ ]] || missing+=("a Maintainer with an address (it is: $maintainer)")
 if [ ${#missing[@]} -gt 0 ]; then

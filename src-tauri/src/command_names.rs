@@ -6,6 +6,7 @@ pub const ALL: &[&str] = &[
     "server_add",
     "servers_import",
     "server_resume",
+    "server_confine",
     "tool_call",
     "server_prompts",
     "server_resources",

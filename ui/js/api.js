@@ -66,6 +66,11 @@ export const serverDetail = (name) => invoke('server_detail', { name });
 export const serverAdd = (entry) => invoke('server_add', { entry });
 export const serversImport = (text, confirmed = []) => invoke('servers_import', { text, confirmed });
 export const serverResume = (name) => invoke('server_resume', { name });
+/**
+ * Your confinement settings for a server (`{read, write, hosts, anyHost, processes, unconfined}`,
+ * one path or host:port per entry); resolves to its ConfinementView.
+ */
+export const serverConfine = (name, confinement) => invoke('server_confine', { name, confinement });
 export const toolCall = (server, tool, args) => invoke('tool_call', { server, tool, arguments: args });
 /**
  * Approves tools by exact name (warn posture only). `acknowledgement` is 'high_findings' only

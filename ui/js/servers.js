@@ -1,9 +1,10 @@
 // Servers: the configured list with admission status, adding and importing servers, and one
-// server's detail (identity, then tabs: Tools with a form to call an allowed tool, Resources
+// server's detail (identity, confinement (confinement.js), then tabs: Tools with a form to call an allowed tool, Resources
 // (resources.js) and Prompts (serverprompts.js)).
 import * as api from './api.js';
 import { el, replace, flag } from './dom.js';
 import { renderBanner, statusBadge, demoTag } from './identity.js';
+import { confinementSection } from './confinement.js';
 import { buildToolForm } from './toolform.js';
 import { resourcesPanel, resourcesShown, forgetResources } from './resources.js';
 import { promptsPanel, promptsShown, forgetPrompts } from './serverprompts.js';
@@ -160,6 +161,15 @@ async function connect(name) {
   await loadDetail(name, { quiet: false, connectNow: true });
 }
 
+// The person's confinement settings are saved and the server was closed: show it again,
+// started under them.
+function confined(name, saved) {
+  const words = { confined: 'confined', unconfined: 'unconfined', not_applicable: 'not confined' };
+  notify(`Saved: ${name} is now ${words[saved?.state] ?? 'changed'}.`, { tone: 'good' });
+  if (selected === name) loadDetail(name, { quiet: false });
+  refresh();
+}
+
 async function resume(name) {
   try {
     await api.serverResume(name);
@@ -314,6 +324,7 @@ function renderDetail(next) {
     signInSection(row.name),
     el('h3', {}, 'Identity'),
     renderBanner(next.banner, 'identity', row.status),
+    row.transport === 'stdio' ? [el('h3', {}, 'Confinement'), confinementSection(next.confinement, row.name, (saved) => confined(row.name, saved))] : null,
     detailTabs(row, [
       toolGroup('Allowed', 'Listed for this server by its attestation; you can call them.',
         allowed.map((t) => toolItem(t, 'allowed', [], cards)), 'No tools to call.'),

@@ -18,12 +18,14 @@ use std::fmt;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use gatehouse_confine::ConfinementMode;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use crate::confinement::{EntryConfinement, parse_bundle_confinement, parse_entry_confinement};
 use crate::json::parse_strict;
 use crate::package::{PackageBinding, parse_package};
 use crate::pins::parse_pin;
@@ -207,6 +209,9 @@ pub struct ServerPolicy {
     pub tool_definitions: BTreeMap<String, Value>,
     /// `promptDefinitions` (specVersion 6): as `toolDefinitions`, against `promptPins`.
     pub prompt_definitions: BTreeMap<String, Value>,
+    /// `confinement` (specVersion 7): the mode this entry asks for and what the server may
+    /// read, write and reach. Only on an entry this machine runs (`stdio` or `package`).
+    pub confinement: Option<EntryConfinement>,
 }
 
 /// The checked content of `signed`.
@@ -214,8 +219,8 @@ pub struct ServerPolicy {
 pub struct BundleContent {
     /// `specVersion`: 1, 2 (which adds prompt and resource allow-lists), 3 (which adds
     /// `audit`), 4 (which adds a server entry's `package`), 5 (which adds
-    /// `audit.retainDays`) or 6 (which adds a server entry's `vouched`, `toolDefinitions`
-    /// and `promptDefinitions`).
+    /// `audit.retainDays`), 6 (which adds a server entry's `vouched`, `toolDefinitions`
+    /// and `promptDefinitions`) or 7 (which adds `confinement`, bundle-wide and per entry).
     pub spec_version: u64,
     pub bundle_id: String,
     pub version: u64,
@@ -233,6 +238,9 @@ pub struct BundleContent {
     /// `audit.retainDays` (specVersion 5): hosts under this bundle keep audit records at
     /// least this many days ([`MAX_RETAIN_DAYS`] at most).
     pub audit_retain_days: Option<u32>,
+    /// `confinement.mode` (specVersion 7): the confinement every local server under this
+    /// bundle gets at least (the strictest of the policy, the bundles and the entry wins).
+    pub confinement_mode: Option<ConfinementMode>,
 }
 
 /// The longest retention a bundle may name, in days (100 years): beyond it an admin means
@@ -648,6 +656,13 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         crate::pins::prompt_pin,
         spec_version,
     )?;
+    let confinement = parse_entry_confinement(
+        raw.get("confinement"),
+        path,
+        &id,
+        stdio.is_some() || package.is_some(),
+        spec_version,
+    )?;
     Ok(ServerPolicy {
         id,
         origins,
@@ -665,6 +680,7 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         allowed_resource_prefixes,
         tool_definitions,
         prompt_definitions,
+        confinement,
     })
 }
 
@@ -806,10 +822,10 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         return invalid(format!("signed.type must be {BUNDLE_TYPE:?}"));
     }
     let spec_version = match signed.get("specVersion").and_then(Value::as_u64) {
-        Some(version @ (1..=6)) => version,
+        Some(version @ (1..=7)) => version,
         _ => {
             return invalid(
-                "signed.specVersion must be 1, 2, 3, 4, 5 or 6 (the versions this Gatehouse understands)",
+                "signed.specVersion must be 1, 2, 3, 4, 5, 6 or 7 (the versions this Gatehouse understands)",
             );
         }
     };
@@ -918,6 +934,7 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         }
         Some(value) => parse_audit(value, spec_version)?,
     };
+    let confinement_mode = parse_bundle_confinement(signed.get("confinement"), spec_version)?;
     Ok(BundleContent {
         spec_version,
         bundle_id,
@@ -932,6 +949,7 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         servers,
         audit,
         audit_retain_days,
+        confinement_mode,
     })
 }
 
@@ -1282,6 +1300,23 @@ impl TrustStore {
             .map(VerifiedBundle::label)
             .collect();
         Some((longest, labels))
+    }
+
+    /// The strictest confinement mode any bundle requires of every local server, with the
+    /// labels of the bundles that set that mode; `None` when none sets one.
+    pub fn confinement_mode(&self) -> Option<(ConfinementMode, Vec<String>)> {
+        let strictest = self
+            .bundles
+            .iter()
+            .filter_map(|b| b.content.confinement_mode)
+            .max()?;
+        let labels = self
+            .bundles
+            .iter()
+            .filter(|b| b.content.confinement_mode == Some(strictest))
+            .map(VerifiedBundle::label)
+            .collect();
+        Some((strictest, labels))
     }
 
     /// The bundle and policy governing a server id.

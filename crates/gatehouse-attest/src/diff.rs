@@ -23,7 +23,11 @@
 //!   rank) lower; the root threshold lower; the bundle's or a vouch's expiry later; the lock
 //!   removed; the posture relaxed from deny-by-default to warn; the audit durability relaxed
 //!   (sync to batched, a longer window, or no requirement) or the retention shortened or
-//!   dropped; the bundle id changed (a different bundle: nothing of the old one carries over).
+//!   dropped; the bundle id changed (a different bundle: nothing of the old one carries over);
+//!   a confinement mode loosened, bundle-wide or an entry's (an absent mode counts as `off`:
+//!   it adds nothing to the strictest-wins combination with the policy); a read path, write
+//!   path or host granted to an entry, its network opened to any host, or its process or
+//!   memory bound raised (an entry without `confinement` grants nothing of its own).
 //! - *Never widens*: the reverse of each of the above (removals, a pin added to an unpinned
 //!   allowed name, later requirements, earlier expiries...), and the specVersion changing.
 //!
@@ -38,7 +42,10 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use gatehouse_confine::{ConfinementMode, Grants, Network};
+
 use crate::bundle::{AuditDurability, BundleContent, Posture, ServerPolicy};
+use crate::confinement::EntryConfinement;
 use crate::package::{EntryPoint, Interpreter, PackageBinding, PinnedPackage, UserArgRule};
 use crate::trust_root::{NotAfter, Scheme};
 
@@ -117,11 +124,27 @@ pub enum ChangeKind {
     AuthorizationServersUnpinned,
     UrlElicitationDomainAdded,
     UrlElicitationDomainRemoved,
+    ConfinementModeLoosened,
+    ConfinementModeTightened,
+    ConfinementReadGranted,
+    ConfinementReadRemoved,
+    ConfinementWriteGranted,
+    ConfinementWriteRemoved,
+    ConfinementHostGranted,
+    ConfinementHostRemoved,
+    ConfinementNetworkAny,
+    ConfinementNetworkRestricted,
+    ConfinementProcessesRaised,
+    ConfinementProcessesLowered,
+    ConfinementMemoryRaised,
+    ConfinementMemoryLowered,
+    BundleConfinementLoosened,
+    BundleConfinementTightened,
 }
 
 impl ChangeKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ChangeKind; 71] = [
+    pub const ALL: [ChangeKind; 87] = [
         ChangeKind::BundleIdChanged,
         ChangeKind::SpecVersionChanged,
         ChangeKind::ServerAdded,
@@ -193,6 +216,22 @@ impl ChangeKind {
         ChangeKind::AuthorizationServersUnpinned,
         ChangeKind::UrlElicitationDomainAdded,
         ChangeKind::UrlElicitationDomainRemoved,
+        ChangeKind::ConfinementModeLoosened,
+        ChangeKind::ConfinementModeTightened,
+        ChangeKind::ConfinementReadGranted,
+        ChangeKind::ConfinementReadRemoved,
+        ChangeKind::ConfinementWriteGranted,
+        ChangeKind::ConfinementWriteRemoved,
+        ChangeKind::ConfinementHostGranted,
+        ChangeKind::ConfinementHostRemoved,
+        ChangeKind::ConfinementNetworkAny,
+        ChangeKind::ConfinementNetworkRestricted,
+        ChangeKind::ConfinementProcessesRaised,
+        ChangeKind::ConfinementProcessesLowered,
+        ChangeKind::ConfinementMemoryRaised,
+        ChangeKind::ConfinementMemoryLowered,
+        ChangeKind::BundleConfinementLoosened,
+        ChangeKind::BundleConfinementTightened,
     ];
 
     pub fn code(self) -> &'static str {
@@ -269,6 +308,22 @@ impl ChangeKind {
             AuthorizationServersUnpinned => "authorization_servers_unpinned",
             UrlElicitationDomainAdded => "url_elicitation_domain_added",
             UrlElicitationDomainRemoved => "url_elicitation_domain_removed",
+            ConfinementModeLoosened => "confinement_mode_loosened",
+            ConfinementModeTightened => "confinement_mode_tightened",
+            ConfinementReadGranted => "confinement_read_granted",
+            ConfinementReadRemoved => "confinement_read_removed",
+            ConfinementWriteGranted => "confinement_write_granted",
+            ConfinementWriteRemoved => "confinement_write_removed",
+            ConfinementHostGranted => "confinement_host_granted",
+            ConfinementHostRemoved => "confinement_host_removed",
+            ConfinementNetworkAny => "confinement_network_any",
+            ConfinementNetworkRestricted => "confinement_network_restricted",
+            ConfinementProcessesRaised => "confinement_processes_raised",
+            ConfinementProcessesLowered => "confinement_processes_lowered",
+            ConfinementMemoryRaised => "confinement_memory_raised",
+            ConfinementMemoryLowered => "confinement_memory_lowered",
+            BundleConfinementLoosened => "bundle_confinement_loosened",
+            BundleConfinementTightened => "bundle_confinement_tightened",
         }
     }
 
@@ -305,6 +360,14 @@ impl ChangeKind {
                 | AuditRetentionLengthened
                 | AuthorizationServerRemoved
                 | UrlElicitationDomainRemoved
+                | ConfinementModeTightened
+                | ConfinementReadRemoved
+                | ConfinementWriteRemoved
+                | ConfinementHostRemoved
+                | ConfinementNetworkRestricted
+                | ConfinementProcessesLowered
+                | ConfinementMemoryLowered
+                | BundleConfinementTightened
         )
     }
 }
@@ -562,6 +625,13 @@ fn bundle_wide(out: &mut Out, old: &BundleContent, new: &BundleContent) {
         );
     }
     audit(out, old, new);
+    mode_move(
+        out,
+        None,
+        (old.confinement_mode, new.confinement_mode),
+        (BundleConfinementLoosened, BundleConfinementTightened),
+        "the bundle's confinement mode",
+    );
     scheme(out, &old.trust_root.scheme, &new.trust_root.scheme);
     signer_keys(out, old, new);
     if let Some((kind, detail)) = clearance_move(
@@ -956,6 +1026,152 @@ fn server(
             Some(json!(old.required_clearance)),
             Some(json!(new.required_clearance)),
             format!("the entry's required clearance {detail}"),
+        );
+    }
+    confinement(out, id, old.confinement.as_ref(), new.confinement.as_ref());
+}
+
+fn mode_value(mode: Option<ConfinementMode>) -> Value {
+    mode.map_or(Value::Null, |m| json!(m.as_str()))
+}
+
+/// A confinement mode moving: compared by what it adds to the strictest-wins combination,
+/// where saying nothing adds what `off` adds (nothing).
+fn mode_move(
+    out: &mut Out,
+    id: Option<&str>,
+    (old, new): (Option<ConfinementMode>, Option<ConfinementMode>),
+    (loosened, tightened): (ChangeKind, ChangeKind),
+    noun: &str,
+) {
+    let weight = |m: Option<ConfinementMode>| m.unwrap_or(ConfinementMode::Off);
+    let (was, now) = (weight(old), weight(new));
+    if was == now {
+        return;
+    }
+    let text = |m: Option<ConfinementMode>| m.map_or("not set", ConfinementMode::as_str);
+    out.push(
+        if now < was { loosened } else { tightened },
+        id,
+        Some(mode_value(old)),
+        Some(mode_value(new)),
+        format!("{noun} {} became {}", text(old), text(new)),
+    );
+}
+
+fn network_value(network: &Network) -> Value {
+    match network {
+        Network::None => json!([]),
+        Network::Hosts(hosts) => json!(hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>()),
+        Network::Any => json!("any"),
+    }
+}
+
+/// An entry's confinement: its mode, then each grant. An entry without one grants nothing of
+/// its own (the defaults), so adding one is compared grant by grant like any other edit.
+fn confinement(
+    out: &mut Out,
+    id: Option<&str>,
+    old: Option<&EntryConfinement>,
+    new: Option<&EntryConfinement>,
+) {
+    use ChangeKind::*;
+    let nothing = Grants::default();
+    let (old_mode, was) = old.map_or((None, &nothing), |c| (c.mode, &c.grants));
+    let (new_mode, now) = new.map_or((None, &nothing), |c| (c.mode, &c.grants));
+    mode_move(
+        out,
+        id,
+        (old_mode, new_mode),
+        (ConfinementModeLoosened, ConfinementModeTightened),
+        "the entry's confinement mode",
+    );
+    let paths = |list: &[gatehouse_confine::PathGrant]| -> Vec<String> {
+        list.iter().map(|p| p.as_str().to_string()).collect()
+    };
+    out.members(
+        id,
+        &paths(&was.read),
+        &paths(&now.read),
+        (ConfinementReadGranted, ConfinementReadRemoved),
+        "confinement read path",
+    );
+    out.members(
+        id,
+        &paths(&was.write),
+        &paths(&now.write),
+        (ConfinementWriteGranted, ConfinementWriteRemoved),
+        "confinement write path",
+    );
+    match (&was.network, &now.network) {
+        (Network::Any, Network::Any) => {}
+        (before, Network::Any) => out.push(
+            ConfinementNetworkAny,
+            id,
+            Some(network_value(before)),
+            Some(network_value(&now.network)),
+            "the server's network is now shared: it may reach any host".into(),
+        ),
+        (Network::Any, after) => out.push(
+            ConfinementNetworkRestricted,
+            id,
+            Some(network_value(&was.network)),
+            Some(network_value(after)),
+            format!(
+                "the server may no longer reach any host, only {}",
+                if now.hosts().is_empty() {
+                    "none".to_string()
+                } else {
+                    now.hosts()
+                        .iter()
+                        .map(|h| h.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ),
+        ),
+        _ => {
+            let hosts =
+                |g: &Grants| -> Vec<String> { g.hosts().iter().map(|h| h.to_string()).collect() };
+            out.members(
+                id,
+                &hosts(was),
+                &hosts(now),
+                (ConfinementHostGranted, ConfinementHostRemoved),
+                "confinement host",
+            );
+        }
+    }
+    if was.processes != now.processes {
+        out.push(
+            if now.processes > was.processes {
+                ConfinementProcessesRaised
+            } else {
+                ConfinementProcessesLowered
+            },
+            id,
+            Some(json!(was.processes)),
+            Some(json!(now.processes)),
+            format!(
+                "confinement processes {} became {}",
+                was.processes, now.processes
+            ),
+        );
+    }
+    if was.memory_mib != now.memory_mib {
+        out.push(
+            if now.memory_mib > was.memory_mib {
+                ConfinementMemoryRaised
+            } else {
+                ConfinementMemoryLowered
+            },
+            id,
+            Some(json!(was.memory_mib)),
+            Some(json!(now.memory_mib)),
+            format!(
+                "confinement memory {} MiB became {} MiB",
+                was.memory_mib, now.memory_mib
+            ),
         );
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod bundle;
 pub mod canonical;
+pub mod confinement;
 pub mod diff;
 pub mod gate;
 pub mod http_origin;
@@ -31,6 +32,9 @@ pub mod trust_root;
 pub mod uri_template;
 pub mod verify;
 
+/// The confinement declarations a bundle entry carries, re-exported so a consumer of bundles
+/// reads them with the same types.
+pub use gatehouse_confine;
 pub use trust_root::{Level, Scheme, SignerKey, TrustRoot, TrustRootError};
 pub use verify::{Admitted, Reason, Refusal, VerifyContext, sign_document, verify};
 

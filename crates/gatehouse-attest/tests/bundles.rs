@@ -248,8 +248,8 @@ fn structural_mistakes_are_refused_with_the_path() {
         (".type", json!("tuf-root"), "signed.type"),
         (
             ".specVersion",
-            json!(7),
-            "specVersion must be 1, 2, 3, 4, 5 or 6",
+            json!(8),
+            "specVersion must be 1, 2, 3, 4, 5, 6 or 7",
         ),
         (".bundleId", json!("acme prod"), "bundleId"),
         (".version", json!(0), "version"),

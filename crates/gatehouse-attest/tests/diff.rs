@@ -382,7 +382,99 @@ fn cases() -> Vec<(ChangeKind, bool, Edit)> {
         (UrlElicitationDomainRemoved, false, |s| {
             server(s, WEATHER)["urlElicitationDomains"] = json!(["auth.example.com"])
         }),
+        // Confinement (from `confined()`, specVersion 7): each rule both ways.
+        (ConfinementModeLoosened, true, |s| {
+            server(s, LOCAL)["confinement"]["mode"] = json!("off")
+        }),
+        (ConfinementModeLoosened, true, |s| {
+            // An entry that stops saying "preferred" adds nothing any more.
+            let e = server(s, FS)["confinement"].as_object_mut().unwrap();
+            e.remove("mode");
+        }),
+        (ConfinementModeTightened, false, |s| {
+            server(s, FS)["confinement"]["mode"] = json!("required")
+        }),
+        (ConfinementReadGranted, true, |s| {
+            server(s, LOCAL)["confinement"]["read"] = json!(["~/projects", "~/.ssh"])
+        }),
+        (ConfinementReadRemoved, false, |s| {
+            server(s, LOCAL)["confinement"]["read"] = json!([])
+        }),
+        (ConfinementWriteGranted, true, |s| {
+            server(s, LOCAL)["confinement"]["write"] = json!(["~/out", "/srv/shared"])
+        }),
+        (ConfinementWriteRemoved, false, |s| {
+            let e = server(s, LOCAL)["confinement"].as_object_mut().unwrap();
+            e.remove("write");
+        }),
+        (ConfinementHostGranted, true, |s| {
+            server(s, LOCAL)["confinement"]["hosts"] =
+                json!(["api.example.com:443", "evil.example.net:443"])
+        }),
+        (ConfinementHostGranted, true, |s| {
+            // A port is part of the grant: another port is another host.
+            server(s, LOCAL)["confinement"]["hosts"] = json!(["api.example.com:80"])
+        }),
+        (ConfinementHostRemoved, false, |s| {
+            let e = server(s, LOCAL)["confinement"].as_object_mut().unwrap();
+            e.remove("hosts");
+        }),
+        (ConfinementNetworkAny, true, |s| {
+            server(s, LOCAL)["confinement"]["hosts"] = json!("any")
+        }),
+        (ConfinementNetworkRestricted, false, |s| {
+            server(s, FS)["confinement"]["hosts"] = json!(["registry.example.com:443"])
+        }),
+        (ConfinementProcessesRaised, true, |s| {
+            server(s, LOCAL)["confinement"]["processes"] = json!(8)
+        }),
+        (ConfinementProcessesLowered, false, |s| {
+            server(s, FS)["confinement"]["processes"] = json!(0)
+        }),
+        (ConfinementMemoryRaised, true, |s| {
+            server(s, LOCAL)["confinement"]["memoryMiB"] = json!(8192)
+        }),
+        (ConfinementMemoryLowered, false, |s| {
+            server(s, LOCAL)["confinement"]["memoryMiB"] = json!(256)
+        }),
+        (ConfinementReadGranted, true, |s| {
+            // A confinement added to an entry that had none: each grant is new.
+            server(s, WEATHER_LOCAL)["confinement"] = json!({"read": ["~/docs"]})
+        }),
+        (BundleConfinementLoosened, true, |s| {
+            s["confinement"]["mode"] = json!("preferred")
+        }),
+        (BundleConfinementLoosened, true, |s| {
+            s.as_object_mut().unwrap().remove("confinement");
+        }),
+        (BundleConfinementTightened, false, |s| {
+            // From a base whose bundle mode is "off".
+            s["confinement"]["mode"] = json!("required")
+        }),
     ]
+}
+
+/// A stdio entry of the confined base with no confinement of its own.
+const WEATHER_LOCAL: &str = "urn:omcp:server:weather-local";
+
+/// The base at specVersion 7 with confinement declared bundle-wide and on the local entries.
+fn confined() -> Value {
+    let mut s = base();
+    s["specVersion"] = json!(7);
+    s["confinement"] = json!({"mode": "required"});
+    server(&mut s, LOCAL)["confinement"] = json!({
+        "mode": "preferred", "read": ["~/projects"], "write": ["~/out"],
+        "hosts": ["api.example.com:443"], "processes": 1, "memoryMiB": 1024
+    });
+    server(&mut s, FS)["confinement"] =
+        json!({"mode": "preferred", "hosts": "any", "processes": 4});
+    s["servers"].as_array_mut().unwrap().push(json!({
+        "id": WEATHER_LOCAL,
+        "stdio": {"command": "/usr/local/bin/weather-mcp", "args": [],
+                  "sha256": "ef".repeat(32), "attestation": {"body": {"id": WEATHER_LOCAL}}},
+        "allowedTools": ["get_forecast"]
+    }));
+    s
 }
 
 /// The base some narrowing edits start from, where the base is already at the strict end.
@@ -390,6 +482,25 @@ fn base_for(kind: ChangeKind) -> Value {
     let mut s = base();
     match kind {
         ChangeKind::LockAdded => s["locked"] = json!(false),
+        ChangeKind::BundleConfinementTightened => {
+            s = confined();
+            s["confinement"]["mode"] = json!("off");
+        }
+        ChangeKind::ConfinementModeLoosened
+        | ChangeKind::ConfinementModeTightened
+        | ChangeKind::ConfinementReadGranted
+        | ChangeKind::ConfinementReadRemoved
+        | ChangeKind::ConfinementWriteGranted
+        | ChangeKind::ConfinementWriteRemoved
+        | ChangeKind::ConfinementHostGranted
+        | ChangeKind::ConfinementHostRemoved
+        | ChangeKind::ConfinementNetworkAny
+        | ChangeKind::ConfinementNetworkRestricted
+        | ChangeKind::ConfinementProcessesRaised
+        | ChangeKind::ConfinementProcessesLowered
+        | ChangeKind::ConfinementMemoryRaised
+        | ChangeKind::ConfinementMemoryLowered
+        | ChangeKind::BundleConfinementLoosened => s = confined(),
         ChangeKind::PostureTightened => s["posture"] = json!("warn"),
         ChangeKind::SpecVersionChanged => {
             s["specVersion"] = json!(5);

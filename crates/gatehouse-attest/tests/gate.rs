@@ -394,6 +394,7 @@ fn policy(pins: &[(&str, String)]) -> ServerPolicy {
         allowed_resource_prefixes: Vec::new(),
         tool_definitions: BTreeMap::new(),
         prompt_definitions: BTreeMap::new(),
+        confinement: None,
     }
 }
 

@@ -20,12 +20,15 @@ use crate::admin::read_json;
 use crate::cli::AddServerArgs;
 use crate::commands::{Context, report};
 use crate::entry::{
-    DEFINITIONS_SPEC_VERSION, choose_tools, entry_names, findings_json, finish_entry, open_bundle,
-    write_entry,
+    DEFINITIONS_SPEC_VERSION, choose_tools, confinement_of, entry_names, findings_json,
+    finish_entry, open_bundle, write_entry,
 };
 use crate::failure::Failure;
 
 pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure> {
+    // The confinement flags are checked (and refused with --url) before anything is read or
+    // started.
+    let confinement = confinement_of(args)?;
     let (mut document, key_id, signing) = open_bundle(args)?;
     if let Some(url) = &args.url {
         return crate::add_server_remote::run(context, args, url, &mut document, &key_id, &signing)
@@ -36,6 +39,7 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
             context,
             args,
             command_line,
+            confinement,
             &mut document,
             &key_id,
             &signing,
@@ -90,6 +94,9 @@ pub async fn run(context: &Context, args: &AddServerArgs) -> Result<u8, Failure>
 
     let mut entry = json!({"id": args.id, "package": binding});
     finish_entry(&mut entry, args, &preview.tools, &allowed, pins);
+    if let Some(confinement) = confinement {
+        entry["confinement"] = confinement;
+    }
     let replaced = write_entry(args, &mut document, entry, DEFINITIONS_SPEC_VERSION)?;
 
     let tools: Vec<&str> = preview
@@ -128,6 +135,7 @@ async fn stdio(
     context: &Context,
     args: &AddServerArgs,
     command_line: &str,
+    confinement: Option<Value>,
     document: &mut Value,
     key_id: &str,
     signing: &ed25519_dalek::SigningKey,
@@ -168,7 +176,11 @@ async fn stdio(
                   "attestation": attestation},
     });
     finish_entry(&mut entry, args, &tools, &allowed, pins);
-    // A stdio binding is read by every bundle version; only carried definitions need 6.
+    if let Some(confinement) = confinement {
+        entry["confinement"] = confinement;
+    }
+    // A stdio binding is read by every bundle version; only carried definitions need 6 (and
+    // a confinement 7, which `write_entry` sees to).
     let spec = if entry.get("toolDefinitions").is_some() {
         DEFINITIONS_SPEC_VERSION
     } else {

@@ -307,7 +307,7 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
             let servers: Vec<Value> = c
                 .servers
                 .iter()
-                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes, "package": s.package.as_ref().map(package_json), "vouched": s.vouched.as_ref().map(|v| json!({"endpoints": v.endpoints, "expires": v.expires.format(&Rfc3339).unwrap_or_default(), "identity": VOUCHED_IDENTITY})), "toolDefinitions": s.tool_definitions.len(), "promptDefinitions": s.prompt_definitions.len()}))
+                .map(|s| json!({"id": s.id, "origins": s.origins, "stdio": s.stdio.as_ref().map(|b| json!({"command": b.command, "args": b.args, "sha256": hex_encode(&b.sha256)})), "allowedTools": s.allowed_tools, "toolPins": s.tool_pins, "allowedPrompts": s.allowed_prompts, "promptPins": s.prompt_pins, "allowedResources": s.allowed_resources, "allowedResourcePrefixes": s.allowed_resource_prefixes, "package": s.package.as_ref().map(package_json), "vouched": s.vouched.as_ref().map(|v| json!({"endpoints": v.endpoints, "expires": v.expires.format(&Rfc3339).unwrap_or_default(), "identity": VOUCHED_IDENTITY})), "toolDefinitions": s.tool_definitions.len(), "promptDefinitions": s.prompt_definitions.len(), "confinement": s.confinement.as_ref().map(|c| gatehouse_attest::gatehouse_confine::confinement_to_json(c.mode, &c.grants))}))
                 .zip(&findings)
                 .map(|(mut entry, found)| {
                     entry["findings"] = found.clone();
@@ -327,6 +327,7 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                     AuditDurability::Batched { flush_ms, flush_records } => json!({"durability": "batched", "flushMs": flush_ms, "flushRecords": flush_records}),
                 }),
                 "retainDays": c.audit_retain_days,
+                "confinement": c.confinement_mode.map(|m| json!({"mode": m.as_str()})),
                 "valid": verdict.is_ok(),
                 "problem": verdict.as_ref().err().map(|e| json!({"code": e.code(), "message": e.to_string()})),
             });
@@ -347,6 +348,10 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                             vouched.endpoints.join(", "),
                             vouched.expires.format(&Rfc3339).unwrap_or_default()
                         );
+                    }
+                    // What the server may read, write and reach once admitted.
+                    if let Some(confinement) = &s.confinement {
+                        println!("{}: {}", s.id, crate::entry::confinement_line(confinement));
                     }
                     // What a reviewer can read of the pins without connecting (nothing to say
                     // of an entry that pins nothing).

@@ -491,6 +491,10 @@ fn summary(record: &AuditRecord) -> Summary<'_> {
             detail: Some(&l.detail),
             ..Summary::default()
         },
+        AuditRecord::EgressRefused(e) => Summary {
+            reason: Some(e.reason.as_str()),
+            ..Summary::default()
+        },
         // Nothing of these is a decision, a reason or a detail: the line names the event.
         AuditRecord::OauthRefreshed(_)
         | AuditRecord::OauthLoggedOut(_)
@@ -502,7 +506,8 @@ fn summary(record: &AuditRecord) -> Summary<'_> {
         | AuditRecord::ElicitationRetry(_)
         | AuditRecord::ServerResumed(_)
         | AuditRecord::TrustReloaded(_)
-        | AuditRecord::DurabilityChanged(_) => Summary::default(),
+        | AuditRecord::DurabilityChanged(_)
+        | AuditRecord::ConfinementChanged(_) => Summary::default(),
     }
 }
 
@@ -732,6 +737,13 @@ mod tests {
             AuditEvent::LockRefused => vec![
                 json!({"code": "lock_forbids_demo", "detail": "a locked bundle forbids --demo"}),
             ],
+            AuditEvent::EgressRefused => vec![json!({
+                "name": "fetch", "host": "127.0.0.1", "port": 8081, "reason": "not_granted",
+                "suppressed_before": 3,
+            })],
+            AuditEvent::ConfinementChanged => vec![json!({
+                "name": "notes", "before": null, "after": {"write": ["~/notes"]},
+            })],
         }
     }
 

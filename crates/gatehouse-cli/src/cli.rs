@@ -391,6 +391,47 @@ pub enum ServersCommand {
         #[arg(long = "allow-launch-settings", value_name = "NAME")]
         allow_launch_settings: Vec<String>,
     },
+    /// Show or loosen the confinement of a server you run unattested (warn posture): what it
+    /// may read, write and reach. Without options it shows the confinement; with them it
+    /// replaces your settings for the server (audited). An admitted server's confinement
+    /// comes from its admission and your settings do not apply to it.
+    Confine(ConfineArgs),
+}
+
+/// `servers confine NAME`: the person's own confinement settings for one server.
+#[derive(Debug, Args)]
+pub struct ConfineArgs {
+    pub name: String,
+    /// A path the server may read: absolute, or under your home as ~/DIR (repeatable).
+    #[arg(long = "read", value_name = "PATH")]
+    pub read: Vec<String>,
+    /// A path the server may read and write: absolute, or ~/DIR (repeatable).
+    #[arg(long = "write", value_name = "PATH")]
+    pub write: Vec<String>,
+    /// A host the server may reach, HOST:PORT (repeatable); without any, no network.
+    #[arg(long = "host", value_name = "HOST:PORT", conflicts_with = "any_host")]
+    pub hosts: Vec<String>,
+    /// Let the server reach any host (it shares your network).
+    #[arg(long)]
+    pub any_host: bool,
+    /// How many processes the server may start (default 0: none, threads only).
+    #[arg(long, value_name = "N")]
+    pub processes: Option<u32>,
+    /// The server's memory bound in MiB (default 4096).
+    #[arg(long, value_name = "N")]
+    pub memory_mib: Option<u32>,
+    /// Run the server without confinement (shown as "unconfined: you turned it off").
+    #[arg(
+        long,
+        conflicts_with_all = ["read", "write", "hosts", "any_host", "processes", "memory_mib"]
+    )]
+    pub unconfined: bool,
+    /// Remove your settings: the server gets the default confinement again.
+    #[arg(
+        long,
+        conflicts_with_all = ["read", "write", "hosts", "any_host", "processes", "memory_mib", "unconfined"]
+    )]
+    pub reset: bool,
 }
 
 #[derive(Debug, Args)]
@@ -739,6 +780,30 @@ pub struct AddServerArgs {
     /// printed; this says you read them).
     #[arg(long = "accept-findings")]
     pub accept_findings: bool,
+    /// The entry's confinement mode (specVersion 7): `required` (refused where this machine
+    /// cannot confine it), `preferred` or `off`; the strictest of the policy, the bundles and
+    /// the entry applies. Not for --url: a remote server runs elsewhere.
+    #[arg(long = "confinement", value_name = "MODE")]
+    pub confinement: Option<String>,
+    /// A path the confined server may read (`~/…` or absolute); repeat.
+    #[arg(long = "read", value_name = "PATH")]
+    pub read: Vec<String>,
+    /// A path the confined server may read and write (`~/…` or absolute); repeat.
+    #[arg(long = "write", value_name = "PATH")]
+    pub write: Vec<String>,
+    /// A host the confined server may reach, `HOST:PORT` (beside its attestation's
+    /// netAllowedHosts); repeat.
+    #[arg(long = "host", value_name = "HOST:PORT")]
+    pub hosts: Vec<String>,
+    /// The confined server may reach any host (its network is shared, not proxied).
+    #[arg(long = "any-host", conflicts_with = "hosts")]
+    pub any_host: bool,
+    /// How many processes the confined server may start (default 0: threads only).
+    #[arg(long = "processes", value_name = "N")]
+    pub processes: Option<u32>,
+    /// The confined server's memory bound in MiB (default 4096).
+    #[arg(long = "memory-mib", value_name = "N")]
+    pub memory_mib: Option<u32>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -951,7 +1016,7 @@ pub fn groups(path: &str) -> &'static [Group] {
         // Only a choice of subcommand.
         "servers" | "secret" | "auth" | "audit" | "bundle" | "attest" | "policy" | "clients" => &[],
         "servers list" | "servers add" | "servers remove" | "servers resume" | "servers import"
-        | "servers pin" => HOST,
+        | "servers pin" | "servers confine" => HOST,
         "secret set" | "secret delete" => &[Output],
         "auth login" => SERVER,
         "auth status" | "auth logout" => HOST,

@@ -10,8 +10,8 @@ use gatehouse_host::consent::ConsentUi;
 use gatehouse_host::demo;
 use gatehouse_host::host::{Host, HostOptions, HostPaths};
 use gatehouse_host::{
-    AUDIT_FILE, EraPreference, Finding, KeyringStore, LockGuard, SYSTEM_TRUST_ROOTS, SecretStore,
-    Trust, TrustSettings, Verdict, Widening, system_clock,
+    AUDIT_FILE, EraPreference, Finding, KeyringStore, LockGuard, SYSTEM_TRUST_ROOTS, SandboxTools,
+    SecretStore, Trust, TrustSettings, Verdict, Widening, system_clock,
 };
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -46,6 +46,9 @@ pub struct Context {
     pub prompt_timeout: Duration,
     /// `--traffic-log`, for the host a command opens.
     pub traffic_log: Option<PathBuf>,
+    /// `GATEHOUSE_BWRAP` and `GATEHOUSE_SANDBOX_INIT`: the confinement's tools, instead of
+    /// the ones the host finds (bubblewrap on PATH, the init beside `gatehouse`).
+    pub sandbox: SandboxTools,
 }
 
 impl Context {
@@ -99,8 +102,36 @@ impl Context {
                 "--prompt-timeout",
             )?,
             traffic_log: flags.connect.traffic_log.clone(),
+            sandbox: sandbox_tools(
+                std::env::var_os("GATEHOUSE_BWRAP"),
+                std::env::var_os("GATEHOUSE_SANDBOX_INIT"),
+            )?,
         })
     }
+}
+
+/// The confinement's tools from `GATEHOUSE_BWRAP` and `GATEHOUSE_SANDBOX_INIT` (the values
+/// given): unset leaves the host to find them; set but empty is refused rather than read as
+/// unset, so a mistyped setting never silently means "the machine's own".
+pub(crate) fn sandbox_tools(
+    bwrap: Option<std::ffi::OsString>,
+    init: Option<std::ffi::OsString>,
+) -> Result<SandboxTools, Failure> {
+    let path = |value: Option<std::ffi::OsString>, name: &str, what: &str| match value {
+        None => Ok(None),
+        Some(value) if value.is_empty() => Err(Failure::usage(format!(
+            "{name} is empty: name {what}, or unset it to let Gatehouse find it"
+        ))),
+        Some(value) => Ok(Some(PathBuf::from(value))),
+    };
+    Ok(SandboxTools {
+        bwrap: path(bwrap, "GATEHOUSE_BWRAP", "the bubblewrap program (bwrap)")?,
+        init: path(
+            init,
+            "GATEHOUSE_SANDBOX_INIT",
+            "the gatehouse-sandbox-init program",
+        )?,
+    })
 }
 
 fn default_config_path() -> PathBuf {
@@ -213,6 +244,7 @@ pub(crate) fn host_options(context: &Context) -> HostOptions {
     options.package_sources = context.package_sources.clone();
     options.request_era = context.era;
     options.traffic_log = context.traffic_log.clone();
+    options.sandbox = context.sandbox.clone();
     let json = context.json;
     options.findings = Some(Arc::new(move |finding: &Finding<'_>| match finding {
         Finding::Trust(trust) => warn_trust_problems(json, trust),
@@ -313,5 +345,40 @@ pub(crate) fn report(context: &Context, data: Value, human: &str) {
         output::print_json(&data);
     } else {
         println!("{human}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+
+    use super::*;
+
+    #[test]
+    fn sandbox_tools_come_from_named_programs_and_an_empty_name_is_refused() {
+        let unset = sandbox_tools(None, None).map_err(|f| f.message).unwrap();
+        assert_eq!((unset.bwrap, unset.init), (None, None));
+        let set = sandbox_tools(
+            Some(OsString::from("bin/bwrap")),
+            Some(OsString::from("init")),
+        )
+        .map_err(|f| f.message)
+        .unwrap();
+        assert_eq!(set.bwrap, Some(PathBuf::from("bin/bwrap")));
+        assert_eq!(set.init, Some(PathBuf::from("init")));
+        for (bwrap, init, named) in [
+            (Some(OsString::new()), None, "GATEHOUSE_BWRAP is empty"),
+            (
+                None,
+                Some(OsString::new()),
+                "GATEHOUSE_SANDBOX_INIT is empty",
+            ),
+        ] {
+            let Err(failure) = sandbox_tools(bwrap, init) else {
+                panic!("{named}: accepted")
+            };
+            assert!(failure.message.contains(named), "{}", failure.message);
+            assert_eq!(failure.exit_code(), 2);
+        }
     }
 }

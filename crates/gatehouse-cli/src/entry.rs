@@ -7,6 +7,11 @@
 use std::path::Path;
 
 use ed25519_dalek::SigningKey;
+use gatehouse_attest::confinement::{CONFINEMENT_SPEC_VERSION, EntryConfinement};
+use gatehouse_attest::gatehouse_confine::{
+    ConfinementMode, Grants, HostGrant, MAX_MEMORY_MIB, MAX_PROCESSES, Network, PathGrant,
+    confinement_to_json, parse_confinement,
+};
 use gatehouse_attest::pins::tool_pin;
 use gatehouse_host::ErrorCode;
 use serde_json::{Map, Value, json};
@@ -62,9 +67,130 @@ pub(crate) fn finish_entry(
     }
 }
 
+/// The confinement flags given (`--confinement`, `--read`, `--write`, `--host`, `--any-host`,
+/// `--processes`, `--memory-mib`), by name, in that order.
+fn confinement_flags(args: &AddServerArgs) -> Vec<&'static str> {
+    [
+        ("--confinement", args.confinement.is_some()),
+        ("--read", !args.read.is_empty()),
+        ("--write", !args.write.is_empty()),
+        ("--host", !args.hosts.is_empty()),
+        ("--any-host", args.any_host),
+        ("--processes", args.processes.is_some()),
+        ("--memory-mib", args.memory_mib.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect()
+}
+
+/// The entry's `confinement` object from the confinement flags, each value checked by the
+/// same parsers the host reads the bundle with (an error names the flag); `None` when no
+/// flag is given. Checked before any server is started. A remote server (`--url`) is refused:
+/// it runs elsewhere, where nothing of this machine confines it.
+pub(crate) fn confinement_of(args: &AddServerArgs) -> Result<Option<Value>, Failure> {
+    let given = confinement_flags(args);
+    if given.is_empty() {
+        return Ok(None);
+    }
+    if args.url.is_some() {
+        return Err(Failure::usage(format!(
+            "{}: a remote server (--url) runs elsewhere, so this machine cannot confine it; leave the confinement flags out (they apply to --stdio, --npm, --pypi and --mcpb)",
+            given.join(", ")
+        )));
+    }
+    let modes = ConfinementMode::ALL.map(ConfinementMode::as_str).join(", ");
+    let mode = match &args.confinement {
+        None => None,
+        Some(text) => Some(ConfinementMode::parse(text).ok_or_else(|| {
+            Failure::usage(format!("--confinement {text:?} is not one of {modes}"))
+        })?),
+    };
+    let paths = |flag: &str, list: &[String]| -> Result<Vec<PathGrant>, Failure> {
+        list.iter()
+            .map(|p| PathGrant::parse(p).map_err(|e| Failure::usage(format!("{flag} {p:?}: {e}"))))
+            .collect()
+    };
+    let mut grants = Grants {
+        read: paths("--read", &args.read)?,
+        write: paths("--write", &args.write)?,
+        ..Grants::default()
+    };
+    if args.any_host {
+        grants.network = Network::Any;
+    } else if !args.hosts.is_empty() {
+        grants.network = Network::Hosts(
+            args.hosts
+                .iter()
+                .map(|h| {
+                    HostGrant::parse(h).map_err(|e| Failure::usage(format!("--host {h:?}: {e}")))
+                })
+                .collect::<Result<_, _>>()?,
+        );
+    }
+    if let Some(n) = args.processes {
+        if n > MAX_PROCESSES {
+            return Err(Failure::usage(format!(
+                "--processes {n}: at most {MAX_PROCESSES} (0, the default, lets the server start no process, threads only)"
+            )));
+        }
+        grants.processes = n;
+    }
+    if let Some(n) = args.memory_mib {
+        if !(1..=MAX_MEMORY_MIB).contains(&n) {
+            return Err(Failure::usage(format!(
+                "--memory-mib {n}: give 1 to {MAX_MEMORY_MIB} MiB"
+            )));
+        }
+        grants.memory_mib = n;
+    }
+    // The whole object once more through the bundle's own parser, so what is written is
+    // exactly what a host reads back (limits on counts included).
+    let written = confinement_to_json(mode, &grants);
+    parse_confinement(&written, "confinement").map_err(|e| {
+        Failure::usage(format!(
+            "the confinement flags ({}) do not make a valid confinement: {e}",
+            given.join(", ")
+        ))
+    })?;
+    Ok(Some(written))
+}
+
+/// An entry's confinement in one line, as `bundle inspect` prints it: "confinement: required;
+/// reads ~/x; writes ~/y; hosts a:443; processes 0; memory 4096 MiB".
+pub(crate) fn confinement_line(confinement: &EntryConfinement) -> String {
+    let list = |items: Vec<String>| {
+        if items.is_empty() {
+            "nothing".to_string()
+        } else {
+            items.join(", ")
+        }
+    };
+    let grants = &confinement.grants;
+    let paths = |l: &[PathGrant]| list(l.iter().map(|p| p.as_str().to_string()).collect());
+    let hosts = match &grants.network {
+        Network::None => "none".to_string(),
+        Network::Hosts(hosts) => list(hosts.iter().map(|h| h.to_string()).collect()),
+        Network::Any => "any".to_string(),
+    };
+    format!(
+        "confinement: {}; reads {}; writes {}; hosts {hosts}; processes {}; memory {} MiB",
+        confinement
+            .mode
+            .map_or("mode not set (the policy's and the bundles' apply)", |m| {
+                m.as_str()
+            }),
+        paths(&grants.read),
+        paths(&grants.write),
+        grants.processes,
+        grants.memory_mib
+    )
+}
+
 /// Puts `entry` into the bundle `document` (replacing the entry of the same id), raises its
-/// specVersion to at least `spec`, drops the signatures (the content changed: `bundle sign`
-/// again) and writes the file atomically. Whether an entry was replaced.
+/// specVersion to at least `spec` (and to 7 when the entry carries `confinement`), drops the
+/// signatures (the content changed: `bundle sign` again) and writes the file atomically.
+/// Whether an entry was replaced.
 pub(crate) fn write_entry(
     args: &AddServerArgs,
     document: &mut Value,
@@ -75,6 +201,7 @@ pub(crate) fn write_entry(
         .get_mut("signed")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| Failure::usage("the bundle has no \"signed\" object"))?;
+    let confined = entry.get("confinement").is_some();
     let servers = signed
         .entry("servers")
         .or_insert_with(|| json!([]))
@@ -94,6 +221,11 @@ pub(crate) fn write_entry(
         .get("specVersion")
         .and_then(Value::as_u64)
         .unwrap_or(1);
+    let spec = if confined {
+        spec.max(CONFINEMENT_SPEC_VERSION)
+    } else {
+        spec
+    };
     if current < spec {
         signed.insert("specVersion".into(), json!(spec));
     }

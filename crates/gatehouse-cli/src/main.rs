@@ -14,6 +14,7 @@ mod bundle_diff;
 mod cli;
 mod clients;
 mod commands;
+mod confinement;
 mod conformance;
 mod consent;
 mod dispatch;

@@ -124,6 +124,13 @@ pub fn print_verdict(headline: &str, detail: &str, verdict: &Value) {
         "  posture         {}",
         text("posture").unwrap_or("deny-by-default")
     );
+    // What the server can read, write and reach, as admission decided it.
+    if let Some(line) = crate::confinement::from_verdict(verdict)
+        .as_ref()
+        .and_then(crate::confinement::line)
+    {
+        println!("  confinement     {}", safe_line(&line));
+    }
     let claimed = &verdict["claimed"];
     if let Some(publisher) = claimed.get("publisher").and_then(Value::as_str) {
         println!(
@@ -398,6 +405,12 @@ pub fn print_servers(path: &Path, rows: &[Value]) {
         }
         if let Some(package) = row.get("package").filter(|p| p.is_object()) {
             println!("    {}", safe_line(&package_line(package)));
+        }
+        if let Some(line) = crate::confinement::from_verdict(row)
+            .as_ref()
+            .and_then(crate::confinement::line)
+        {
+            println!("    {}", safe_line(&line));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `servers list | add | remove | resume | import`.
+//! `servers list | add | remove | resume | import | pin | confine`.
 
 use std::path::Path;
 
@@ -38,6 +38,10 @@ pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failu
                     if let Some(package) = &admission.verdict.package {
                         row["package"] = json!(package);
                     }
+                    // What a stdio server can read, write and reach (none for a remote one).
+                    if let Some(confinement) = &admission.verdict.confinement {
+                        row["confinement"] = json!(confinement);
+                    }
                     row
                 })
                 .collect();
@@ -76,6 +80,7 @@ pub async fn run(context: &Context, command: ServersCommand) -> Result<u8, Failu
             Ok(0)
         }
         ServersCommand::Pin { name, yes } => crate::pin::run(context, &name, yes).await,
+        ServersCommand::Confine(args) => crate::confinement::run(context, args).await,
         ServersCommand::Resume { name } => {
             // A configured server, or the demo's in --demo; nothing connects.
             let (host, name, _) =

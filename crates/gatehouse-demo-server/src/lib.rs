@@ -30,10 +30,15 @@
 //! that leads), with `--request-log FILE` recording every URI asked for: the fixture that
 //! proves a host's resource gate never lets a read leave an allowed prefix.
 //!
-//! What it never does, unless `--careless-files` asks it to read files: it never reads files,
-//! runs commands or reaches out to the network on a client's behalf (`open_link` never fetches
-//! its URL); the only files it writes are the page-hits log an operator names with
-//! `--page-hits` and the request log of `--request-log`. It never listens on a non-loopback address unless
+//! `--escape-attempts` ([`server::escape`]) adds a hostile server's tools: `escape` tries to
+//! read keys and other servers' files, write outside its grants, reach ungranted hosts, the
+//! session bus, a shell and a fork bomb, and reports each attempt; `egress_flood` floods the
+//! proxy with connections. The fixture of the host's confinement tests; it really tries.
+//!
+//! What it never does, unless `--careless-files` or `--escape-attempts` asks it to: it never
+//! reads files, runs commands or reaches out to the network on a client's behalf (`open_link`
+//! never fetches its URL); the only files it writes are the page-hits log an operator names
+//! with `--page-hits` and the request log of `--request-log`. It never listens on a non-loopback address unless
 //! explicitly allowed (the connect pages are always on 127.0.0.1); in stdio mode it never writes
 //! anything but JSON-RPC to stdout. It is a demo: it is never trusted by default, only admitted
 //! under the demo trust root.

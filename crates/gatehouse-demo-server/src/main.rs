@@ -62,6 +62,14 @@ struct Cli {
     #[arg(long)]
     poisoned_definitions: bool,
 
+    /// Also list two hostile tools for testing a host's confinement: `escape`, which tries to
+    /// read SSH keys and other servers' files, write outside its grants, reach hosts and the
+    /// session bus it was not granted, run a shell and fork without bound, reporting each
+    /// attempt; and `egress_flood`, which makes many connections through the proxy in
+    /// $HTTP_PROXY. They really try: never use this outside a test. Off by default.
+    #[arg(long)]
+    escape_attempts: bool,
+
     /// Also serve the files under ROOT as file:// resources (and the template
     /// file://ROOT/{+path}), read CARELESSLY as many servers do: any file: URI is decoded
     /// repeatedly, NFKC-normalized and path-normalized, and whatever file results is read,
@@ -98,8 +106,8 @@ struct Cli {
 
     /// Serve the conformance profile instead of the demo: the test surface of the official
     /// MCP conformance suite's server scenarios, in both eras. Needs --http; --era, --page-size,
-    /// --attestation, --tick-ms, --hostile-content, --poisoned-definitions, --careless-files
-    /// and the page options do not apply to it.
+    /// --attestation, --tick-ms, --hostile-content, --poisoned-definitions, --escape-attempts,
+    /// --careless-files and the page options do not apply to it.
     #[arg(long)]
     conformance: bool,
 
@@ -167,6 +175,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .with_tick(Duration::from_millis(cli.tick_ms))
         .with_hostile_content(cli.hostile_content)
         .with_poisoned_definitions(cli.poisoned_definitions)
+        .with_escape_attempts(cli.escape_attempts)
         .with_pages(PageConfig {
             port: cli.page_port,
             hits_file: cli.page_hits,

@@ -4,6 +4,7 @@
 
 pub mod careless;
 pub mod elicitation;
+pub mod escape;
 mod input;
 pub mod png;
 pub mod poisoned;
@@ -147,6 +148,15 @@ impl DemoServer {
     pub fn with_poisoned_definitions(mut self, poisoned: bool) -> Self {
         if poisoned {
             self.tool_router += Self::poisoned_router();
+        }
+        self
+    }
+
+    /// Also list the hostile `escape` and `egress_flood` tools (`--escape-attempts`,
+    /// [`escape`]): a confinement test's fixture. Call before cloning.
+    pub fn with_escape_attempts(mut self, escape: bool) -> Self {
+        if escape {
+            self.tool_router += Self::escape_router();
         }
         self
     }

@@ -58,6 +58,7 @@ pub const COMMANDS: &[&str] = &[
     "server_add",
     "servers_import",
     "server_resume",
+    "server_confine",
     "tool_call",
     "server_prompts",
     "server_resources",
@@ -130,6 +131,13 @@ struct NoArgs {}
 #[derive(Deserialize)]
 struct Name {
     name: String,
+}
+
+/// `server_confine`: the person's confinement settings for one server.
+#[derive(Deserialize)]
+struct Confine {
+    name: String,
+    confinement: crate::ConfinementForm,
 }
 
 #[derive(Deserialize)]
@@ -319,6 +327,10 @@ pub async fn dispatch(desk: &Arc<Desk>, command: &str, raw: Value) -> Result<Val
         "server_resume" => {
             let a: Name = args(command, raw)?;
             answer(desk.resume(&a.name).await)
+        }
+        "server_confine" => {
+            let a: Confine = args(command, raw)?;
+            answer(desk.set_confinement(&a.name, &a.confinement).await)
         }
         "tool_call" => {
             let a: ToolCall = args(command, raw)?;

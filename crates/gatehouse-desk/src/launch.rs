@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_attest::bundle::Posture;
-use gatehouse_host::{SYSTEM_TRUST_ROOTS, SecretStore, UrlOpener, system_clock};
+use gatehouse_host::{SYSTEM_TRUST_ROOTS, SandboxTools, SecretStore, UrlOpener, system_clock};
 
 use crate::client_files::{ClientSetup, locate_gatehouse};
 use crate::events::EventHub;
@@ -46,14 +46,18 @@ pub struct Launch {
     /// The package-sources file instead of the one beside the system trust roots
     /// (`GATEHOUSE_PACKAGE_SOURCES`, as for the CLI's `--package-sources`).
     pub package_sources: Option<PathBuf>,
+    /// The confinement's tools (`GATEHOUSE_BWRAP`, `GATEHOUSE_SANDBOX_INIT`, as for the CLI),
+    /// instead of the ones the host finds.
+    pub sandbox: SandboxTools,
 }
 
 const USAGE: &str = "[--demo] [--policy FILE] [--posture deny-by-default|warn] [--no-bridge]";
 
 impl Launch {
     /// From the command line: `--demo`, `--policy FILE`, `--posture POSTURE`, `--no-bridge`
-    /// (or `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI), and
-    /// `GATEHOUSE_PACKAGE_SOURCES`. The first argument is the program's name.
+    /// (or `GATEHOUSE_DEMO=1`, `GATEHOUSE_POLICY`, `GATEHOUSE_POSTURE`, as for the CLI),
+    /// `GATEHOUSE_PACKAGE_SOURCES`, `GATEHOUSE_BWRAP` and `GATEHOUSE_SANDBOX_INIT`. The first
+    /// argument is the program's name.
     pub fn from_args(args: impl IntoIterator<Item = String>) -> Result<Launch, String> {
         Launch::from_args_with(args, |_| false).map(|(launch, _)| launch)
     }
@@ -90,6 +94,10 @@ impl Launch {
             policy: std::env::var_os("GATEHOUSE_POLICY").map(PathBuf::from),
             posture,
             package_sources: package_sources_from(std::env::var_os("GATEHOUSE_PACKAGE_SOURCES"))?,
+            sandbox: sandbox_tools_from(
+                std::env::var_os("GATEHOUSE_BWRAP"),
+                std::env::var_os("GATEHOUSE_SANDBOX_INIT"),
+            )?,
             connect_at_start: true,
             bridge: true,
             ..Launch::default()
@@ -159,6 +167,29 @@ pub fn package_sources_from(value: Option<std::ffi::OsString>) -> Result<Option<
     }
 }
 
+/// The confinement's tools from `GATEHOUSE_BWRAP` and `GATEHOUSE_SANDBOX_INIT` as the CLI
+/// takes them: unset, the host finds them; set but empty is refused rather than read as unset.
+pub fn sandbox_tools_from(
+    bwrap: Option<std::ffi::OsString>,
+    init: Option<std::ffi::OsString>,
+) -> Result<SandboxTools, String> {
+    let path = |value: Option<std::ffi::OsString>, name: &str, what: &str| match value {
+        None => Ok(None),
+        Some(value) if value.is_empty() => Err(format!(
+            "{name} is empty: name {what}, or unset it to let Gatehouse find it"
+        )),
+        Some(value) => Ok(Some(PathBuf::from(value))),
+    };
+    Ok(SandboxTools {
+        bwrap: path(bwrap, "GATEHOUSE_BWRAP", "the bubblewrap program (bwrap)")?,
+        init: path(
+            init,
+            "GATEHOUSE_SANDBOX_INIT",
+            "the gatehouse-sandbox-init program",
+        )?,
+    })
+}
+
 /// The user's paths, as Tauri's path resolver gave them to the app before the split (it uses
 /// the same `dirs` rules), shared with the `gatehouse` CLI: `$XDG_CONFIG_HOME/gatehouse` for
 /// `servers.json` and trust roots, `$XDG_DATA_HOME/gatehouse` for the audit log.
@@ -225,6 +256,7 @@ pub fn open_desk(launch: &Launch, hub: &EventHub) -> Result<Arc<Desk>, String> {
     options.posture_override = launch.posture;
     options.demo_server = launch.demo_server.clone();
     options.package_sources = launch.package_sources.clone();
+    options.sandbox = launch.sandbox.clone();
     if let Some(opener) = &launch.opener {
         options.opener = opener.clone();
     }
@@ -324,6 +356,23 @@ mod tests {
         );
         let empty = package_sources_from(Some(OsString::new())).unwrap_err();
         assert!(empty.contains("GATEHOUSE_PACKAGE_SOURCES"), "{empty}");
+    }
+
+    #[test]
+    fn sandbox_tools_come_from_named_programs_and_an_empty_name_is_refused() {
+        let unset = sandbox_tools_from(None, None).unwrap();
+        assert_eq!((unset.bwrap, unset.init), (None, None));
+        let set = sandbox_tools_from(
+            Some(OsString::from("bin/bwrap")),
+            Some(OsString::from("lib/gatehouse-sandbox-init")),
+        )
+        .unwrap();
+        assert_eq!(set.bwrap, Some(PathBuf::from("bin/bwrap")));
+        assert_eq!(set.init, Some(PathBuf::from("lib/gatehouse-sandbox-init")));
+        let empty = sandbox_tools_from(Some(OsString::new()), None).unwrap_err();
+        assert!(empty.contains("GATEHOUSE_BWRAP is empty"), "{empty}");
+        let empty = sandbox_tools_from(None, Some(OsString::new())).unwrap_err();
+        assert!(empty.contains("GATEHOUSE_SANDBOX_INIT is empty"), "{empty}");
     }
 
     fn args(list: &[&str]) -> Vec<String> {

@@ -9,6 +9,7 @@
 
 pub mod autostart;
 pub mod client_files;
+pub mod confinement;
 pub mod dispatch;
 pub mod events;
 pub mod launch;
@@ -33,6 +34,7 @@ pub use client_files::{
     BroughtServer, BroughtState, ClientConnected, ClientFileRow, ClientRestored, ClientSetup,
     locate_gatehouse,
 };
+pub use confinement::ConfinementForm;
 pub use dispatch::{QuitPlan, dispatch};
 pub use events::{EventHub, WindowEvent};
 pub use gatehouse_clients::{ClientId, Scope as ClientScope};
@@ -48,6 +50,7 @@ pub use gatehouse_host::host::{
     Settings, ToolGroups,
 };
 pub use gatehouse_host::host::{PackageState, RowStatus};
+pub use gatehouse_host::{ConfinementState, ConfinementView, GrantSource, NetworkView};
 pub use gatehouse_policy::FieldError;
 pub use launch::Launch;
 pub use pins::{PinPlanView, PinnedView, PlannedTool};

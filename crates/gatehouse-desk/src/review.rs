@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use gatehouse_host::ConfinementView;
 use gatehouse_review::{
     Context, Finding, FindingKind, Primitive, Severity, escape, has_high, review,
 };
@@ -121,8 +122,8 @@ impl ToolReview {
     }
 }
 
-/// A server's detail as the window gets it: [`ServerDetail`] plus each listed tool's review
-/// and whether the person may approve tools (the warn posture).
+/// A server's detail as the window gets it: [`ServerDetail`] plus each listed tool's review,
+/// whether the person may approve tools (the warn posture), and its confinement.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DetailView {
@@ -131,6 +132,10 @@ pub struct DetailView {
     /// Exact tool name → its card's review.
     pub reviews: BTreeMap<String, ToolReview>,
     pub can_approve: bool,
+    /// What the server can read, write and reach, or "unconfined" and why (issue 28). For a
+    /// live connection, what its admission decided and it runs with; otherwise what it would
+    /// run with now. None when the host cannot say (an unknown server).
+    pub confinement: Option<ConfinementView>,
 }
 
 impl Desk {
@@ -166,11 +171,31 @@ impl Desk {
                 ))
             })
             .collect();
+        let confinement = self.confinement(name, &detail).await;
         DetailView {
             can_approve: self.host().settings().posture == gatehouse_attest::bundle::Posture::Warn,
             detail,
             reviews,
+            confinement,
         }
+    }
+}
+
+impl Desk {
+    /// The confinement the detail shows: a live connection's from its own admission record
+    /// (what it really runs with); otherwise the host's answer for what it would run with.
+    async fn confinement(&self, name: &str, detail: &ServerDetail) -> Option<ConfinementView> {
+        if detail.banner.is_some() {
+            // A banner means a live connection: lent its verdict without connecting anew.
+            if let Ok(view) = self
+                .host()
+                .with_verdict(name, |verdict| verdict.confinement.clone())
+                .await
+            {
+                return view;
+            }
+        }
+        self.host().confinement_of(name).await.ok()
     }
 }
 

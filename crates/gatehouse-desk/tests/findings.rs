@@ -263,6 +263,18 @@ for line in sys.stdin:
 /// The poisoned prompt's exact name: a zero-width space inside.
 const POISONED_PROMPT: &str = "poi\u{200B}soned";
 
+/// The Python interpreter itself, not a version manager's shim on PATH (pyenv's is a shell
+/// script that runs the manager from the user's home): the unattested server runs confined,
+/// where only its own program's tree is readable.
+fn python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 is installed");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// A desk with the demo and `prompter` (the listing server above, with crafted definitions),
 /// in the warn posture.
 fn open_prompter(dir: &Path) -> Arc<Desk> {
@@ -299,7 +311,7 @@ fn open_prompter(dir: &Path) -> Arc<Desk> {
         dir,
         &json!({"mcpServers": {
             "demo": {"command": kit::demo::command()},
-            "prompter": {"command": "python3", "args": [script, definitions]},
+            "prompter": {"command": python(), "args": [script, definitions]},
         }}),
     );
     let mut options = kit::host::options(dir);

@@ -90,7 +90,11 @@ pub fn demo_bundle(demo_server: &Path, now: OffsetDateTime) -> Result<Vec<u8>, S
             .expect("formats")
     );
     let (signer_id, signer) = parse_private_key(SIGNER_KEY.as_bytes())?;
+    // specVersion 7: the entry declares its confinement (issue 28). The demo's connect page
+    // listens on loopback, so it shares the network; everything else is confined.
+    signed["specVersion"] = json!(7);
     let server = &mut signed["servers"][0];
+    server["confinement"] = json!({"hosts": "any"});
     server["stdio"]["command"] = json!(program.display().to_string());
     server["stdio"]["sha256"] = json!(hex::encode(sha256));
     let mut attestation = server["stdio"]["attestation"]

@@ -105,6 +105,12 @@ error_codes! {
     PackageResolveFailed => "package_resolve_failed",
     PinUnsupported => "pin_unsupported",
 
+    // Confinement (issue 28).
+    /// Confinement is required (by the policy, a bundle or the entry), but this machine
+    /// cannot confine the server: bubblewrap missing, user namespaces refused, the init
+    /// missing, or the sandbox's self-check failed.
+    ConfinementUnavailable => "confinement_unavailable",
+
     // The gate (`gatehouse_attest::gate::GateReason`; `tool_not_admitted` above).
     ToolPinMismatch => "tool_pin_mismatch",
     ToolNotListed => "tool_not_listed",

@@ -29,6 +29,7 @@ pub use evidence::{ElicitationContext, Mode, ServerStanding, TransportKind};
 pub use evidence::{check_evidence, override_allowed};
 pub use form::check_fields;
 pub use form::{Field, FieldCheck, FieldError, FieldKind, FormSchema, SchemaError};
-pub use policy::{AuditMode, AuditPolicy, Policy, PolicyError};
+pub use gatehouse_confine::ConfinementMode;
+pub use policy::{AuditMode, AuditPolicy, ConfinementPolicy, Policy, PolicyError};
 pub use transit::check_answers;
 pub use url_check::{HostClass, UrlContext, UrlDisplay, check_url, host_class};

@@ -1,5 +1,6 @@
 //! The policy file: `policies/default.toml` ships with Gatehouse; admins can tighten it.
 
+use gatehouse_confine::ConfinementMode;
 use serde::{Deserialize, Serialize};
 
 /// The shipped policy, exactly as in the repository's `policies/default.toml`.
@@ -29,6 +30,24 @@ pub struct Policy {
     /// the shipped default (batched, 50 ms, 128 records; 64 MiB segments kept 180 days).
     #[serde(default)]
     pub audit: AuditPolicy,
+    /// Whether local servers run confined. Missing in a policy file written before the
+    /// setting existed: the shipped default (`preferred`).
+    #[serde(default)]
+    pub confinement: ConfinementPolicy,
+}
+
+/// `[confinement]`: the confinement this machine asks of every local (stdio) server it runs.
+/// The strictest of this, every installed bundle's `confinement.mode` and the server's own
+/// bundle entry applies, so a policy can make confinement stricter, never looser than a
+/// bundle asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConfinementPolicy {
+    /// `required`: a server that cannot be confined on this machine is refused
+    /// (`confinement_unavailable`); `preferred` (the default): confined where the machine
+    /// can, otherwise run unconfined, shown and audited; `off`: not confined unless a bundle
+    /// or the entry asks for more.
+    pub mode: ConfinementMode,
 }
 
 /// `[audit]`: the audit log's durability mode, segment size and retention. A trust-root
@@ -514,6 +533,42 @@ mod tests {
         })
         .unwrap();
         assert_eq!(older.audit, AuditPolicy::default());
+    }
+
+    #[test]
+    fn the_confinement_mode_is_one_of_three_and_defaults_to_preferred() {
+        assert_eq!(
+            Policy::default_policy().confinement.mode,
+            ConfinementMode::Preferred
+        );
+        for mode in ConfinementMode::ALL {
+            let policy = with(|t| {
+                t.replace(
+                    "mode = \"preferred\"",
+                    &format!("mode = \"{}\"", mode.as_str()),
+                )
+            })
+            .unwrap();
+            assert_eq!(policy.confinement.mode, mode);
+        }
+        // A file from before [confinement] existed, or with the section but no mode.
+        let older = with(|t| t[..t.find("[confinement]").unwrap()].to_string()).unwrap();
+        assert_eq!(older.confinement.mode, ConfinementMode::Preferred);
+        let bare = with(|t| t.replace("mode = \"preferred\"", "")).unwrap();
+        assert_eq!(bare.confinement.mode, ConfinementMode::Preferred);
+        for (to, says) in [
+            ("mode = \"strict\"", "strict"),
+            ("mode = \"Required\"", "Required"),
+            ("mode = \"\"", "mode"),
+            ("mode = true", "mode"),
+            // A near miss of the key is refused, not ignored (it would keep the default).
+            ("modes = \"required\"", "modes"),
+            ("mode = \"required\"\nread = [\"~/x\"]", "read"),
+        ] {
+            let error = with(|t| t.replace("mode = \"preferred\"", to)).expect_err(to);
+            assert!(matches!(error, PolicyError::Parse(_)), "{to}: {error}");
+            assert!(error.to_string().contains(says), "{to}: {error}");
+        }
     }
 
     #[test]

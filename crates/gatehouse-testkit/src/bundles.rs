@@ -73,6 +73,39 @@ pub fn stdio_entry(id: &str, command: &str, sha256: &str, attestation: Value) ->
     })
 }
 
+/// The bundle `specVersion` that carries `confinement` (bundle-wide and per entry).
+pub const CONFINEMENT_SPEC_VERSION: u64 = 7;
+
+/// A stdio binding for `id` running `command` with `args`, allowed `tools`, with the
+/// `confinement` object given (`{"mode"?, "read"?, "write"?, "hosts"?, "processes"?,
+/// "memoryMiB"?}`). A bundle holding it needs `specVersion` [`CONFINEMENT_SPEC_VERSION`]:
+/// see [`signed_with_confinement`].
+pub fn confined_stdio_entry(
+    id: &str,
+    command: &str,
+    args: &[&str],
+    sha256: &str,
+    tools: &[&str],
+    confinement: Value,
+) -> Value {
+    let mut entry = stdio_entry(id, command, sha256, attestation(id, None));
+    entry["stdio"]["args"] = json!(args);
+    entry["allowedTools"] = json!(tools);
+    entry["confinement"] = confinement;
+    entry
+}
+
+/// [`signed`] at specVersion [`CONFINEMENT_SPEC_VERSION`], with the bundle-wide confinement
+/// `mode` when given (`"required"`, `"preferred"` or `"off"`).
+pub fn signed_with_confinement(servers: Value, mode: Option<&str>) -> Value {
+    let mut signed = signed(servers);
+    signed["specVersion"] = json!(CONFINEMENT_SPEC_VERSION);
+    if let Some(mode) = mode {
+        signed["confinement"] = json!({"mode": mode});
+    }
+    signed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +139,41 @@ mod tests {
             trust.posture(),
             gatehouse_attest::bundle::Posture::DenyByDefault
         );
+    }
+
+    #[test]
+    fn a_confined_entry_loads_only_at_the_confinement_spec_version() {
+        let entry = confined_stdio_entry(
+            "urn:test:confined",
+            "/usr/bin/confined-mcp",
+            &["--flag"],
+            &"00".repeat(32),
+            &["echo", "escape"],
+            json!({"write": ["~/work"], "hosts": ["127.0.0.1:8080"]}),
+        );
+        assert_eq!(entry["stdio"]["args"], json!(["--flag"]));
+        assert_eq!(entry["allowedTools"], json!(["echo", "escape"]));
+        let load = |signed: &Value| {
+            let dir = tempfile::tempdir().unwrap();
+            install(dir.path(), signed);
+            let trust = Trust::load(
+                &TrustSettings {
+                    system_dir: dir.path().to_path_buf(),
+                    user_dir: None,
+                    posture_override: None,
+                    demo_bundle: None,
+                },
+                gatehouse_host::tap::system_clock()(),
+            );
+            trust.problems().len()
+        };
+        let servers = json!([entry]);
+        assert_eq!(load(&signed_with_confinement(servers.clone(), None)), 0);
+        assert_eq!(
+            load(&signed_with_confinement(servers.clone(), Some("required"))),
+            0
+        );
+        // Below specVersion 7 the entry's confinement is refused.
+        assert_eq!(load(&signed(servers)), 1);
     }
 }

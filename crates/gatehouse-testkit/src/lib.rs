@@ -11,6 +11,7 @@
 //! - [`rig`]: the security core (trust, audit log, gatekeeper, tap) assembled by hand, for the
 //!   tests that drive a `Connection` or a sign-in below the host;
 //! - [`raw`]: a raw line-JSON MCP client over a child process's stdio;
+//! - [`sandbox`]: bubblewrap and the sandbox init, real or broken, for the confinement tests;
 //! - `oauth` (feature `oauth`): a mock authorization server, an approving sign-in UI and a
 //!   browser that follows its redirect;
 //! - `mcp` (feature `mcp`): rmcp's client connected in-process to any rmcp server handler;
@@ -29,3 +30,4 @@ pub mod mirror;
 pub mod oauth;
 pub mod raw;
 pub mod rig;
+pub mod sandbox;

@@ -68,6 +68,12 @@ impl Trust {
         self.store.audit_retention()
     }
 
+    /// The strictest bundle-level confinement mode of the loaded bundles, and which bundles
+    /// set it.
+    pub fn confinement_mode(&self) -> Option<(gatehouse_confine::ConfinementMode, Vec<String>)> {
+        self.store.confinement_mode()
+    }
+
     /// The label of the locked admin bundle, if one is locked.
     pub fn locked_by(&self) -> Option<&str> {
         self.locked_by.as_deref()

@@ -30,6 +30,8 @@ pub enum AdmissionReason {
     /// The document served at an origin verifies as an id whose entry vouches for it only at
     /// other endpoints: a copied vouched attestation admits nothing.
     VouchedElsewhere,
+    /// Confinement is required and this machine cannot confine the server (issue 28).
+    ConfinementUnavailable,
 }
 
 impl AdmissionReason {
@@ -42,6 +44,7 @@ impl AdmissionReason {
             AdmissionReason::Package(code) => code.as_str(),
             AdmissionReason::VouchExpired => "vouch_expired",
             AdmissionReason::VouchedElsewhere => "vouched_elsewhere",
+            AdmissionReason::ConfinementUnavailable => "confinement_unavailable",
         }
     }
     /// The ATSA registry code, for registry reasons.
@@ -53,7 +56,8 @@ impl AdmissionReason {
             | AdmissionReason::AttestationUnavailable
             | AdmissionReason::Package(_)
             | AdmissionReason::VouchExpired
-            | AdmissionReason::VouchedElsewhere => None,
+            | AdmissionReason::VouchedElsewhere
+            | AdmissionReason::ConfinementUnavailable => None,
         }
     }
 }
@@ -168,6 +172,10 @@ pub struct Verdict {
     pub package: Option<crate::audit_event::gate::PackageSummary>,
     pub bundle: Option<String>,
     pub demo: bool,
+    /// A stdio server's confinement: what it can read, write and reach, or unconfined and
+    /// why (`None` for HTTP servers, and where no confinement was decided).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<crate::confine::ConfinementView>,
     /// Under which key user tool approvals are stored for this server.
     #[serde(skip)]
     pub approval_key: String,
@@ -180,6 +188,9 @@ pub struct Verdict {
     /// A package server: the interpreter and arguments that run the verified tree.
     #[serde(skip)]
     pub(super) launch: Option<crate::packages::PackageLaunch>,
+    /// What a confined server runs with (the checked tools and its grants).
+    #[serde(skip)]
+    pub(crate) sandbox: Option<crate::confine::Sandboxing>,
 }
 
 impl Verdict {
@@ -206,10 +217,12 @@ impl Verdict {
             policy: None,
             program: None,
             launch: None,
+            confinement: None,
+            sandbox: None,
         }
     }
 
-    pub(super) fn refused(mut self, reason: AdmissionReason, detail: String) -> Verdict {
+    pub(crate) fn refused(mut self, reason: AdmissionReason, detail: String) -> Verdict {
         self.status = Status::Refused;
         self.reason = Some(reason.into());
         self.code = reason.code();
@@ -241,6 +254,11 @@ impl Verdict {
     /// Whether a proof of admission backs this verdict.
     pub fn is_admitted(&self) -> bool {
         self.proof.is_some()
+    }
+
+    /// The verified attestation, when admitted.
+    pub(crate) fn admitted_proof(&self) -> Option<&Admitted> {
+        self.proof.as_ref()
     }
 
     /// The bundle policy governing the admitted server.

@@ -49,6 +49,9 @@ pub struct Admission {
     pub bundle: Option<String>,
     pub demo: bool,
     pub decision: AdmissionDecision,
+    /// A stdio server's confinement as decided at this admission (issue 28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<crate::confine::ConfinementView>,
 }
 
 /// A package server's admission (issue 25): what is bound and what was checked.
@@ -96,6 +99,7 @@ impl From<&Verdict> for Admission {
             bundle: v.bundle.clone(),
             demo: v.demo,
             decision,
+            confinement: v.confinement.clone(),
         }
     }
 }

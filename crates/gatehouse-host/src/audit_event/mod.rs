@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub mod bundle;
+pub mod confine;
 pub mod gate;
 pub mod session;
 
@@ -125,6 +126,11 @@ audit_events! {
     /// An admission refused because a locked admin bundle forbids what the front end was
     /// started with (other trust roots, demo mode, a user policy): a lock installed since.
     LockRefused => "lock_refused",
+    /// A confined server's connection refused by its egress proxy (issue 28): a host its
+    /// grants do not name. Bounded per window; the next record counts the ones left out.
+    EgressRefused => "egress_refused",
+    /// The person changed an unattested server's confinement in `servers.json`.
+    ConfinementChanged => "confinement_changed",
 }
 
 impl AuditEvent {
@@ -215,6 +221,8 @@ audit_records! {
     TrustReloaded => gate::TrustReloaded,
     DurabilityChanged => gate::DurabilityChanged,
     LockRefused => gate::LockRefused,
+    EgressRefused => confine::EgressRefused,
+    ConfinementChanged => confine::ConfinementChanged,
 }
 
 #[cfg(test)]
@@ -302,7 +310,7 @@ mod tests {
         assert_eq!(names.len(), AuditEvent::ALL.len());
         let set: BTreeSet<AuditEvent> = AuditEvent::ALL.into_iter().collect();
         assert_eq!(set.len(), AuditEvent::ALL.len());
-        assert_eq!(AuditEvent::ALL.len(), 26);
+        assert_eq!(AuditEvent::ALL.len(), 28);
     }
 
     #[test]

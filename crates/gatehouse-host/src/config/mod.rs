@@ -253,6 +253,11 @@ impl ServerEntry {
                 if !self.headers.is_empty() || self.bearer_token_secret.is_some() || self.oauth.is_some() {
                     return Err(err("\"headers\", \"bearerTokenSecret\" and \"oauth\" apply to HTTP servers only; a stdio server takes credentials through \"env\"".into()));
                 }
+                // The person's own confinement (issue 28): the shape a bundle entry uses.
+                if let Some(value) = self.other.get("confinement") {
+                    gatehouse_confine::parse_confinement(value, &format!("mcpServers.{name}.confinement"))
+                        .map_err(|e| err(e.to_string()))?;
+                }
                 Ok(ServerSpec::Stdio(StdioSpec {
                     command: command.clone(),
                     args: self.args.clone(),
@@ -263,6 +268,9 @@ impl ServerEntry {
             (None, Some(url), _) => {
                 if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
                     return Err(err("\"args\", \"env\" and \"cwd\" apply to stdio servers only".into()));
+                }
+                if self.other.contains_key("confinement") {
+                    return Err(err("\"confinement\" applies to stdio servers only: a remote server runs elsewhere; remove it".into()));
                 }
                 for name in self.headers.keys() {
                     reqwest::header::HeaderName::from_bytes(name.as_bytes())

@@ -75,6 +75,9 @@ pub struct ConnectOptions {
     pub opener: Arc<dyn crate::consent::UrlOpener>,
     /// How long the user has to finish a sign-in in the browser.
     pub sign_in_timeout: Duration,
+    /// The person's own `confinement` of this server in `servers.json` (issue 28): used
+    /// only when the server is not admitted by a bundle.
+    pub person_confinement: Option<serde_json::Value>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -102,6 +105,7 @@ impl Default for ConnectOptions {
             sign_in: None,
             opener: Arc::new(crate::consent::SystemBrowser),
             sign_in_timeout: Duration::from_secs(300),
+            person_confinement: None,
         }
     }
 }
@@ -162,6 +166,9 @@ pub struct Connection {
     mismatches_seen: Mutex<std::collections::HashSet<(Kind, String, String)>>,
     /// A server reached with MCP authorization: how to step up when it asks for more scope.
     oauth: Option<OAuthLink>,
+    /// A confined server's egress proxy (issue 28): kept as long as the connection, its
+    /// socket removed with it.
+    sandboxed: crate::confine::SandboxedLaunch,
 }
 
 /// What a sign-in for `server` needs, from its config, its admission and the front end.
@@ -225,7 +232,9 @@ impl Connection {
         options: &ConnectOptions,
         gatekeeper: Arc<Gatekeeper>,
     ) -> Result<Connection, HostError> {
-        let mut verdict = gatekeeper.admit(server, spec).await?;
+        let mut verdict = gatekeeper
+            .admit_as(server, spec, options.person_confinement.as_ref())
+            .await?;
         if !verdict.proceeds {
             return Err(HostError::NotAdmitted {
                 server: server.to_string(),
@@ -273,6 +282,20 @@ impl Connection {
                 .iter()
                 .map(|k| (*k).to_string())
                 .collect();
+        }
+        // A confined server runs under bubblewrap and our init, with its egress proxy when
+        // it may reach named hosts (issue 28).
+        let mut sandboxed = crate::confine::SandboxedLaunch::default();
+        if let (Launch::Stdio(stdio), Some(sandbox)) = (&mut launch, verdict.sandbox.as_ref()) {
+            sandboxed = crate::confine::sandbox_launch(
+                server,
+                stdio,
+                sandbox,
+                !verdict.is_admitted(),
+                gatekeeper.clock(),
+                gatekeeper.egress_sink(&verdict),
+            )
+            .await?;
         }
         for (name, value) in &used {
             tap.redact(name, value.expose());
@@ -474,7 +497,14 @@ impl Connection {
             subscribing: tokio::sync::Mutex::new(()),
             mismatches_seen: Mutex::new(Default::default()),
             oauth,
+            sandboxed,
         })
+    }
+
+    /// Connections this server's egress proxy refused so far (recorded or not: the audit
+    /// log's `egress_refused` records are bounded per window); 0 when it has no proxy.
+    pub fn egress_refused(&self) -> u64 {
+        self.sandboxed.proxy.as_ref().map_or(0, |p| p.refused())
     }
 
     /// Forgets any challenge seen before a request, so only that request's counts.

@@ -112,6 +112,7 @@ impl From<AdmissionReason> for ErrorCode {
             AdmissionReason::VouchExpired => ErrorCode::VouchExpired,
             AdmissionReason::VouchedElsewhere => ErrorCode::VouchedElsewhere,
             AdmissionReason::Package(code) => code,
+            AdmissionReason::ConfinementUnavailable => ErrorCode::ConfinementUnavailable,
         }
     }
 }

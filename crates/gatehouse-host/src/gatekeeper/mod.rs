@@ -64,6 +64,8 @@ pub mod events {
     pub const TRUST_RELOADED: &str = AuditEvent::TrustReloaded.as_str();
     pub const DURABILITY_CHANGED: &str = AuditEvent::DurabilityChanged.as_str();
     pub const LOCK_REFUSED: &str = AuditEvent::LockRefused.as_str();
+    pub const EGRESS_REFUSED: &str = AuditEvent::EgressRefused.as_str();
+    pub const CONFINEMENT_CHANGED: &str = AuditEvent::ConfinementChanged.as_str();
 }
 
 /// The audit log, shared by every connection of a process.
@@ -320,6 +322,9 @@ pub struct Gatekeeper {
     /// Package servers' store and sources; set once when the host opens. Without it a
     /// package config is judged as a plain stdio command (unbound).
     packages: std::sync::OnceLock<Arc<crate::packages::Packages>>,
+    /// What confinement decides with (issue 28); set once when the host opens. Without it
+    /// (the runtime's own tests) no confinement is decided and stdio servers run as started.
+    confinement: std::sync::OnceLock<Arc<crate::confine::ConfinementSettings>>,
 }
 
 impl std::fmt::Debug for Gatekeeper {
@@ -347,7 +352,49 @@ impl Gatekeeper {
             suspensions: Suspensions::in_memory(),
             clock,
             packages: std::sync::OnceLock::new(),
+            confinement: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives admission what confinement decides with (once; a second call is ignored).
+    pub fn set_confinement(&self, settings: crate::confine::ConfinementSettings) {
+        let _ = self.confinement.set(Arc::new(settings));
+    }
+
+    /// What confinement decides with, when the host set it.
+    pub fn confinement_settings(&self) -> Option<&crate::confine::ConfinementSettings> {
+        self.confinement.get().map(|s| &**s)
+    }
+
+    /// Writes an `egress_refused` record for `verdict`'s server: what its egress proxy's
+    /// refusals go through. A record that cannot be written is logged (the connection was
+    /// refused either way).
+    pub(crate) fn egress_sink(
+        self: &Arc<Self>,
+        verdict: &Verdict,
+    ) -> crate::confine::proxy::RefusalSink {
+        let gatekeeper = Arc::downgrade(self);
+        let (audit_server, name) = (verdict.audit_server(), verdict.server.clone());
+        Arc::new(move |refusal: crate::confine::proxy::Refusal| {
+            let Some(gatekeeper) = gatekeeper.upgrade() else {
+                return;
+            };
+            let record = crate::audit_event::confine::EgressRefused {
+                name: name.clone(),
+                host: refusal.host,
+                port: refusal.port,
+                reason: refusal.reason,
+                suppressed_before: refusal.suppressed_before,
+            };
+            if let Err(error) = gatekeeper.write(Some(&audit_server), &record) {
+                tracing::warn!(%error, server = %name, "an egress refusal could not be recorded");
+            }
+        })
+    }
+
+    /// The clock records are written with.
+    pub(crate) fn clock(&self) -> Clock {
+        self.clock.clone()
     }
 
     /// Gives admission the package runtime (once; a second call is ignored).
@@ -476,9 +523,22 @@ impl Gatekeeper {
     /// nothing may proceed). The bundles are judged at this moment: loaded again first when
     /// this gatekeeper reloads.
     pub async fn admit(&self, server: &str, spec: &ServerSpec) -> Result<Verdict, HostError> {
+        self.admit_as(server, spec, None).await
+    }
+
+    /// [`Gatekeeper::admit`], with the person's own `confinement` of this server in
+    /// `servers.json` (it applies only when the server is not admitted by a bundle): the
+    /// verdict carries the server's confinement, and a server whose confinement is required
+    /// but unavailable is refused (`confinement_unavailable`).
+    pub async fn admit_as(
+        &self,
+        server: &str,
+        spec: &ServerSpec,
+        person_confinement: Option<&Value>,
+    ) -> Result<Verdict, HostError> {
         let now = (self.clock)();
         let trust = self.reload_trust(now)?;
-        let verdict = trust
+        let mut verdict = trust
             .admit(
                 server,
                 spec,
@@ -487,6 +547,28 @@ impl Gatekeeper {
                 self.packages.get().map(|p| &**p),
             )
             .await;
+        if let (Some(settings), ServerSpec::Stdio(stdio)) = (self.confinement.get(), spec)
+            && verdict.proceeds
+        {
+            // Off the async runtime: the first check of a machine starts bubblewrap.
+            let tools = settings.tools.clone();
+            let checked = tokio::task::spawn_blocking(move || crate::confine::check_tools(&tools))
+                .await
+                .unwrap_or_else(|e| {
+                    Err((
+                        crate::confine::UnconfinedReason::SelfCheckFailed,
+                        format!("the sandbox check did not finish: {e}"),
+                    ))
+                });
+            crate::confine::confine_verdict(
+                &mut verdict,
+                &trust,
+                settings,
+                stdio,
+                person_confinement,
+                checked,
+            );
+        }
         self.audit
             .write(Some(&verdict.audit_server()), &Admission::from(&verdict))?;
         Ok(verdict)

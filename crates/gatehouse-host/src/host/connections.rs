@@ -235,6 +235,11 @@ impl Host {
             sign_in: self.options.sign_in.clone(),
             opener: self.options.opener.clone(),
             sign_in_timeout: self.options.sign_in_timeout,
+            person_confinement: if demo {
+                None
+            } else {
+                self.person_confinement(name)
+            },
             ..ConnectOptions::default()
         }
     }

@@ -107,7 +107,11 @@ impl Host {
                 Some(entry) if !demo => entry.secret_references(),
                 _ => Vec::new(),
             };
-            let verdict = self.gatekeeper.admit(&name, &spec).await?;
+            let person = match config.servers.get(&name) {
+                Some(entry) if !demo => entry.other.get(super::confinement::CONFINEMENT_KEY),
+                _ => None,
+            };
+            let verdict = self.gatekeeper.admit_as(&name, &spec, person).await?;
             admissions.push(Admission {
                 transport: spec.kind(),
                 target: spec.describe(),
@@ -332,7 +336,11 @@ impl Host {
     /// computes the key the suspension was recorded under; nothing connects.
     pub async fn resume_server(&self, name: &str) -> Result<Resumed, ApiError> {
         let (spec, demo) = self.spec(name)?;
-        let verdict = self.gatekeeper.admit(name, &spec).await?;
+        let person = self.person_confinement(name);
+        let verdict = self
+            .gatekeeper
+            .admit_as(name, &spec, person.as_ref())
+            .await?;
         let resumed = self.gatekeeper.resume(&verdict)?;
         let stale = self.slots.lock().await.remove(name);
         close_slot(stale).await;

@@ -27,6 +27,7 @@ mod api;
 mod auth;
 mod bundles;
 mod calls;
+mod confinement;
 mod connections;
 pub mod context;
 pub mod downstream;
@@ -109,4 +110,7 @@ pub struct Host {
     /// Servers given on a command line (`--stdio`, `--url`) rather than listed: they stand
     /// before listed ones of the same name and are never saved.
     adhoc: std::sync::Mutex<BTreeMap<String, ServerSpec>>,
+    /// The confinement an ad-hoc server runs with when it is not admitted (a preview's:
+    /// its scratch store and home), in the shape of a `servers.json` entry's.
+    adhoc_confinement: std::sync::Mutex<BTreeMap<String, serde_json::Value>>,
 }

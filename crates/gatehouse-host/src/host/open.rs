@@ -85,6 +85,13 @@ impl Host {
             .clone()
             .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from))
             .unwrap_or_else(|| std::path::PathBuf::from("/nonexistent"));
+        gatekeeper.set_confinement(crate::confine::ConfinementSettings {
+            policy_mode: policy.confinement.mode,
+            policy_is_default: options.policy.is_none(),
+            tools: options.sandbox.clone(),
+            home: home.clone(),
+            data: paths.data.clone(),
+        });
         gatekeeper.set_packages(Arc::new(crate::packages::Packages::new(
             paths.data.join(crate::packages::STORE_DIR),
             sources,
@@ -136,6 +143,7 @@ impl Host {
             sessions: Arc::default(),
             subscriber_sessions: std::sync::atomic::AtomicU64::new(0),
             adhoc: std::sync::Mutex::default(),
+            adhoc_confinement: std::sync::Mutex::default(),
         }))
     }
 

@@ -85,6 +85,9 @@ pub struct HostOptions {
     /// The user's home, for package user-argument rules (`existing_directory_under_home`);
     /// `None` is `$HOME`.
     pub home: Option<PathBuf>,
+    /// bubblewrap and the sandbox init that confine stdio servers (issue 28); `None` in
+    /// either discovers it (see [`crate::SandboxTools`]).
+    pub sandbox: crate::SandboxTools,
     /// The scratch directory of an [`HostOptions::ephemeral`] host, kept (and removed) with
     /// the options the host holds.
     pub(super) scratch: Option<Arc<tempfile::TempDir>>,
@@ -152,6 +155,7 @@ impl HostOptions {
             answering: Answering::Person,
             package_sources: None,
             home: None,
+            sandbox: crate::SandboxTools::default(),
             scratch: None,
         }
     }

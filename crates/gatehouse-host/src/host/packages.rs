@@ -69,6 +69,12 @@ impl Host {
             .prepare(binding, &user_args, mcpb_file)
             .await
             .map_err(|f| ApiError::new(f.code(), f.to_string()))?;
+        // Confined like its admitted run (issue 28): its own store tree read-only, and the
+        // throwaway home (the example directories) writable; nothing of the user's.
+        let confinement = serde_json::json!({
+            "read": [launch.tree.display().to_string()],
+            "write": [home.display().to_string()],
+        });
         let tools = list_tools(
             options,
             StdioSpec {
@@ -77,6 +83,7 @@ impl Host {
                 env: vec![("HOME".into(), home.display().to_string())],
                 cwd: None,
             },
+            Some(confinement),
         )
         .await?;
         let interpreter = match binding.interpreter {
@@ -126,6 +133,7 @@ impl Host {
                 env: vec![("HOME".into(), home.display().to_string())],
                 cwd: Some(PathBuf::from(crate::connection::BOUND_SERVER_CWD)),
             },
+            None,
         )
         .await
     }
@@ -189,6 +197,7 @@ impl Host {
 async fn list_tools(
     options: HostOptions,
     spec: StdioSpec,
+    confinement: Option<serde_json::Value>,
 ) -> Result<Vec<serde_json::Value>, ApiError> {
     let host = Host::open(
         options,
@@ -196,7 +205,10 @@ async fn list_tools(
         Arc::new(crate::consent::ScriptedConsent::new(Vec::new())),
         Arc::new(|_| {}),
     )?;
-    host.add_adhoc(PREVIEW, ServerSpec::Stdio(spec));
+    match confinement {
+        Some(confinement) => host.add_adhoc_confined(PREVIEW, ServerSpec::Stdio(spec), confinement),
+        None => host.add_adhoc(PREVIEW, ServerSpec::Stdio(spec)),
+    }
     let detail = host.connect(PREVIEW).await;
     host.shutdown().await;
     let detail = not_listed(detail?)?;

@@ -94,6 +94,7 @@ fn admission() {
         bundle: Some("acme@7".into()),
         demo: false,
         decision: AdmissionDecision::Admitted,
+        confinement: None,
     };
     let expected = json!({
         "name": "files", "status": "admitted", "proceeds": true, "posture": "deny-by-default",
@@ -138,6 +139,7 @@ fn admission() {
     let stdio = Admission {
         origin_binding: None,
         decision: AdmissionDecision::AllowedByPosture,
+        confinement: None,
         ..payload
     };
     let record = written(&stdio);

@@ -1,0 +1,112 @@
+//! The bridge from an admission's verdict to the decision: what the verdict, the bundles and
+//! the configuration say, gathered into [`Inputs`], and the decision written back.
+
+use gatehouse_attest::package::{Access, UserArgRule};
+use serde_json::Value;
+
+use super::ConfinementSettings;
+use super::decide::{Inputs, decide, rule_of_each};
+use super::launch::{argument_files, code_paths};
+use super::probe::{Checked, Unavailable};
+use crate::admission::{AdmissionReason, Status, Trust, Verdict};
+use crate::config::StdioSpec;
+
+/// Decides the confinement of the stdio server `verdict` is about (one that proceeds) and
+/// records it in the verdict: its view, what it runs with, or its refusal when confinement
+/// is required and `checked` says this machine cannot confine.
+pub(crate) fn confine_verdict(
+    verdict: &mut Verdict,
+    trust: &Trust,
+    settings: &ConfinementSettings,
+    stdio: &StdioSpec,
+    person: Option<&Value>,
+    checked: Result<Checked, Unavailable>,
+) {
+    let inputs = inputs(verdict, trust, settings, stdio, person);
+    let decided = decide(settings, &inputs, || checked);
+    verdict.confinement = Some(decided.view);
+    verdict.sandbox = decided.sandbox;
+    if let Some(detail) = decided.refusal {
+        let reason = AdmissionReason::ConfinementUnavailable;
+        verdict.status = Status::Refused;
+        verdict.proceeds = false;
+        verdict.reason = Some(reason.into());
+        verdict.code = reason.code();
+        verdict.detail = detail;
+    }
+}
+
+fn inputs(
+    verdict: &Verdict,
+    trust: &Trust,
+    settings: &ConfinementSettings,
+    stdio: &StdioSpec,
+    person: Option<&Value>,
+) -> Inputs {
+    let admitted = verdict.is_admitted();
+    let policy = verdict.policy().filter(|_| admitted);
+    let entry = policy.and_then(|p| p.confinement.as_ref()).map(|c| {
+        (
+            c.mode,
+            c.grants.clone(),
+            verdict.bundle.clone().unwrap_or_default(),
+        )
+    });
+    let net_allowed_hosts = verdict
+        .admitted_proof()
+        .map(|a| a.net_allowed_hosts().to_vec())
+        .unwrap_or_default();
+    let directories = match (policy.and_then(|p| p.package.as_ref()), &verdict.package) {
+        (Some(binding), Some(summary)) => {
+            let counts: Vec<(u32, u32)> =
+                binding.user_args.iter().map(UserArgRule::count).collect();
+            rule_of_each(&counts, summary.user_args.len())
+                .into_iter()
+                .zip(&summary.user_args)
+                .filter_map(|(rule, arg)| match binding.user_args.get(rule) {
+                    Some(UserArgRule::ExistingDirectoryUnderHome { access, .. }) => {
+                        Some((arg.clone(), *access == Access::ReadWrite))
+                    }
+                    _ => None,
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    // The server's own code: the bound file, a package's interpreter and verified tree, or
+    // what an unattested command resolves to now and the script files it names.
+    let (program, extra) = if let Some(launch) = verdict.package_launch() {
+        (Some(launch.program.clone()), vec![launch.tree.clone()])
+    } else if let Some(program) = verdict.program() {
+        (Some(program.to_path_buf()), Vec::new())
+    } else {
+        let path_env = stdio
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        (
+            crate::admission::resolve_program(
+                &stdio.command,
+                stdio.cwd.as_deref(),
+                path_env.as_deref(),
+            )
+            .ok(),
+            argument_files(&stdio.args),
+        )
+    };
+    let code = match program {
+        Some(program) => code_paths(&program, &settings.home, &extra),
+        None => extra,
+    };
+    Inputs {
+        admitted,
+        bundle_mode: trust.confinement_mode(),
+        entry,
+        net_allowed_hosts,
+        directories,
+        person: person.cloned(),
+        code,
+    }
+}
