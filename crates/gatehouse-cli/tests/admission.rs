@@ -709,13 +709,17 @@ fn approvals_of_an_unattested_command_belong_to_the_directory_it_runs_in() {
     let env = Env::new();
     let python = python_interpreter();
     let fixture = common::fixture("misbehaving_stdio.py");
+    // Each project holds its own copy of the server: an unattested server runs confined, with
+    // the directory it runs in (read-only) and nothing else of the user's.
     let repo = |name: &str| {
         let dir = env.dir.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(&fixture, dir.join("misbehaving_stdio.py")).unwrap();
+        let copy = dir.join("misbehaving_stdio.py").display().to_string();
         std::fs::write(
             dir.join("srv.py"),
             format!(
-                "import runpy, sys\nsys.argv = ['srv', 'record']\nrunpy.run_path({fixture:?}, run_name='__main__')\n"
+                "import runpy, sys\nsys.argv = ['srv', 'record']\nrunpy.run_path({copy:?}, run_name='__main__')\n"
             ),
         )
         .unwrap();

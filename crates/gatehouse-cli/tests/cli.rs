@@ -237,7 +237,11 @@ fn stdio_bad_input_ends_in_a_clear_error() {
         ("exit-mid-call", "exited (exit status: 3)"),
     ];
     for (mode, needle) in cases {
-        let server = format!("python3 {} {mode}", fixture("misbehaving_stdio.py"));
+        let server = format!(
+            "{} {} {mode}",
+            common::python3(),
+            fixture("misbehaving_stdio.py")
+        );
         env.approve(&["--stdio", &server]);
         let (code, stdout, stderr) = env.run(&["--json", "call", "--stdio", &server, "t"]);
         assert_eq!(code, 2, "{mode}: {stderr}");
@@ -248,7 +252,11 @@ fn stdio_bad_input_ends_in_a_clear_error() {
             "{mode}: {error}"
         );
     }
-    let banner = format!("python3 {} banner", fixture("misbehaving_stdio.py"));
+    let banner = format!(
+        "{} {} banner",
+        common::python3(),
+        fixture("misbehaving_stdio.py")
+    );
     let (code, stdout, _) = env.run(&["--json", "connect", "--stdio", &banner]);
     assert_eq!(code, 2);
     assert!(
@@ -266,7 +274,11 @@ fn stdio_bad_input_ends_in_a_clear_error() {
 #[test]
 fn a_silent_server_times_out_and_is_told_so() {
     let env = Env::new();
-    let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
+    let server = format!(
+        "{} {} never-answer",
+        common::python3(),
+        fixture("misbehaving_stdio.py")
+    );
     env.approve(&["--stdio", &server]);
     let (code, _, stderr) = env.run(&["--timeout", "1", "call", "--stdio", &server, "t"]);
     assert_eq!(code, 2);
@@ -281,7 +293,11 @@ fn a_silent_server_times_out_and_is_told_so() {
 #[test]
 fn ctrl_c_cancels_the_call_on_the_wire() {
     let env = Env::new();
-    let server = format!("python3 {} never-answer", fixture("misbehaving_stdio.py"));
+    let server = format!(
+        "{} {} never-answer",
+        common::python3(),
+        fixture("misbehaving_stdio.py")
+    );
     env.approve(&["--stdio", &server]);
     let _ = std::fs::remove_file(env.logs().join("adhoc.stderr.log"));
     let child = env
@@ -601,7 +617,11 @@ fn a_stdio_server_gets_no_controlling_terminal() {
     // The CLI asks for consent on its terminal; a server must not be able to draw on it or
     // type into it. The fixture tries to open /dev/tty at start and logs what happened.
     let env = Env::new();
-    let probe = format!("python3 {} tty-probe", fixture("misbehaving_stdio.py"));
+    let probe = format!(
+        "{} {} tty-probe",
+        common::python3(),
+        fixture("misbehaving_stdio.py")
+    );
     // The test's own terminal works (so the probe can tell): a shell started the same way
     // opens it.
     let (code, stdout, stderr) = common::in_a_terminal(
@@ -669,7 +689,8 @@ fn credentials_in_arguments_and_urls_never_reach_the_audit_log_or_the_output() {
     let secret_arg = "sk-live-5f9c2e7a1b";
     let secret_query = "qtok-83e1d0c4";
     let stdio = format!(
-        "python3 {} record --api-key={secret_arg}",
+        "{} {} record --api-key={secret_arg}",
+        common::python3(),
         fixture("misbehaving_stdio.py")
     );
     let out = env

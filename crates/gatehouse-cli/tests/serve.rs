@@ -230,7 +230,11 @@ fn add_pin_change_server(env: &Env) {
         "add",
         "pinned",
         "--stdio",
-        &format!("python3 {} pin-change", fixture("misbehaving_stdio.py")),
+        &format!(
+            "{} {} pin-change",
+            common::python3(),
+            fixture("misbehaving_stdio.py")
+        ),
     ]);
     assert_eq!(code, 0, "{stderr}");
 }
@@ -717,20 +721,25 @@ fn both_protocol_eras_work_downstream_with_gatehouse_itself_as_the_client() {
         "{} --demo serve --client nested",
         env!("CARGO_BIN_EXE_gatehouse")
     );
+    // The outer gatehouse sees the gateway as an unattested stdio server (warn posture). Run
+    // confined it would have a private home (another audit log) and could start no demo
+    // servers, so the person turns confinement off for it, as `servers confine` lets them.
+    let (code, stdout, stderr) = env.run(&["servers", "add", "nested", "--stdio", &serve]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = env.run(&["servers", "confine", "nested", "--unconfined"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
     for era in ["2026-07-28", "2025-11-25"] {
-        // The outer gatehouse sees the gateway as an unattested stdio server (warn posture):
-        // its tools are offered to it once approved.
-        let (code, stdout, stderr) = env.run(&["--era", era, "tools", "pin", "--stdio", &serve]);
+        // Its tools are offered to the outer host once approved.
+        let (code, stdout, stderr) = env.run(&["--era", era, "tools", "pin", "nested"]);
         assert_eq!(code, 0, "{era}: {stdout}{stderr}");
-        let (code, connected) = env.json(&["--era", era, "connect", "--stdio", &serve]);
+        let (code, connected) = env.json(&["--era", era, "connect", "nested"]);
         assert_eq!(code, 0, "{era}: {connected}");
         assert_eq!(connected["summary"]["protocol_version"], era, "{connected}");
         let (code, out) = env.json(&[
             "--era",
             era,
             "call",
-            "--stdio",
-            &serve,
+            "nested",
             "demo__echo",
             "--args",
             r#"{"message":"nested"}"#,

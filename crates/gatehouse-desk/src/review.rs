@@ -182,20 +182,17 @@ impl Desk {
 }
 
 impl Desk {
-    /// The confinement the detail shows: a live connection's from its own admission record
-    /// (what it really runs with); otherwise the host's answer for what it would run with.
+    /// The confinement the detail shows: a live connection's, from its own admission record
+    /// (what it really runs with), lent without connecting anew. A server that is not
+    /// connected shows none: looking at a refused server must never admit it again (only
+    /// Connect does), and its row's reason already says why it is not running.
     async fn confinement(&self, name: &str, detail: &ServerDetail) -> Option<ConfinementView> {
-        if detail.banner.is_some() {
-            // A banner means a live connection: lent its verdict without connecting anew.
-            if let Ok(view) = self
-                .host()
-                .with_verdict(name, |verdict| verdict.confinement.clone())
-                .await
-            {
-                return view;
-            }
-        }
-        self.host().confinement_of(name).await.ok()
+        detail.banner.as_ref()?;
+        self.host()
+            .with_verdict(name, |verdict| verdict.confinement.clone())
+            .await
+            .ok()
+            .flatten()
     }
 }
 

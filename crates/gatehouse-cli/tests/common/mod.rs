@@ -164,6 +164,28 @@ pub fn audit_records(path: &std::path::Path) -> Vec<Value> {
     gatehouse_testkit::audit::records(path)
 }
 
+/// The real Python interpreter behind `python3` on PATH (a pyenv shim is a shell script that
+/// starts more processes and reads its own tree under the home: an unattested server runs
+/// confined, with neither, so tests name the interpreter itself, as a person would after
+/// seeing the refusal).
+#[allow(dead_code)]
+pub fn python3() -> String {
+    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import os, sys; print(os.path.realpath(sys.executable))",
+                ])
+                .output()
+                .expect("python3 on PATH");
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        })
+        .clone()
+}
+
 pub fn fixture(name: &str) -> String {
     repo()
         .join("tests/fixtures")
@@ -174,13 +196,33 @@ pub fn fixture(name: &str) -> String {
 
 pub struct Env {
     pub dir: tempfile::TempDir,
+    /// A policy file every command reads (GATEHOUSE_POLICY), when the test chose one.
+    pub policy: Option<PathBuf>,
 }
 
 impl Env {
     pub fn new() -> Env {
         Env {
             dir: tempfile::tempdir().unwrap(),
+            policy: None,
         }
+    }
+    /// An Env whose policy turns confinement off (`[confinement] mode = "off"`): for tests
+    /// whose fixture server must write where the test reads (a request log) and whose subject
+    /// is the gate, not the sandbox. The confinement tests keep the default.
+    #[allow(dead_code)]
+    pub fn unconfined() -> Env {
+        let mut env = Env::new();
+        let shipped = std::fs::read_to_string(repo().join("policies/default.toml")).unwrap();
+        let off = shipped.replace("mode = \"preferred\"", "mode = \"off\"");
+        assert_ne!(
+            shipped, off,
+            "policies/default.toml has no [confinement] mode to turn off"
+        );
+        let path = env.dir.path().join("policy-unconfined.toml");
+        std::fs::write(&path, off).unwrap();
+        env.policy = Some(path);
+        env
     }
     pub fn config(&self) -> PathBuf {
         self.dir.path().join("servers.json")
@@ -215,6 +257,9 @@ impl Env {
             .env("GATEHOUSE_TRUST_ROOTS", self.trust_roots())
             .env("GATEHOUSE_POSTURE", "warn")
             .stdin(Stdio::null());
+        if let Some(policy) = &self.policy {
+            cmd.env("GATEHOUSE_POLICY", policy);
+        }
     }
     pub fn trust_roots(&self) -> PathBuf {
         self.dir.path().join("trust-roots")
@@ -396,7 +441,10 @@ pub struct World {
 impl World {
     pub fn new() -> World {
         World {
-            env: Env::new(),
+            // The demo server counts its connect page's fetches in a file the test reads
+            // (`--page-hits`), and its page must be reachable from the browser; the subject
+            // here is the consent path, so the sandbox is off (confinement has its own tests).
+            env: Env::unconfined(),
             answers: 0,
         }
     }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::ConfinementSettings;
 use super::decide::{Inputs, decide, rule_of_each};
-use super::launch::{argument_files, code_paths};
+use super::launch::{argument_paths, code_paths, holding_folders};
 use super::probe::{Checked, Unavailable};
 use crate::admission::{AdmissionReason, Status, Trust, Verdict};
 use crate::config::StdioSpec;
@@ -78,7 +78,13 @@ fn inputs(
     let (program, extra) = if let Some(launch) = verdict.package_launch() {
         (Some(launch.program.clone()), vec![launch.tree.clone()])
     } else if let Some(program) = verdict.program() {
-        (Some(program.to_path_buf()), Vec::new())
+        // The binding names its arguments exactly, so the scripts among them are part of what
+        // the admins reviewed, with the folder that holds each (a script imports its
+        // neighbours and its package's dependencies).
+        (
+            Some(program.to_path_buf()),
+            holding_folders(&argument_paths(&stdio.args), &settings.home),
+        )
     } else {
         let path_env = stdio
             .env
@@ -93,12 +99,24 @@ fn inputs(
                 path_env.as_deref(),
             )
             .ok(),
-            argument_files(&stdio.args),
+            // Nobody reviewed an unattested server, so its code is whatever it names: the
+            // program, the paths among its arguments and the directory it runs in, each as
+            // the folder that holds it (a project, `~/.pyenv`, `/opt/tool`), read-only.
+            argument_paths(&stdio.args)
+                .into_iter()
+                .chain(unattested_cwd(stdio))
+                .collect(),
         )
     };
-    let code = match program {
-        Some(program) => code_paths(&program, &settings.home, &extra),
-        None => extra,
+    let code = match (program, admitted || verdict.package_launch().is_some()) {
+        (Some(program), true) => code_paths(&program, &settings.home, &extra),
+        (Some(program), false) => {
+            let mut named = vec![program.clone()];
+            named.extend(std::fs::canonicalize(&program));
+            named.extend(extra);
+            holding_folders(&named, &settings.home)
+        }
+        (None, _) => holding_folders(&extra, &settings.home),
     };
     Inputs {
         admitted,
@@ -109,4 +127,14 @@ fn inputs(
         person: person.cloned(),
         code,
     }
+}
+
+/// The working directory an unattested server runs in: its configured one, else the host's
+/// own (where an ad hoc `--stdio` command was typed), as it runs unconfined.
+pub(crate) fn unattested_cwd(stdio: &StdioSpec) -> Option<std::path::PathBuf> {
+    stdio
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .filter(|dir| dir.is_absolute() && dir.is_dir())
 }

@@ -70,11 +70,71 @@ pub(crate) fn code_paths(program: &Path, home: &Path, extra: &[PathBuf]) -> Vec<
     out
 }
 
-/// The unattested server's arguments that are existing absolute files (its script).
-pub(crate) fn argument_files(args: &[String]) -> Vec<PathBuf> {
+/// Directories that hold homes or many unrelated things: an unattested server's code is
+/// bound as the folder just below one of these (or below the person's home, or `/`), never
+/// one of them whole.
+const SHARED_ROOTS: &[&str] = &[
+    "/home",
+    "/root",
+    "/tmp",
+    "/var",
+    "/var/tmp",
+    "/mnt",
+    "/media",
+    "/run",
+    "/srv",
+    "/opt",
+    "/usr/local",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/etc",
+    "/boot",
+];
+
+/// The folders holding `paths`, for an unattested server: each path's highest ancestor
+/// below the person's home, `/` or a shared root (`~/projects` for
+/// `~/projects/srv/index.js`, `~/.pyenv` for a pyenv shim, `/opt/tool` for
+/// `/opt/tool/bin/x`), so an interpreter finds its modules and a package its dependencies.
+/// Never the home, `/`, a shared root or anything under the system's read-only part.
+pub(crate) fn holding_folders(paths: &[PathBuf], home: &Path) -> Vec<PathBuf> {
+    let stop = |dir: &Path| {
+        dir.parent().is_none() || dir == home || SHARED_ROOTS.iter().any(|r| dir == Path::new(r))
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    for path in paths {
+        if !path.is_absolute() || under_system(path) || stop(path) || home.starts_with(path) {
+            continue;
+        }
+        let mut folder = path.as_path();
+        while let Some(parent) = folder.parent() {
+            if stop(parent) {
+                break;
+            }
+            folder = parent;
+        }
+        // /proc, /etc and the like are never anyone's code.
+        let forbidden = ["/proc", "/sys", "/dev", "/etc", "/boot", "/run"]
+            .iter()
+            .any(|r| folder.starts_with(r));
+        if !forbidden && !out.iter().any(|p| folder.starts_with(p)) {
+            out.retain(|p| !p.starts_with(folder));
+            out.push(folder.to_path_buf());
+        }
+    }
+    out
+}
+
+/// The unattested server's arguments that are existing absolute paths (its script, its
+/// package's directory, a folder it serves).
+pub(crate) fn argument_paths(args: &[String]) -> Vec<PathBuf> {
     args.iter()
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && p.is_file())
+        .filter_map(|a| {
+            // `--root=/srv/x` names a path too.
+            let value = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+            let path = PathBuf::from(value);
+            (path.is_absolute() && path.exists()).then_some(path)
+        })
         .collect()
 }
 
@@ -123,7 +183,11 @@ pub(crate) fn minimal_plan(init: &Path, scratch: &Path) -> SandboxPlan {
         user_home: PathBuf::from("/home/gatehouse-self-check"),
         private_home: scratch.to_path_buf(),
         private_tmp: scratch.to_path_buf(),
-        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        // HOME is the private home, which the self-check expects to find empty.
+        env: vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("HOME".into(), "/home/gatehouse-self-check".into()),
+        ],
         proxy_socket: None,
         share_network: false,
         processes: 0,
@@ -209,11 +273,12 @@ pub(crate) async fn sandbox_launch(
     } else {
         std::path::absolute(&program).map_err(|e| fail(e.to_string()))?
     };
-    let mut code = sandbox.code.clone();
-    if script_args {
-        code.extend(argument_files(&launch.args));
-    }
-    let code_read = code_paths(&program, &sandbox.home, &code);
+    // Admission decided the code (shown in the view); a bound program is what it hashed.
+    let code_read = if script_args {
+        sandbox.code.clone()
+    } else {
+        code_paths(&program, &sandbox.home, &sandbox.code)
+    };
     let grants = &sandbox.grants;
     let resolve = |paths: &[gatehouse_confine::PathGrant]| -> Vec<PathBuf> {
         paths
@@ -292,9 +357,12 @@ pub(crate) async fn sandbox_launch(
                 .chain(&write)
                 .any(|p| dir.starts_with(p))
     };
+    // An unattested server without a configured directory runs where the host runs, as it
+    // would unconfined (admission bound that directory read-only as its code).
     let cwd = launch
         .cwd
         .clone()
+        .or_else(|| script_args.then(|| std::env::current_dir().ok()).flatten())
         .filter(|dir| dir.is_absolute() && visible(dir))
         .unwrap_or_else(|| PathBuf::from("/"));
     let plan = SandboxPlan {
@@ -333,6 +401,54 @@ pub(crate) async fn sandbox_launch(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unattested_servers_code_is_the_folder_holding_it_never_home_or_a_shared_root() {
+        let home = Path::new("/home/u");
+        let folders = holding_folders(
+            &[
+                PathBuf::from("/home/u/projects/srv/node_modules/x/dist/index.js"),
+                PathBuf::from("/home/u/projects/other"),
+                PathBuf::from("/home/u/.pyenv/shims/python3"),
+                PathBuf::from("/opt/tool/bin/tool"),
+                PathBuf::from("/tmp/t1/run/server.py"),
+                PathBuf::from("/work/repo/server.py"),
+                // Never bound: the home, above it, a shared root, system and kernel paths.
+                PathBuf::from("/home/u"),
+                PathBuf::from("/home"),
+                PathBuf::from("/"),
+                PathBuf::from("/usr/bin/python3"),
+                PathBuf::from("/proc/self/root/x"),
+                PathBuf::from("/etc/passwd"),
+                PathBuf::from("relative/path"),
+            ],
+            home,
+        );
+        assert_eq!(
+            folders,
+            [
+                PathBuf::from("/home/u/projects"),
+                PathBuf::from("/home/u/.pyenv"),
+                PathBuf::from("/opt/tool"),
+                PathBuf::from("/tmp/t1"),
+                PathBuf::from("/work"),
+            ]
+        );
+    }
+
+    #[test]
+    fn path_arguments_are_found_also_after_an_equals_sign() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.py");
+        std::fs::write(&file, "").unwrap();
+        let args = [
+            file.display().to_string(),
+            format!("--root={}", dir.path().display()),
+            "--flag".to_string(),
+            dir.path().join("missing").display().to_string(),
+        ];
+        assert_eq!(argument_paths(&args), [file, dir.path().to_path_buf()]);
+    }
+
     use super::*;
 
     #[test]
@@ -367,20 +483,5 @@ mod tests {
             ),
             [home.join("server.py")]
         );
-    }
-
-    #[test]
-    fn only_existing_absolute_files_are_script_arguments() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("s.py");
-        std::fs::write(&script, "").unwrap();
-        let args = vec![
-            script.display().to_string(),
-            dir.path().display().to_string(),
-            "relative.py".into(),
-            "--flag".into(),
-            dir.path().join("missing.py").display().to_string(),
-        ];
-        assert_eq!(argument_files(&args), [script]);
     }
 }

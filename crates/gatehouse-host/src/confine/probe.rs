@@ -159,21 +159,54 @@ fn self_check(tools: &Checked) -> Result<(), Unavailable> {
     }
     let line = stdout.lines().next().unwrap_or("");
     let report: serde_json::Value = serde_json::from_str(line).unwrap_or(serde_json::Value::Null);
+    judge_report(&report, ours.as_deref(), line)
+}
+
+/// Whether the init's `--self-check` report (`line`, parsed as `report`) describes a sandbox:
+/// its own network namespace, `no_new_privs` set, the seccomp filter really refusing a new
+/// process, and an empty private home. Anything missing or else is not a sandbox.
+fn judge_report(
+    report: &serde_json::Value,
+    ours: Option<&Path>,
+    line: &str,
+) -> Result<(), Unavailable> {
+    let failed = |why: String| Err((UnconfinedReason::SelfCheckFailed, why));
     let inside = report.get("net_ns").and_then(serde_json::Value::as_str);
     match (inside, ours) {
-        (Some(inside), Some(ours)) if Path::new(inside) != ours => Ok(()),
-        (Some(_), Some(_)) => Err((
-            UnconfinedReason::SelfCheckFailed,
-            "the sandbox self-check saw the host's own network namespace: this bubblewrap does not isolate; check it is Debian's bubblewrap".into(),
-        )),
-        _ => Err((
-            UnconfinedReason::SelfCheckFailed,
-            format!(
+        (Some(inside), Some(ours)) if Path::new(inside) != ours => {}
+        (Some(_), Some(_)) => {
+            return failed(
+                "the sandbox self-check saw the host's own network namespace: this bubblewrap does not isolate; check it is Debian's bubblewrap".into(),
+            );
+        }
+        _ => {
+            return failed(format!(
                 "the sandbox self-check printed no network namespace ({:?}): reinstall Gatehouse",
                 line.chars().take(200).collect::<String>()
-            ),
-        )),
+            ));
+        }
     }
+    let flag = |key: &str| report.get(key).and_then(serde_json::Value::as_bool);
+    if flag("no_new_privs") != Some(true) {
+        return failed(
+            "the sandbox self-check found no_new_privs unset: this bubblewrap does not drop privileges; check it is Debian's bubblewrap".into(),
+        );
+    }
+    if flag("seccomp_ok") != Some(true) {
+        return failed(
+            "the sandbox init could not make its seccomp filter refuse a new process (the kernel needs seccomp filters, CONFIG_SECCOMP_FILTER): reinstall Gatehouse or use a kernel with seccomp".into(),
+        );
+    }
+    if report
+        .get("home_entries")
+        .and_then(serde_json::Value::as_u64)
+        != Some(0)
+    {
+        return failed(
+            "the sandbox self-check did not see an empty private home: this bubblewrap does not hide the home directory; check it is Debian's bubblewrap".into(),
+        );
+    }
+    Ok(())
 }
 
 /// A minimal sandbox (the system read-only, a tmpfs home, no network) running the init's
@@ -230,6 +263,44 @@ fn run_with_timeout(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_self_check_report_is_a_sandbox_only_when_every_sign_says_so() {
+        let ours = Path::new("net:[4026531840]");
+        let good = serde_json::json!({
+            "net_ns": "net:[4026532999]", "user_ns": "user:[4026532998]", "uid": 0,
+            "no_new_privs": true, "seccomp_ok": true, "home_entries": 0
+        });
+        assert!(judge_report(&good, Some(ours), "").is_ok());
+        let with = |key: &str, value: serde_json::Value| {
+            let mut report = good.clone();
+            report[key] = value;
+            judge_report(&report, Some(ours), "").unwrap_err()
+        };
+        for (key, value, says) in [
+            (
+                "net_ns",
+                serde_json::json!("net:[4026531840]"),
+                "own network namespace",
+            ),
+            ("net_ns", serde_json::Value::Null, "no network namespace"),
+            ("no_new_privs", serde_json::json!(false), "no_new_privs"),
+            ("no_new_privs", serde_json::Value::Null, "no_new_privs"),
+            ("seccomp_ok", serde_json::json!(false), "seccomp"),
+            ("home_entries", serde_json::json!(3), "empty private home"),
+            (
+                "home_entries",
+                serde_json::Value::Null,
+                "empty private home",
+            ),
+        ] {
+            let (reason, why) = with(key, value);
+            assert_eq!(reason, UnconfinedReason::SelfCheckFailed, "{key}");
+            assert!(why.contains(says), "{key}: {why}");
+        }
+        assert!(judge_report(&serde_json::Value::Null, Some(ours), "garbage").is_err());
+        assert!(judge_report(&good, None, "").is_err());
+    }
 
     #[test]
     fn a_missing_bwrap_or_init_is_said_as_such() {
