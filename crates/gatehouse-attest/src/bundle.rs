@@ -662,7 +662,8 @@ fn parse_server(raw: &Value, path: &str, spec_version: u64) -> Result<ServerPoli
         &id,
         stdio.is_some() || package.is_some(),
         spec_version,
-    )?;
+    )
+    .map_err(BundleError::Invalid)?;
     Ok(ServerPolicy {
         id,
         origins,
@@ -934,7 +935,8 @@ fn parse_content(signed: &Value) -> Result<BundleContent, BundleError> {
         }
         Some(value) => parse_audit(value, spec_version)?,
     };
-    let confinement_mode = parse_bundle_confinement(signed.get("confinement"), spec_version)?;
+    let confinement_mode = parse_bundle_confinement(signed.get("confinement"), spec_version)
+        .map_err(BundleError::Invalid)?;
     Ok(BundleContent {
         spec_version,
         bundle_id,

@@ -9,8 +9,6 @@
 use gatehouse_confine::{ConfinementMode, Grants, parse_confinement};
 use serde_json::Value;
 
-use crate::bundle::BundleError;
-
 /// The bundle version that carries `confinement`, in an entry and bundle-wide.
 pub const CONFINEMENT_SPEC_VERSION: u64 = 7;
 
@@ -23,8 +21,10 @@ pub struct EntryConfinement {
     pub grants: Grants,
 }
 
-fn invalid<T>(detail: impl Into<String>) -> Result<T, BundleError> {
-    Err(BundleError::Invalid(detail.into()))
+/// What is wrong, worded for the admin; the bundle's parser makes it a
+/// `BundleError::Invalid` (so this module needs nothing of the bundle's).
+fn invalid<T>(detail: impl Into<String>) -> Result<T, String> {
+    Err(detail.into())
 }
 
 fn needs_version(path: &str) -> String {
@@ -42,7 +42,7 @@ pub(crate) fn parse_entry_confinement(
     id: &str,
     runs_here: bool,
     spec_version: u64,
-) -> Result<Option<EntryConfinement>, BundleError> {
+) -> Result<Option<EntryConfinement>, String> {
     let Some(raw) = raw else {
         return Ok(None);
     };
@@ -55,8 +55,7 @@ pub(crate) fn parse_entry_confinement(
             "{path}: {id} is a remote server (no stdio or package binding); it runs elsewhere, so no confinement of this machine applies to it; remove the confinement or bind the server to run here"
         ));
     }
-    let (mode, grants) =
-        parse_confinement(raw, &path).map_err(|e| BundleError::Invalid(e.to_string()))?;
+    let (mode, grants) = parse_confinement(raw, &path).map_err(|e| e.to_string())?;
     Ok(Some(EntryConfinement { mode, grants }))
 }
 
@@ -65,7 +64,7 @@ pub(crate) fn parse_entry_confinement(
 pub(crate) fn parse_bundle_confinement(
     raw: Option<&Value>,
     spec_version: u64,
-) -> Result<Option<ConfinementMode>, BundleError> {
+) -> Result<Option<ConfinementMode>, String> {
     const PATH: &str = "signed.confinement";
     let Some(raw) = raw else {
         return Ok(None);

@@ -351,7 +351,11 @@ pub fn bundle(context: &Context, command: BundleCommand) -> Result<u8, Failure> 
                     }
                     // What the server may read, write and reach once admitted.
                     if let Some(confinement) = &s.confinement {
-                        println!("{}: {}", s.id, crate::entry::confinement_line(confinement));
+                        println!(
+                            "{}: {}",
+                            s.id,
+                            crate::confinement_text::confinement_line(confinement)
+                        );
                     }
                     // What a reviewer can read of the pins without connecting (nothing to say
                     // of an entry that pins nothing).

@@ -7,87 +7,15 @@ use gatehouse_confine::{
     ConfinementMode, GrantError, Grants, HostGrant, MAX_MEMORY_MIB, MAX_PROCESSES, Network,
     PathGrant, confinement_to_json,
 };
-use gatehouse_host::{ConfinementState, ConfinementView, GrantSource, NetworkView};
+use gatehouse_host::{ConfinementState, ConfinementView, GrantSource};
+
+use crate::confinement_text::{processes, reach, source};
 use serde_json::{Value, json};
 
 use crate::cli::ConfineArgs;
 use crate::commands::{Context, open_host, terminal_consent};
 use crate::failure::Failure;
 use crate::output::{self, safe_line};
-
-/// The one line under a server: `confined: reads ~/proj (read-only), writes ~/out; network:
-/// api.example.com:443; no processes; memory 4096 MiB; granted by its admission`, or
-/// `unconfined: WHY`. None where confinement does not apply (a remote server).
-pub fn line(view: &ConfinementView) -> Option<String> {
-    match view.state {
-        ConfinementState::Confined => Some(format!(
-            "confined: {}; {}; {}; memory {} MiB; {}",
-            files(view),
-            network(&view.network),
-            processes(view.processes),
-            view.memory_mib,
-            source(view.grants_from),
-        )),
-        ConfinementState::Unconfined => Some(format!("unconfined: {}", view.detail)),
-        ConfinementState::NotApplicable => None,
-    }
-}
-
-/// The JSON of a verdict's `confinement` (the admission record's), read back as the view.
-pub fn from_verdict(verdict: &Value) -> Option<ConfinementView> {
-    verdict
-        .get("confinement")
-        .filter(|value| !value.is_null())
-        .and_then(|value| serde_json::from_value(value.clone()).ok())
-}
-
-fn files(view: &ConfinementView) -> String {
-    let mut parts = Vec::new();
-    if !view.read.is_empty() {
-        parts.push(format!("reads {} (read-only)", view.read.join(", ")));
-    }
-    if !view.write.is_empty() {
-        parts.push(format!("writes {}", view.write.join(", ")));
-    }
-    if parts.is_empty() {
-        return "none of your files".into();
-    }
-    parts.join(", ")
-}
-
-/// In the one line: `no network`, `network: HOST:PORT, …` or `network: any host`.
-fn network(network: &NetworkView) -> String {
-    match network {
-        NetworkView::None => "no network".into(),
-        NetworkView::Hosts { .. } | NetworkView::Any => format!("network: {}", reach(network)),
-    }
-}
-
-/// The hosts it can reach: `none`, `HOST:PORT, …` or `any host`.
-fn reach(network: &NetworkView) -> String {
-    match network {
-        NetworkView::None => "none".into(),
-        NetworkView::Hosts { hosts } if hosts.is_empty() => "none".into(),
-        NetworkView::Hosts { hosts } => hosts.join(", "),
-        NetworkView::Any => "any host".into(),
-    }
-}
-
-fn processes(processes: u32) -> String {
-    match processes {
-        0 => "no processes".into(),
-        1 => "up to 1 process".into(),
-        n => format!("up to {n} processes"),
-    }
-}
-
-fn source(source: GrantSource) -> &'static str {
-    match source {
-        GrantSource::Admission => "granted by its admission",
-        GrantSource::Person => "granted by your settings",
-        GrantSource::Default => "the default for an unattested server",
-    }
-}
 
 /// Whether the person's settings in `servers.json` decide this server's confinement: not for
 /// an admitted server, whose admission does.
@@ -275,6 +203,8 @@ fn print_view(name: &str, view: &ConfinementView) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::confinement_text::{from_verdict, line};
+    use gatehouse_host::NetworkView;
 
     fn args(name: &str) -> ConfineArgs {
         ConfineArgs {

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_attest::confinement::{CONFINEMENT_SPEC_VERSION, EntryConfinement};
+use gatehouse_attest::confinement::CONFINEMENT_SPEC_VERSION;
 use gatehouse_attest::gatehouse_confine::{
     ConfinementMode, Grants, HostGrant, MAX_MEMORY_MIB, MAX_PROCESSES, Network, PathGrant,
     confinement_to_json, parse_confinement,
@@ -154,37 +154,6 @@ pub(crate) fn confinement_of(args: &AddServerArgs) -> Result<Option<Value>, Fail
         ))
     })?;
     Ok(Some(written))
-}
-
-/// An entry's confinement in one line, as `bundle inspect` prints it: "confinement: required;
-/// reads ~/x; writes ~/y; hosts a:443; processes 0; memory 4096 MiB".
-pub(crate) fn confinement_line(confinement: &EntryConfinement) -> String {
-    let list = |items: Vec<String>| {
-        if items.is_empty() {
-            "nothing".to_string()
-        } else {
-            items.join(", ")
-        }
-    };
-    let grants = &confinement.grants;
-    let paths = |l: &[PathGrant]| list(l.iter().map(|p| p.as_str().to_string()).collect());
-    let hosts = match &grants.network {
-        Network::None => "none".to_string(),
-        Network::Hosts(hosts) => list(hosts.iter().map(|h| h.to_string()).collect()),
-        Network::Any => "any".to_string(),
-    };
-    format!(
-        "confinement: {}; reads {}; writes {}; hosts {hosts}; processes {}; memory {} MiB",
-        confinement
-            .mode
-            .map_or("mode not set (the policy's and the bundles' apply)", |m| {
-                m.as_str()
-            }),
-        paths(&grants.read),
-        paths(&grants.write),
-        grants.processes,
-        grants.memory_mib
-    )
 }
 
 /// Puts `entry` into the bundle `document` (replacing the entry of the same id), raises its

@@ -15,6 +15,7 @@ mod cli;
 mod clients;
 mod commands;
 mod confinement;
+mod confinement_text;
 mod conformance;
 mod consent;
 mod dispatch;

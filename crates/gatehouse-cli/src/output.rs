@@ -125,9 +125,9 @@ pub fn print_verdict(headline: &str, detail: &str, verdict: &Value) {
         text("posture").unwrap_or("deny-by-default")
     );
     // What the server can read, write and reach, as admission decided it.
-    if let Some(line) = crate::confinement::from_verdict(verdict)
+    if let Some(line) = crate::confinement_text::from_verdict(verdict)
         .as_ref()
-        .and_then(crate::confinement::line)
+        .and_then(crate::confinement_text::line)
     {
         println!("  confinement     {}", safe_line(&line));
     }
@@ -406,9 +406,9 @@ pub fn print_servers(path: &Path, rows: &[Value]) {
         if let Some(package) = row.get("package").filter(|p| p.is_object()) {
             println!("    {}", safe_line(&package_line(package)));
         }
-        if let Some(line) = crate::confinement::from_verdict(row)
+        if let Some(line) = crate::confinement_text::from_verdict(row)
             .as_ref()
-            .and_then(crate::confinement::line)
+            .and_then(crate::confinement_text::line)
         {
             println!("    {}", safe_line(&line));
         }

@@ -175,7 +175,7 @@ pub struct Verdict {
     /// A stdio server's confinement: what it can read, write and reach, or unconfined and
     /// why (`None` for HTTP servers, and where no confinement was decided).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<crate::confine::ConfinementView>,
+    pub confinement: Option<crate::confine::view::ConfinementView>,
     /// Under which key user tool approvals are stored for this server.
     #[serde(skip)]
     pub approval_key: String,
@@ -190,7 +190,7 @@ pub struct Verdict {
     pub(super) launch: Option<crate::packages::PackageLaunch>,
     /// What a confined server runs with (the checked tools and its grants).
     #[serde(skip)]
-    pub(crate) sandbox: Option<crate::confine::Sandboxing>,
+    pub(crate) sandbox: Option<crate::confine::view::Sandboxing>,
 }
 
 impl Verdict {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{AuditEvent, EventPayload};
-use crate::confine::proxy::EgressRefusal;
+use crate::confine::view::EgressRefusal;
 
 /// A confined server tried to reach a host its grants do not name (or sent its proxy a
 /// request it could not read). Bounded: at most a window's worth are written, the next one

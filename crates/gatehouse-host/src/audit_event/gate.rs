@@ -51,7 +51,7 @@ pub struct Admission {
     pub decision: AdmissionDecision,
     /// A stdio server's confinement as decided at this admission (issue 28).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<crate::confine::ConfinementView>,
+    pub confinement: Option<crate::confine::view::ConfinementView>,
 }
 
 /// A package server's admission (issue 25): what is bound and what was checked.

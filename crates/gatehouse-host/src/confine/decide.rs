@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use gatehouse_confine::{ConfinementMode, Grants, HostGrant, Network, PathGrant};
 
 use super::probe::{Checked, Unavailable};
-use super::{
-    ConfinementSettings, ConfinementState, ConfinementView, GrantSource, NetworkView,
-    UnconfinedReason,
+use super::ConfinementSettings;
+use super::view::{
+    ConfinementState, ConfinementView, GrantSource, NetworkView, Sandboxing, UnconfinedReason,
 };
 
 /// What the decision starts from, gathered from the verdict and the configuration.
@@ -28,17 +28,6 @@ pub(crate) struct Inputs {
     /// The person's `confinement` of this server in `servers.json`, as written.
     pub person: Option<serde_json::Value>,
     /// The server's own code, read-only (shown; bound at launch).
-    pub code: Vec<PathBuf>,
-}
-
-/// What a confined server runs with: the checked tools and the grants.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Sandboxing {
-    pub bwrap: PathBuf,
-    pub init: PathBuf,
-    pub grants: Grants,
-    pub home: PathBuf,
-    pub data: PathBuf,
     pub code: Vec<PathBuf>,
 }
 

@@ -9,7 +9,7 @@ use gatehouse_confine::{
     Network, PROXY_PORT, SHARED_NETWORK_READ, SYSTEM_READ, SandboxPlan, bwrap_args,
 };
 
-use super::decide::Sandboxing;
+use super::view::Sandboxing;
 use super::proxy::{EgressProxy, RefusalSink};
 use crate::HostError;
 use crate::stdio::StdioLaunch;

@@ -41,42 +41,7 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// `sockaddr_un.sun_path` holds 108 bytes including the terminating NUL.
 const MAX_SOCKET_PATH_BYTES: usize = 107;
 
-/// Why a connection through the proxy was refused (audited as the `egress_refused` record's reason).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EgressRefusal {
-    /// The host and port are not in the server's grants.
-    NotGranted,
-    /// The request head was not a proxy request this proxy understands.
-    MalformedRequest,
-    /// Granted, but resolving or connecting failed (or took over 10 s).
-    Unreachable,
-}
-
-impl EgressRefusal {
-    pub const ALL: [EgressRefusal; 3] = [
-        EgressRefusal::NotGranted,
-        EgressRefusal::MalformedRequest,
-        EgressRefusal::Unreachable,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EgressRefusal::NotGranted => "not_granted",
-            EgressRefusal::MalformedRequest => "malformed_request",
-            EgressRefusal::Unreachable => "unreachable",
-        }
-    }
-
-    /// The HTTP status the client is answered with.
-    fn status(self) -> u16 {
-        match self {
-            EgressRefusal::NotGranted => 403,
-            EgressRefusal::MalformedRequest => 400,
-            EgressRefusal::Unreachable => 502,
-        }
-    }
-}
+pub use super::view::EgressRefusal;
 
 /// One refusal to record (already passed through the flood bound: suppressed ones never reach the
 /// sink, the next recorded one says how many were suppressed before it; the proxy's drop reports
