@@ -411,7 +411,7 @@ mod tests {
                 PathBuf::from("/home/u/.pyenv/shims/python3"),
                 PathBuf::from("/opt/tool/bin/tool"),
                 PathBuf::from("/tmp/t1/run/server.py"),
-                PathBuf::from("/work/repo/server.py"),
+                PathBuf::from("/data/repo/server.py"),
                 // Never bound: the home, above it, a shared root, system and kernel paths.
                 PathBuf::from("/home/u"),
                 PathBuf::from("/home"),
@@ -430,7 +430,7 @@ mod tests {
                 PathBuf::from("/home/u/.pyenv"),
                 PathBuf::from("/opt/tool"),
                 PathBuf::from("/tmp/t1"),
-                PathBuf::from("/work"),
+                PathBuf::from("/data"),
             ]
         );
     }
