@@ -126,16 +126,10 @@ impl StdioTransport {
                 )
             })?;
         // What `setsid` would fail to exec is reported here, in the user's terms.
-        let path_env = launch
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| std::env::var_os("PATH"));
-        if let Err(detail) = crate::admission::resolve_program(
+        if let Err(detail) = crate::admission::resolve_launch_program(
             &launch.command,
             launch.cwd.as_deref(),
-            path_env.as_deref(),
+            &launch.env,
         ) {
             return Err(spawn_error(format!(
                 "{detail}; is it installed and on PATH (or give an absolute path)?"

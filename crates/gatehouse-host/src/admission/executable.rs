@@ -84,6 +84,21 @@ pub(super) enum StdioCheck {
     },
 }
 
+/// Resolves a launch's `command` as it will be started: on the PATH its own `env` sets, else
+/// the host's (what `resolve_program` is given by the stdio transport and by confinement).
+pub fn resolve_launch_program(
+    command: &str,
+    cwd: Option<&Path>,
+    env: &[(String, String)],
+) -> Result<PathBuf, String> {
+    let path_env = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| std::ffi::OsString::from(v))
+        .or_else(|| std::env::var_os("PATH"));
+    resolve_program(command, cwd, path_env.as_deref())
+}
+
 /// Resolves a command the way `execvp` would (a name with a slash is a path, relative to the
 /// working directory; otherwise the first executable file on PATH), then canonicalizes it so
 /// symlinks cannot stand in for the bound file.

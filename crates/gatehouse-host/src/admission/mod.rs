@@ -31,7 +31,7 @@ pub use bundles::{
     BundleProblem, BundleSource, BundleSummary, SYSTEM_TRUST_ROOTS, TrustSettings, VERSIONS_FILE,
     VersionRecord, check_record, read_bundle_file, read_versions, record_version,
 };
-pub use executable::{file_sha256, resolve_program, working_directory};
+pub use executable::{file_sha256, resolve_launch_program, resolve_program, working_directory};
 pub use lock::{AdminLock, LockGuard, Widening, admin_lock, refuse_widening_under_lock};
 pub use verdict::{AdmissionReason, Claimed, Identity, IdentitySource, Status, Verdict};
 

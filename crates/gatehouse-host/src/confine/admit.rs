@@ -86,17 +86,11 @@ fn inputs(
             holding_folders(&argument_paths(&stdio.args), &settings.home),
         )
     } else {
-        let path_env = stdio
-            .env
-            .iter()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| std::env::var_os("PATH"));
         (
-            crate::admission::resolve_program(
+            crate::admission::resolve_launch_program(
                 &stdio.command,
                 stdio.cwd.as_deref(),
-                path_env.as_deref(),
+                &stdio.env,
             )
             .ok(),
             // Nobody reviewed an unattested server, so its code is whatever it names: the

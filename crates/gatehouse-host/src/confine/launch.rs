@@ -81,16 +81,14 @@ const SHARED_ROOTS: &[&str] = &[
     "/var/tmp",
     "/mnt",
     "/media",
-    "/run",
     "/srv",
     "/opt",
     "/usr/local",
-    "/proc",
-    "/sys",
-    "/dev",
-    "/etc",
-    "/boot",
 ];
+
+/// Never anyone's code, whatever a server names under them: the kernel's views, devices, the
+/// system's configuration and boot files, and the runtime directory (sockets, other users').
+const NEVER_CODE: &[&str] = &["/proc", "/sys", "/dev", "/etc", "/boot", "/run"];
 
 /// The folders holding `paths`, for an unattested server: each path's highest ancestor
 /// below the person's home, `/` or a shared root (`~/projects` for
@@ -113,10 +111,7 @@ pub(crate) fn holding_folders(paths: &[PathBuf], home: &Path) -> Vec<PathBuf> {
             }
             folder = parent;
         }
-        // /proc, /etc and the like are never anyone's code.
-        let forbidden = ["/proc", "/sys", "/dev", "/etc", "/boot", "/run"]
-            .iter()
-            .any(|r| folder.starts_with(r));
+        let forbidden = NEVER_CODE.iter().any(|r| folder.starts_with(r));
         if !forbidden && !out.iter().any(|p| folder.starts_with(p)) {
             out.retain(|p| !p.starts_with(folder));
             out.push(folder.to_path_buf());
@@ -252,16 +247,10 @@ pub(crate) async fn sandbox_launch(
         command: launch.command.clone(),
         detail: format!("the sandbox could not be prepared: {detail}"),
     };
-    let path_env = launch
-        .env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| std::ffi::OsString::from(v))
-        .or_else(|| std::env::var_os("PATH"));
-    let program = crate::admission::resolve_program(
+    let program = crate::admission::resolve_launch_program(
         &launch.command,
         launch.cwd.as_deref(),
-        path_env.as_deref(),
+        &launch.env,
     )
     .map_err(|e| {
         fail(format!(
