@@ -40,13 +40,16 @@ fn alive(pid: i32) -> bool {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_closed_window_keeps_serving_a_card_brings_a_window_back_and_quit_ends_serving() {
     // Stands in for the window the host starts on a card: records that it was started (its
-    // arguments and parent) and exits, so the test's own WebDriver window answers the card.
+    // arguments and parent) and then stays, as a window that has not connected yet does (one
+    // that exited at once would rightly be started again by the card's next notice), so the
+    // test's own WebDriver window answers the card.
     let spawns = tempfile::tempdir().expect("temp dir");
     let record = spawns.path().join("window-started.log");
     let script = spawns.path().join("window-recorder.sh");
     std::fs::write(
         &script,
-        "#!/bin/sh\necho \"started ppid=$PPID args=$*\" >> \"$GATEHOUSE_E2E_WINDOW_RECORD\"\n",
+        "#!/bin/sh\necho \"started pid=$$ ppid=$PPID args=$*\" >> \"$GATEHOUSE_E2E_WINDOW_RECORD\"\n\
+         exec sleep 120\n",
     )
     .expect("recorder script");
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
@@ -137,6 +140,16 @@ async fn a_closed_window_keeps_serving_a_card_brings_a_window_back_and_quit_ends
     let started = std::fs::read_to_string(&record).expect("the record");
     assert_eq!(started.lines().count(), 1, "started once: {started}");
     app.reopen().await;
+    // The real window took the card: the stand-in ends.
+    if let Some(pid) = started
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("pid="))
+        .and_then(|pid| pid.parse::<i32>().ok())
+    {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
     let card = format!("{ASKING}[data-mode=form]");
     app.wait(&card).await;
     assert_eq!(
