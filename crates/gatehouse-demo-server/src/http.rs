@@ -187,6 +187,13 @@ pub(crate) async fn serve_until(
     shutdown: impl Future<Output = ()> + Send + 'static,
     ct: CancellationToken,
 ) -> anyhow::Result<()> {
+    // No Nagle: a response's last segment would otherwise wait for the client's delayed ACK
+    // (up to 40 ms on Linux) whenever it follows a segment not yet acknowledged.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::warn!(%error, "could not turn off Nagle's algorithm on a connection");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;

@@ -158,6 +158,13 @@ pub async fn serve_http(
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(book, require_token));
+    // No Nagle: a response's last segment would otherwise wait for the client's delayed ACK
+    // (up to 40 ms on Linux) whenever it follows a segment not yet acknowledged.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::warn!(%error, "could not turn off Nagle's algorithm on a client connection");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

@@ -18,7 +18,8 @@
 //! `cargo bench -p gatehouse-host --bench echo_roundtrip`). Knobs: BENCH_ITERATIONS (per batch,
 //! default 2000), BENCH_BATCHES (default 5), BENCH_RUNTIME=current, GATEHOUSE_DEMO_BIN, and
 //! BENCH_ONLY=host or BENCH_ONLY=bare (only Gatehouse's default mode, or only bare rmcp,
-//! sequential: for a profiler or `perf stat`).
+//! sequential: for a profiler or `perf stat`), BENCH_ONLY=ladder (the host's call path split
+//! per layer: transport, tap, call driver, gate and append, session bookkeeping).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -65,12 +66,51 @@ fn arguments() -> JsonObject {
 struct Samples {
     latencies: Vec<Duration>,
     wall: Duration,
+    /// Context switches of this process's threads over the batches (where counted).
+    switches: u64,
+    /// Nanoseconds on a CPU of this process's threads over the batches (where counted).
+    cpu_ns: u64,
+}
+
+/// Of every thread of this process so far (threads that ended are not counted): context
+/// switches, voluntary and not (each a thread going to sleep or put off the CPU, which is
+/// what a hand-off between threads costs), and nanoseconds on a CPU (the kernel's
+/// `schedstat`, exact where the machine has no hardware counters).
+fn thread_totals() -> (u64, u64) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0, 0);
+    };
+    let mut switches = 0;
+    let mut cpu_ns = 0;
+    for task in tasks.flatten() {
+        if let Ok(status) = std::fs::read_to_string(task.path().join("status")) {
+            switches += status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum::<u64>();
+        }
+        if let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) {
+            cpu_ns += stat
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    (switches, cpu_ns)
 }
 
 impl Samples {
     fn add(&mut self, batch: Vec<Duration>, wall: Duration) {
         self.latencies.extend(batch);
         self.wall += wall;
+    }
+    fn switches_per_call(&self) -> f64 {
+        self.switches as f64 / self.latencies.len().max(1) as f64
+    }
+    fn cpu_us_per_call(&self) -> f64 {
+        self.cpu_ns as f64 / 1000.0 / self.latencies.len().max(1) as f64
     }
     fn percentile(sorted: &[Duration], p: f64) -> f64 {
         let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
@@ -242,6 +282,212 @@ async fn rmcp_batch(iterations: usize, callers: usize) -> (Vec<Duration>, Durati
     (latencies, wall)
 }
 
+/// rmcp's client on the stdio transport, optionally tapped: the lower rungs of the ladder.
+async fn transport_batch(iterations: usize, tapped: bool) -> (Vec<Duration>, Duration) {
+    use gatehouse_host::stdio::{StdioLaunch, StdioTransport};
+    use gatehouse_host::tap::{Tapped, Wire};
+    let launch = StdioLaunch {
+        command: demo_bin().display().to_string(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: None,
+        stderr_log: None,
+        grace: Duration::from_secs(2),
+        env_remove: Vec::new(),
+        env_remove_prefixes: Vec::new(),
+    };
+    let call = || CallToolRequestParams::new("echo").with_arguments(arguments());
+    let (transport, _state) = StdioTransport::spawn("bench", &launch).expect("spawn");
+    let client = if tapped {
+        let wire = Wire {
+            tap: Arc::new(TrafficTap::new(10_000, system_clock())),
+            era: Arc::default(),
+            progress: Arc::default(),
+            inflight: Arc::default(),
+            dispatcher: Arc::default(),
+        };
+        ().serve(Tapped::new(transport, "bench", wire))
+            .await
+            .expect("initialize")
+    } else {
+        ().serve(transport).await.expect("initialize")
+    };
+    for _ in 0..WARMUP {
+        client.call_tool(call()).await.unwrap();
+    }
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        client.call_tool(call()).await.unwrap();
+        latencies.push(t.elapsed());
+    }
+    let wall = started.elapsed();
+    let _ = client.cancel().await;
+    (latencies, wall)
+}
+
+/// One round per call through a `Connection`, with a permit the gate gave once or (`gated`)
+/// the gate's decision and its audit record per call.
+async fn driver_batch(
+    iterations: usize,
+    gatekeeper: Arc<Gatekeeper>,
+    gated: bool,
+) -> (Vec<Duration>, Duration) {
+    let connection = host_connection(Era::V2025_11_25, gatekeeper).await;
+    let once = connection
+        .authorize("echo", None)
+        .await
+        .expect("echo allowed");
+    let options = CallOptions::default();
+    let params = || CallToolRequestParams::new("echo").with_arguments(arguments());
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        let fresh;
+        let permit = if gated {
+            fresh = connection
+                .authorize("echo", None)
+                .await
+                .expect("echo allowed");
+            &fresh
+        } else {
+            &once
+        };
+        let round = connection
+            .call_tool_round(permit, params(), &options)
+            .await
+            .unwrap();
+        latencies.push(t.elapsed());
+        assert!(matches!(
+            round,
+            gatehouse_host::protocol::Round::Complete(_)
+        ));
+    }
+    let wall = started.elapsed();
+    if let Ok(connection) = Arc::try_unwrap(connection) {
+        connection.close().await;
+    }
+    (latencies, wall)
+}
+
+/// The gate's decision and its audit record alone, no server involved: `authorize` on a
+/// connected server, timed per call.
+async fn authorize_batch(
+    iterations: usize,
+    gatekeeper: Arc<Gatekeeper>,
+) -> (Vec<Duration>, Duration) {
+    let connection = host_connection(Era::V2025_11_25, gatekeeper).await;
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        let permit = connection
+            .authorize("echo", None)
+            .await
+            .expect("echo allowed");
+        latencies.push(t.elapsed());
+        let _ = std::hint::black_box(permit);
+    }
+    let wall = started.elapsed();
+    if let Ok(connection) = Arc::try_unwrap(connection) {
+        connection.close().await;
+    }
+    (latencies, wall)
+}
+
+/// `BENCH_ONLY=ladder`: the per-hop split. Each row adds one layer of the host's call path to
+/// the row above it, interleaved per batch like the main table; the difference between
+/// neighbouring rows is that layer's cost. "gate + append" is measured on its own (no round
+/// trip), so the last rows' difference less it is the session bookkeeping per call.
+fn ladder(
+    runtime: &tokio::runtime::Runtime,
+    batches: usize,
+    iterations: usize,
+    gatekeeper: Arc<Gatekeeper>,
+) {
+    let names = [
+        "bare rmcp client (TokioChildProcess)",
+        "rmcp client on Gatehouse's stdio transport",
+        "+ traffic tap",
+        "+ call driver (`call_tool_round`, permit decided once)",
+        "+ gate and audit append per call (`authorize`, then `call_tool_round`)",
+        "+ the call's loop (`call_tool`: rounds, URL flows, step-ups; the full path)",
+        "gate + append alone (`authorize`, no round trip)",
+    ];
+    let mut rows: Vec<Samples> = names.iter().map(|_| Samples::default()).collect();
+    // BENCH_LADDER_ROWS=1,2: only those rows (0-based), for a profiler.
+    let chosen: Vec<usize> = std::env::var("BENCH_LADDER_ROWS")
+        .ok()
+        .map(|rows| {
+            rows.split(',')
+                .filter_map(|r| r.trim().parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|| (0..names.len()).collect());
+    for batch in 0..batches {
+        for slot in 0..names.len() {
+            let which = (batch + slot) % names.len();
+            if !chosen.contains(&which) {
+                continue;
+            }
+            let (switches, cpu_ns) = thread_totals();
+            // Every row's calls run in a task on the runtime's workers, as a front end's do
+            // (and as the main table's rows do): calls made from the thread that blocks on the
+            // runtime would cross threads on every message and measure that instead.
+            let gatekeeper = gatekeeper.clone();
+            let (l, w) = runtime.block_on(async move {
+                tokio::spawn(async move {
+                    match which {
+                        0 => rmcp_batch(iterations, 1).await,
+                        1 => transport_batch(iterations, false).await,
+                        2 => transport_batch(iterations, true).await,
+                        3 => driver_batch(iterations, gatekeeper, false).await,
+                        4 => driver_batch(iterations, gatekeeper, true).await,
+                        5 => host_batch(Era::V2025_11_25, iterations, 1, gatekeeper).await,
+                        _ => authorize_batch(iterations, gatekeeper).await,
+                    }
+                })
+                .await
+                .expect("the batch ran")
+            });
+            // Counted over the whole batch (start-up and warm-up too: a few hundred of
+            // thousands), so compare rows, not absolute values.
+            let (switches_after, cpu_ns_after) = thread_totals();
+            rows[which].switches += switches_after.saturating_sub(switches);
+            rows[which].cpu_ns += cpu_ns_after.saturating_sub(cpu_ns);
+            rows[which].add(l, w);
+        }
+        eprintln!("ladder batch {}/{batches} done", batch + 1);
+    }
+    println!(
+        "the host's call path, one layer at a time (2025-11-25, audit batched): {batches} batches x {iterations} calls per row\n"
+    );
+    println!(
+        "| path | p50 (µs) | p99 (µs) | mean (µs) | calls/s | p50 added (µs) | switches/call | client CPU µs/call |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut before: Option<f64> = None;
+    for (index, (name, samples)) in names.iter().zip(&rows).enumerate() {
+        if samples.latencies.is_empty() {
+            before = None;
+            continue;
+        }
+        let (p50, p99, mean, rate) = samples.row();
+        let added = match (index, before) {
+            (1..=5, Some(b)) => format!("{:+.1}", p50 - b),
+            _ => String::new(),
+        };
+        let switches = samples.switches_per_call();
+        let cpu = samples.cpu_us_per_call();
+        println!(
+            "| {name} | {p50:.1} | {p99:.1} | {mean:.1} | {rate:.0} | {added} | {switches:.2} | {cpu:.1} |"
+        );
+        before = Some(p50);
+    }
+}
+
 /// The TypeScript script reports summary numbers only, so its batches are combined by
 /// weighting; the pooled percentiles are approximated by the median of the batches' values.
 fn typescript_batch(iterations: usize) -> serde_json::Value {
@@ -305,6 +551,10 @@ fn main() {
     let state = tempfile::tempdir().expect("temp dir");
     let batched = demo_gatekeeper(state.path(), Durability::batched());
     let only = std::env::var("BENCH_ONLY").ok();
+    if only.as_deref() == Some("ladder") {
+        ladder(&runtime, batches, iterations, batched);
+        return;
+    }
     if let Some(only @ ("host" | "bare")) = only.as_deref() {
         let mut samples = Samples::default();
         for _ in 0..batches {

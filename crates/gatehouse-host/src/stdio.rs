@@ -95,6 +95,8 @@ pub struct StdioTransport {
     /// `None` once stdout ended or broke the rules; the fault is in `state`.
     stdout: Option<FrameReader<BufReader<ChildStdout>>>,
     line_number: u64,
+    /// The line the last message was parsed from, until the tap takes it.
+    received_text: Option<String>,
     state: Arc<TransportState>,
     shutdown: Option<oneshot::Sender<()>>,
     exited: watch::Receiver<Option<ExitStatus>>,
@@ -139,7 +141,10 @@ impl StdioTransport {
         for (key, _) in std::env::vars_os() {
             let name = key.to_string_lossy();
             if launch.env_remove.iter().any(|k| *k == name)
-                || launch.env_remove_prefixes.iter().any(|p| name.starts_with(p.as_str()))
+                || launch
+                    .env_remove_prefixes
+                    .iter()
+                    .any(|p| name.starts_with(p.as_str()))
             {
                 command.env_remove(&key);
             }
@@ -200,6 +205,7 @@ impl StdioTransport {
             stdin,
             stdout: Some(FrameReader::new(BufReader::new(stdout), MAX_MESSAGE_BYTES)),
             line_number: 0,
+            received_text: None,
             state: state.clone(),
             shutdown: Some(shutdown_tx),
             exited,
@@ -387,7 +393,15 @@ impl StdioTransport {
             };
             match classify_line(&line) {
                 Ok(None) => continue,
-                Ok(Some(message)) => return Some(message),
+                Ok(Some(message)) => {
+                    // `classify_line` checked it is UTF-8; kept (trimmed) for the tap.
+                    self.received_text =
+                        String::from_utf8(line).ok().map(|text| match text.trim() {
+                            trimmed if trimmed.len() == text.len() => text,
+                            trimmed => trimmed.to_string(),
+                        });
+                    return Some(message);
+                }
                 Err(fault) => return self.fail(fault.describe(number)),
             }
         }
@@ -415,18 +429,15 @@ impl StdioTransport {
     }
 }
 
-impl Transport<RoleClient> for StdioTransport {
-    type Error = std::io::Error;
-
-    fn send(
-        &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+impl StdioTransport {
+    /// Writes one line (`line` ends with its newline) to the server's stdin.
+    fn write_line(
+        &self,
+        line: Vec<u8>,
+    ) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
         let stdin = self.stdin.clone();
         let state = self.state.clone();
         async move {
-            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            line.push(b'\n');
             let mut guard = stdin.lock().await;
             let pipe = guard.as_mut().ok_or_else(|| {
                 std::io::Error::new(
@@ -440,6 +451,38 @@ impl Transport<RoleClient> for StdioTransport {
                 .fetch_add(line.len() as u64, std::sync::atomic::Ordering::SeqCst);
             pipe.flush().await
         }
+    }
+}
+
+impl crate::tap::WireText for StdioTransport {
+    fn take_received_text(&mut self) -> Option<String> {
+        self.received_text.take()
+    }
+
+    fn send_text(
+        &mut self,
+        _item: TxJsonRpcMessage<RoleClient>,
+        text: String,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let mut line = text.into_bytes();
+        line.push(b'\n');
+        self.write_line(line)
+    }
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let line = serde_json::to_vec(&item).map(|mut line| {
+            line.push(b'\n');
+            line
+        });
+        let write = line.map(|line| self.write_line(line));
+        async move { write.map_err(std::io::Error::other)?.await }
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {

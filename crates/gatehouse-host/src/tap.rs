@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, ServerJsonRpcMessage,
-    ServerNotification,
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta, NumberOrString,
+    RequestParamsMeta, ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -197,6 +197,15 @@ impl TrafficTap {
             // Longest first, so a secret that contains another is replaced whole.
             redactions.sort_by_key(|r| std::cmp::Reverse(r.raw.len()));
         }
+    }
+
+    /// Whether any secret is registered for redaction.
+    pub fn redacts(&self) -> bool {
+        !self
+            .redactions
+            .read()
+            .expect("redactions poisoned")
+            .is_empty()
     }
 
     /// Whether compact JSON `text` holds a registered secret anywhere.
@@ -475,37 +484,25 @@ impl InFlight {
 
     /// Records a request (or a cancellation) going out. Returns the host call the request
     /// belongs to and its `_meta.progressToken`, when it is attributed to one.
-    fn sent(&self, message: &Value) -> Option<(u64, Option<Value>)> {
-        // The host gave up on a request (timeout, user cancel, dropped future): it is no longer
-        // in flight, whatever the server does with it.
-        if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
-            && let Some(id) = message.pointer("/params/requestId")
-        {
-            self.requests
-                .lock()
-                .expect("in-flight poisoned")
-                .retain(|r| &r.id != id);
-            return None;
-        }
-        let (Some(id), Some(method)) = (
-            message.get("id"),
-            message.get("method").and_then(Value::as_str),
-        ) else {
-            return None;
+    fn sent(&self, message: Outgoing) -> Option<(u64, Option<Value>)> {
+        let (id, method, tool, progress_token) = match message {
+            // The host gave up on a request (timeout, user cancel, dropped future): it is no
+            // longer in flight, whatever the server does with it.
+            Outgoing::Cancelled { request_id } => {
+                self.requests
+                    .lock()
+                    .expect("in-flight poisoned")
+                    .retain(|r| r.id != request_id);
+                return None;
+            }
+            Outgoing::Request {
+                id,
+                method,
+                subject,
+                progress_token,
+            } => (id, method, subject, progress_token),
         };
-        let subject = match method {
-            "tools/call" | "prompts/get" => "/params/name",
-            "resources/read" => "/params/uri",
-            _ => "",
-        };
-        let tool = (!subject.is_empty())
-            .then(|| {
-                message
-                    .pointer(subject)
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .flatten();
+        let method = method.as_str();
         let call = tool.as_ref().and_then(|tool| {
             let mut expected = self.expected.lock().expect("in-flight poisoned");
             let position = expected
@@ -514,11 +511,11 @@ impl InFlight {
             expected.remove(position).map(|(_, _, call)| call)
         });
         let request = OutRequest {
-            id: id.clone(),
+            id,
             method: method.to_string(),
             tool,
             call,
-            progress_token: message.pointer("/params/_meta/progressToken").cloned(),
+            progress_token,
         };
         if let Some(call) = call {
             self.last
@@ -548,16 +545,12 @@ impl InFlight {
             .cloned()
     }
 
-    fn answered(&self, message: &Value) {
-        if message.get("method").is_some() {
-            return;
-        }
-        if let Some(id) = message.get("id") {
-            self.requests
-                .lock()
-                .expect("in-flight poisoned")
-                .retain(|r| &r.id != id);
-        }
+    /// The server answered request `id` (a result or an error).
+    fn answered(&self, id: &Value) {
+        self.requests
+            .lock()
+            .expect("in-flight poisoned")
+            .retain(|r| &r.id != id);
     }
 
     /// Every request not answered yet, oldest first.
@@ -574,6 +567,106 @@ impl InFlight {
             .find(|r| &r.id == id)
             .cloned()
     }
+}
+
+/// What the in-flight table needs of a message going out, read from the typed message (the
+/// tap does not parse back the text it serialized).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outgoing {
+    Request {
+        id: Value,
+        method: String,
+        /// The tool's or prompt's name, or the resource's URI.
+        subject: Option<String>,
+        /// `_meta.progressToken` as it goes on the wire.
+        progress_token: Option<Value>,
+    },
+    /// `notifications/cancelled` for this request id.
+    Cancelled { request_id: Value },
+}
+
+fn id_value(id: &NumberOrString) -> Value {
+    match id {
+        NumberOrString::Number(n) => Value::from(*n),
+        NumberOrString::String(s) => Value::String(s.to_string()),
+    }
+}
+
+impl Outgoing {
+    /// What `message` means for the in-flight table; `None` for anything else (a response,
+    /// another notification).
+    pub(crate) fn of(message: &ClientJsonRpcMessage) -> Option<Outgoing> {
+        match message {
+            ClientJsonRpcMessage::Request(request) => {
+                let subject = match &request.request {
+                    ClientRequest::CallToolRequest(r) => Some(r.params.name.to_string()),
+                    ClientRequest::GetPromptRequest(r) => Some(r.params.name.clone()),
+                    ClientRequest::ReadResourceRequest(r) => Some(r.params.uri.clone()),
+                    _ => None,
+                };
+                // rmcp writes the request's own `_meta` over its params' on the wire.
+                let params_token = match &request.request {
+                    ClientRequest::CallToolRequest(r) => r.params.meta(),
+                    ClientRequest::GetPromptRequest(r) => r.params.meta(),
+                    ClientRequest::ReadResourceRequest(r) => r.params.meta(),
+                    _ => None,
+                }
+                .and_then(|meta| meta.0.get("progressToken").cloned());
+                let progress_token = request
+                    .request
+                    .get_meta()
+                    .0
+                    .get("progressToken")
+                    .cloned()
+                    .or(params_token);
+                Some(Outgoing::Request {
+                    id: id_value(&request.id),
+                    method: request.request.method().to_string(),
+                    subject,
+                    progress_token,
+                })
+            }
+            ClientJsonRpcMessage::Notification(notification) => match &notification.notification {
+                ClientNotification::CancelledNotification(cancelled) => cancelled
+                    .params
+                    .request_id
+                    .as_ref()
+                    .map(|id| Outgoing::Cancelled {
+                        request_id: id_value(id),
+                    }),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// What a transport can hand the tap besides the messages: their text as it crossed the wire.
+/// The tap records every message as text, so a transport that reads lines (stdio) lends it the
+/// line it parsed instead of having the message serialized again, and one that writes lines
+/// takes the text the tap serialized instead of serializing it a second time.
+pub trait WireText: Transport<RoleClient> {
+    /// The line the last message `receive` returned was parsed from, once; `None` when this
+    /// transport keeps no text.
+    fn take_received_text(&mut self) -> Option<String> {
+        None
+    }
+
+    /// Sends `item`, whose compact JSON is `text`.
+    fn send_text(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+        text: String,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let _ = text;
+        self.send(item)
+    }
+}
+
+/// rmcp's HTTP transports: their messages arrive as parsed JSON, with no line to lend.
+impl<W: rmcp::transport::worker::Worker<Role = RoleClient>> WireText
+    for rmcp::transport::worker::WorkerTransport<W>
+{
 }
 
 /// What a connection's transport wrapper shares with the rest of the connection: the tap, the
@@ -606,7 +699,7 @@ impl<T> Tapped<T> {
     }
 }
 
-impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
+impl<T: WireText> Transport<RoleClient> for Tapped<T> {
     type Error = T::Error;
 
     fn send(
@@ -620,28 +713,34 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
                 _ => {}
             }
         }
-        let text = serde_json::to_string(&item).unwrap_or_default();
-        let cancels = matches!(
-            &item,
-            ClientJsonRpcMessage::Notification(n)
-                if matches!(n.notification, ClientNotification::CancelledNotification(_))
-        );
-        if (cancels || matches!(item, ClientJsonRpcMessage::Request(_)))
-            && let Ok(value) = serde_json::from_str::<Value>(&text)
-            && let Some((call, token)) = self.wire.inflight.sent(&value)
+        if let Some(outgoing) = Outgoing::of(&item)
+            && let Some((call, token)) = self.wire.inflight.sent(outgoing)
         {
             // Sent before the server can answer, so no progress of it arrives unrouted.
             self.wire.dispatcher.sent(call, token.as_ref());
         }
-        self.wire
-            .tap
-            .record_text(&self.server, Direction::Out, self.wire.era.get(), text);
-        self.inner.send(item)
+        // Serialized once: the same text is recorded and (where the transport writes text)
+        // sent.
+        let text = serde_json::to_string(&item).unwrap_or_default();
+        self.wire.tap.record_text(
+            &self.server,
+            Direction::Out,
+            self.wire.era.get(),
+            text.clone(),
+        );
+        self.inner.send_text(item, text)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let mut item = self.inner.receive().await?;
-        let mut text = serde_json::to_string(&item).unwrap_or_default();
+        let line = self.inner.take_received_text();
+        // The line as it arrived is the record, unless a secret must be looked for: that
+        // needs the message's own compact serialization, where a secret the server wrote with
+        // other escapes (`\u0061` for `a`) reads as the text the redaction matches.
+        let mut text = match line {
+            Some(line) if !self.wire.tap.redacts() => line,
+            _ => serde_json::to_string(&item).unwrap_or_default(),
+        };
         // A credential the server echoes (a token from the Authorization header it got, a
         // secret passed as an argument) goes no further than here: the host, the UI, the
         // gateway's clients and the traffic record all get the message with it redacted.
@@ -675,12 +774,16 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Tapped<T> {
                 _ => {}
             }
         }
-        if matches!(
-            item,
-            ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)
-        ) && let Ok(value) = serde_json::from_str::<Value>(&text)
-        {
-            self.wire.inflight.answered(&value);
+        match &item {
+            ServerJsonRpcMessage::Response(response) => {
+                self.wire.inflight.answered(&id_value(&response.id));
+            }
+            ServerJsonRpcMessage::Error(error) => {
+                if let Some(id) = &error.id {
+                    self.wire.inflight.answered(&id_value(id));
+                }
+            }
+            _ => {}
         }
         self.wire
             .tap
@@ -778,6 +881,155 @@ mod tests {
     struct Scripted {
         incoming: VecDeque<Value>,
         sent: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl WireText for Scripted {}
+
+    /// A transport that reads scripted lines as the stdio transport does: it parses each and
+    /// lends the tap the line itself.
+    struct Lines {
+        incoming: VecDeque<String>,
+        last: Option<String>,
+    }
+
+    impl Transport<RoleClient> for Lines {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            _item: TxJsonRpcMessage<RoleClient>,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            std::future::ready(Ok(()))
+        }
+
+        async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+            let line = self.incoming.pop_front()?;
+            let message = serde_json::from_str(&line).unwrap();
+            self.last = Some(line);
+            Some(message)
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    impl WireText for Lines {
+        fn take_received_text(&mut self) -> Option<String> {
+            self.last.take()
+        }
+    }
+
+    /// The line as the server wrote it is the record, when no secret is registered (nothing
+    /// serialized again); with one registered, the message's own serialization is what the
+    /// redaction reads, so a secret the server spelled with other JSON escapes is still found.
+    #[tokio::test]
+    async fn the_record_is_the_line_unless_a_secret_must_be_looked_for() {
+        // The server spells the secret `s3cr3t-T0k3n` with a `\u` escape for its `s`.
+        let spelled = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\u0073\u0033cr3t-T0k3n"}]}}"#;
+        let spaced = r#"{ "jsonrpc": "2.0", "id": 2, "result": {"content": []} }"#;
+        let tap = Arc::new(TrafficTap::new(10, fixed_clock()));
+        let mut tapped = Tapped::new(
+            Lines {
+                incoming: VecDeque::from([spaced.to_string(), spelled.to_string()]),
+                last: None,
+            },
+            "s",
+            wire(&tap),
+        );
+        tapped.receive().await.unwrap();
+        let first = tap.entries(None);
+        assert_eq!(
+            first[0].message,
+            serde_json::from_str::<Value>(spaced).unwrap()
+        );
+        // Without a secret registered, the escaped spelling reaches the record unchanged
+        // (there is nothing to redact).
+        tapped.receive().await.unwrap();
+        assert!(
+            serde_json::to_string(&tap.entries(None)[1].message)
+                .unwrap()
+                .contains("s3cr3t-T0k3n")
+        );
+
+        let tap = Arc::new(TrafficTap::new(10, fixed_clock()));
+        tap.redact("api", "s3cr3t-T0k3n");
+        let mut tapped = Tapped::new(
+            Lines {
+                incoming: VecDeque::from([spelled.to_string()]),
+                last: None,
+            },
+            "s",
+            wire(&tap),
+        );
+        let item = tapped.receive().await.unwrap();
+        let read = serde_json::to_string(&item).unwrap();
+        assert!(!read.contains("s3cr3t-T0k3n"), "{read}");
+        assert!(read.contains("[secret:api]"), "{read}");
+        let recorded = serde_json::to_string(&tap.entries(None)[0].message).unwrap();
+        assert!(!recorded.contains("s3cr3t-T0k3n"), "{recorded}");
+    }
+
+    fn outgoing(message: Value) -> Outgoing {
+        let typed: ClientJsonRpcMessage = serde_json::from_value(message).unwrap();
+        Outgoing::of(&typed).expect("a request or a cancellation")
+    }
+
+    /// What the in-flight table reads from a typed message is what the same message says on
+    /// the wire (its serialization), for each kind it records, progress tokens included
+    /// (rmcp's own `_meta` written over the params').
+    #[test]
+    fn the_in_flight_table_reads_typed_messages_as_the_wire_shows_them() {
+        let wire_view = |typed: &ClientJsonRpcMessage| {
+            let value = serde_json::to_value(typed).unwrap();
+            if value["method"] == "notifications/cancelled" {
+                return Outgoing::Cancelled {
+                    request_id: value["params"]["requestId"].clone(),
+                };
+            }
+            let method = value["method"].as_str().unwrap().to_string();
+            let subject = match method.as_str() {
+                "tools/call" | "prompts/get" => value["params"]["name"].as_str(),
+                "resources/read" => value["params"]["uri"].as_str(),
+                _ => None,
+            }
+            .map(str::to_string);
+            Outgoing::Request {
+                id: value["id"].clone(),
+                method,
+                subject,
+                progress_token: value.pointer("/params/_meta/progressToken").cloned(),
+            }
+        };
+        let messages = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"a": 1}}}),
+            json!({"jsonrpc": "2.0", "id": "x-2", "method": "tools/call", "params": {"name": "t", "_meta": {"progressToken": "mine"}}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "p", "_meta": {"progressToken": 9}}}),
+            json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "file:///a"}}),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}),
+        ];
+        for message in messages {
+            let mut typed: ClientJsonRpcMessage = serde_json::from_value(message).unwrap();
+            assert_eq!(Outgoing::of(&typed), Some(wire_view(&typed)), "{typed:?}");
+            // rmcp's own token, set on the request (as it does for every request it sends),
+            // wins over the params' on the wire: the table must read the same.
+            if let ClientJsonRpcMessage::Request(request) = &mut typed {
+                request
+                    .request
+                    .get_meta_mut()
+                    .set_progress_token(rmcp::model::ProgressToken(NumberOrString::Number(77)));
+                assert_eq!(Outgoing::of(&typed), Some(wire_view(&typed)), "{typed:?}");
+                let Some(Outgoing::Request { progress_token, .. }) = Outgoing::of(&typed) else {
+                    panic!("a request");
+                };
+                assert_eq!(progress_token, Some(json!(77)));
+            }
+        }
+        // A response is not the table's business.
+        let response: ClientJsonRpcMessage =
+            serde_json::from_value(json!({"jsonrpc": "2.0", "id": 1, "result": {}})).unwrap();
+        assert_eq!(Outgoing::of(&response), None);
     }
 
     impl Transport<RoleClient> for Scripted {
@@ -918,14 +1170,16 @@ mod tests {
     fn a_request_the_host_gave_up_on_is_no_longer_in_flight() {
         let inflight = InFlight::default();
         inflight.expect_call("t", 7);
-        inflight.sent(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}}),
-        );
-        inflight.sent(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        inflight.sent(outgoing(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t"}}),
+        ));
+        inflight.sent(outgoing(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        ));
         assert_eq!(inflight.snapshot().len(), 2);
         assert_eq!(inflight.get(&json!(1)).unwrap().call, Some(7));
         // Cancelled on the wire: gone, whatever the server does next.
-        inflight.sent(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}));
+        inflight.sent(outgoing(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})));
         assert!(inflight.get(&json!(2)).is_none());
         // The call ended (timeout, kill, dropped future): its unanswered request is gone too.
         inflight.forget_call(7);
@@ -937,7 +1191,9 @@ mod tests {
     fn unanswered_requests_are_bounded() {
         let inflight = InFlight::default();
         for id in 0..(MAX_IN_FLIGHT + 10) {
-            inflight.sent(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+            inflight.sent(outgoing(
+                json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+            ));
         }
         let all = inflight.snapshot();
         assert_eq!(all.len(), MAX_IN_FLIGHT);

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use rmcp::RoleClient;
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::Transport;
 
 use super::{ConnectOptions, with_stderr};
 use crate::client::HostClient;
@@ -107,7 +106,7 @@ pub(super) async fn resolve(
 
 /// Wraps `transport` in the tap and completes the MCP handshake in the chosen era, within the
 /// connect timeout.
-pub(super) async fn handshake<T: Transport<RoleClient> + 'static>(
+pub(super) async fn handshake<T: crate::tap::WireText + 'static>(
     server: &str,
     handler: HostClient,
     transport: T,
