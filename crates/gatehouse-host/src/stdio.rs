@@ -430,8 +430,14 @@ impl StdioTransport {
 }
 
 impl StdioTransport {
+    /// The line the last message `receive` returned was parsed from, once: the tap records it
+    /// instead of serializing the message again.
+    pub(crate) fn take_received_text(&mut self) -> Option<String> {
+        self.received_text.take()
+    }
+
     /// Writes one line (`line` ends with its newline) to the server's stdin.
-    fn write_line(
+    pub(crate) fn write_line(
         &self,
         line: Vec<u8>,
     ) -> impl Future<Output = Result<(), std::io::Error>> + Send + 'static {
@@ -451,22 +457,6 @@ impl StdioTransport {
                 .fetch_add(line.len() as u64, std::sync::atomic::Ordering::SeqCst);
             pipe.flush().await
         }
-    }
-}
-
-impl crate::tap::WireText for StdioTransport {
-    fn take_received_text(&mut self) -> Option<String> {
-        self.received_text.take()
-    }
-
-    fn send_text(
-        &mut self,
-        _item: TxJsonRpcMessage<RoleClient>,
-        text: String,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let mut line = text.into_bytes();
-        line.push(b'\n');
-        self.write_line(line)
     }
 }
 

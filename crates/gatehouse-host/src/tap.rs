@@ -663,6 +663,24 @@ pub trait WireText: Transport<RoleClient> {
     }
 }
 
+/// The stdio transport reads and writes lines: it lends the line it parsed and writes the text
+/// the tap serialized.
+impl WireText for crate::stdio::StdioTransport {
+    fn take_received_text(&mut self) -> Option<String> {
+        crate::stdio::StdioTransport::take_received_text(self)
+    }
+
+    fn send_text(
+        &mut self,
+        _item: TxJsonRpcMessage<RoleClient>,
+        text: String,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let mut line = text.into_bytes();
+        line.push(b'\n');
+        self.write_line(line)
+    }
+}
+
 /// rmcp's HTTP transports: their messages arrive as parsed JSON, with no line to lend.
 impl<W: rmcp::transport::worker::Worker<Role = RoleClient>> WireText
     for rmcp::transport::worker::WorkerTransport<W>
