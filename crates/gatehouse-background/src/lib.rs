@@ -98,6 +98,9 @@ impl Background {
 /// Runs the host until it is asked to quit; then quits cleanly. `Ok(false)` when another host
 /// already serves this user (nothing was opened).
 pub async fn run(launch: Launch, setup: HostSetup) -> Result<bool, String> {
+    // Listened for before anything is served: a SIGTERM that arrives once a client can reach
+    // the host must quit it cleanly, not kill it (the signal's default action).
+    let mut signals = QuitSignals::listen();
     let listener = match DeskListener::bind(&setup.desk_socket).map_err(|e| e.to_string())? {
         Bound::Listening(listener) => listener,
         Bound::AlreadyRunning => return Ok(false),
@@ -153,7 +156,7 @@ pub async fn run(launch: Launch, setup: HostSetup) -> Result<bool, String> {
     tokio::spawn(watch_attention(background.clone(), hub.subscribe()));
     let serving = tokio::spawn(serve_windows(listener, background.clone()));
     tracing::info!(socket = %setup.desk_socket.display(), "the Gatehouse host is serving");
-    wait_for_quit(&mut quitting).await;
+    wait_for_quit(&mut quitting, &mut signals).await;
     let plan = quit_now(&background).await;
     tracing::info!(?plan, "the Gatehouse host quit");
     // The bridge's listener goes with its task (its socket file is removed); its clients'
@@ -168,13 +171,29 @@ pub async fn run(launch: Launch, setup: HostSetup) -> Result<bool, String> {
     Ok(true)
 }
 
+/// SIGTERM, SIGINT and SIGHUP, each listened for (where the runtime can) from when the host
+/// starts.
+struct QuitSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+impl QuitSignals {
+    fn listen() -> QuitSignals {
+        use tokio::signal::unix::{SignalKind, signal};
+        QuitSignals {
+            term: signal(SignalKind::terminate()).ok(),
+            int: signal(SignalKind::interrupt()).ok(),
+            hup: signal(SignalKind::hangup()).ok(),
+        }
+    }
+}
+
 /// Until a quit is asked for, or SIGTERM / SIGINT arrives. SIGHUP (the terminal that started
 /// the window went away) is ignored: the host outlives the window on purpose.
-async fn wait_for_quit(quitting: &mut watch::Receiver<bool>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let mut hup = signal(SignalKind::hangup()).ok();
+async fn wait_for_quit(quitting: &mut watch::Receiver<bool>, signals: &mut QuitSignals) {
+    let QuitSignals { term, int, hup } = signals;
     loop {
         tokio::select! {
             changed = quitting.changed() => {
