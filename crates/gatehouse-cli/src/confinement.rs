@@ -8,12 +8,11 @@ use gatehouse_confine::{
     PathGrant, confinement_to_json,
 };
 use gatehouse_host::{ConfinementState, ConfinementView, GrantSource};
-
-use crate::confinement_text::{processes, reach, source};
 use serde_json::{Value, json};
 
 use crate::cli::ConfineArgs;
 use crate::commands::{Context, open_host, terminal_consent};
+use crate::confinement_text::{processes, reach, source};
 use crate::failure::Failure;
 use crate::output::{self, safe_line};
 

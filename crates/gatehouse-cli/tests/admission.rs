@@ -626,19 +626,6 @@ fn attest_fetch_gets_the_document_byte_for_byte_and_refuses_insecure_origins() {
     );
 }
 
-/// The interpreter python3 runs as (not a launcher script such as a pyenv shim).
-fn python_interpreter() -> PathBuf {
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import os, sys; print(os.path.realpath(sys.executable))",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 #[test]
 fn a_bound_interpreter_runs_in_a_fixed_directory_not_where_the_host_was_started() {
     // The admin binds `python3 -m srv` (the interpreter's hash, and arguments with no path in
@@ -646,7 +633,7 @@ fn a_bound_interpreter_runs_in_a_fixed_directory_not_where_the_host_was_started(
     // srv.py: `-m` finds modules in the working directory first, so before the fix it ran
     // under the verified identity.
     let env = Env::new();
-    let python = python_interpreter();
+    let python = PathBuf::from(common::python3());
     let repo = env.dir.path().join("cloned-repo");
     std::fs::create_dir_all(&repo).unwrap();
     let marker = env.dir.path().join("attacker-code-ran");
@@ -707,7 +694,7 @@ fn approvals_of_an_unattested_command_belong_to_the_directory_it_runs_in() {
     // another server, and must not inherit the approval. Before, the key was the configured
     // text (no cwd set), the same in both directories.
     let env = Env::new();
-    let python = python_interpreter();
+    let python = PathBuf::from(common::python3());
     let fixture = common::fixture("misbehaving_stdio.py");
     // Each project holds its own copy of the server: an unattested server runs confined, with
     // the directory it runs in (read-only) and nothing else of the user's.

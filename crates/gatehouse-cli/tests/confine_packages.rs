@@ -22,7 +22,6 @@ use common::packages::{FILESYSTEM, VERSION, node_dir, seed};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use common::{Env, repo};
@@ -77,15 +76,7 @@ impl Machine {
         // python3 first on PATH is the real interpreter (not a version manager's shim).
         let bin = env.dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
-        let out = Command::new("python3")
-            .args([
-                "-c",
-                "import os, sys; print(os.path.realpath(sys.executable))",
-            ])
-            .output()
-            .unwrap();
-        let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        std::os::unix::fs::symlink(python, bin.join("python3")).unwrap();
+        std::os::unix::fs::symlink(common::python3(), bin.join("python3")).unwrap();
         let keys = env.dir.path().join("keys");
         let bundle = env.dir.path().join("acme.json");
         let machine = Machine {

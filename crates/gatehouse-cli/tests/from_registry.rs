@@ -484,28 +484,13 @@ fn an_mcpb_is_written_only_when_its_downloaded_bytes_match_file_sha256() {
 const TIME: &str = "mcp-server-time";
 const TIME_VERSION: &str = "2026.10.19";
 
-/// The machine's `python3` resolved to its binary (what the binding's interpreter hash names).
-fn python_binary() -> PathBuf {
-    let out = Command::new("python3")
-        .args([
-            "-I",
-            "-S",
-            "-c",
-            "import os, sys; print(os.path.realpath(sys.executable))",
-        ])
-        .output()
-        .expect("python3 on PATH (the PyPI package tests run the system's Python)");
-    assert!(out.status.success(), "{out:?}");
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 #[test]
 fn a_kept_pypi_proposal_is_bound_to_the_admins_requirements() {
     let mut admin = Admin::with(Sources::Seed);
     // Only the reviewed python3 on PATH: the binding hashes it as the interpreter.
     let bin = admin.env.dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(python_binary(), bin.join("python3")).unwrap();
+    std::os::unix::fs::symlink(common::python3(), bin.join("python3")).unwrap();
     admin.path = format!("{}:/usr/bin:/bin", bin.display());
     let document = |version: &str| {
         let file = admin.env.dir.path().join(format!("time-{version}.json"));
@@ -578,7 +563,9 @@ fn a_kept_pypi_proposal_is_bound_to_the_admins_requirements() {
     );
     assert_eq!(
         package["interpreter"]["sha256"],
-        json!([common::packages::sha256_file(&python_binary())])
+        json!([common::packages::sha256_file(std::path::Path::new(
+            &common::python3()
+        ))])
     );
     assert_eq!(entry["allowedTools"], json!(["get_current_time"]));
 }

@@ -40,7 +40,7 @@ impl Person {
         .unwrap();
         let bin = env.dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
-        std::os::unix::fs::symlink(real_python(), bin.join("python3")).unwrap();
+        std::os::unix::fs::symlink(common::python3(), bin.join("python3")).unwrap();
         let docs = env.dir.path().join("docs");
         std::fs::create_dir_all(&docs).unwrap();
         std::fs::write(docs.join("note.txt"), "mine").unwrap();
@@ -97,19 +97,6 @@ impl Person {
         }
         parse(common::output_of(cmd))
     }
-}
-
-/// The interpreter `python3` on PATH runs, resolved (through a version manager's shim too).
-fn real_python() -> PathBuf {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import os, sys; print(os.path.realpath(sys.executable))",
-        ])
-        .output()
-        .expect("python3 on PATH");
-    assert!(out.status.success(), "{out:?}");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
 fn parse((code, stdout, stderr): (i32, String, String)) -> (i32, Value) {

@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use common::{Env, repo};
 use serde_json::{Value, json};
@@ -42,15 +41,7 @@ impl Machine {
         // the pinned Node; no npx or uvx anywhere.
         let bin = env.dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
-        let out = Command::new("python3")
-            .args([
-                "-c",
-                "import os, sys; print(os.path.realpath(sys.executable))",
-            ])
-            .output()
-            .unwrap();
-        let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        std::os::unix::fs::symlink(python, bin.join("python3")).unwrap();
+        std::os::unix::fs::symlink(common::python3(), bin.join("python3")).unwrap();
         let keys = env.dir.path().join("keys");
         let bundle = env.dir.path().join("acme.json");
         Machine {

@@ -146,9 +146,10 @@ async fn a_closed_window_keeps_serving_a_card_brings_a_window_back_and_quit_ends
         .find_map(|word| word.strip_prefix("pid="))
         .and_then(|pid| pid.parse::<i32>().ok())
     {
-        let _ = std::process::Command::new("kill")
-            .arg(pid.to_string())
-            .status();
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
     }
     let card = format!("{ASKING}[data-mode=form]");
     app.wait(&card).await;

@@ -19,7 +19,8 @@
 //! default 2000), BENCH_BATCHES (default 5), BENCH_RUNTIME=current, GATEHOUSE_DEMO_BIN, and
 //! BENCH_ONLY=host or BENCH_ONLY=bare (only Gatehouse's default mode, or only bare rmcp,
 //! sequential: for a profiler or `perf stat`), BENCH_ONLY=ladder (the host's call path split
-//! per layer: transport, tap, call driver, gate and append, session bookkeeping).
+//! per layer: transport, tap, call driver, gate and append, the call's loop; rows chosen with
+//! BENCH_LADDER_ROWS).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -282,6 +283,22 @@ async fn rmcp_batch(iterations: usize, callers: usize) -> (Vec<Duration>, Durati
     (latencies, wall)
 }
 
+/// `iterations` sequential calls of `call`, each timed, and the wall time of them all.
+async fn timed<F, Fut>(iterations: usize, mut call: F) -> (Vec<Duration>, Duration)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let t = Instant::now();
+        call().await;
+        latencies.push(t.elapsed());
+    }
+    (latencies, started.elapsed())
+}
+
 /// rmcp's client on the stdio transport, optionally tapped: the lower rungs of the ladder.
 async fn transport_batch(iterations: usize, tapped: bool) -> (Vec<Duration>, Duration) {
     use gatehouse_host::stdio::{StdioLaunch, StdioTransport};
@@ -315,16 +332,12 @@ async fn transport_batch(iterations: usize, tapped: bool) -> (Vec<Duration>, Dur
     for _ in 0..WARMUP {
         client.call_tool(call()).await.unwrap();
     }
-    let started = Instant::now();
-    let mut latencies = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let t = Instant::now();
+    let measured = timed(iterations, || async {
         client.call_tool(call()).await.unwrap();
-        latencies.push(t.elapsed());
-    }
-    let wall = started.elapsed();
+    })
+    .await;
     let _ = client.cancel().await;
-    (latencies, wall)
+    measured
 }
 
 /// One round per call through a `Connection`, with a permit the gate gave once or (`gated`)
@@ -341,10 +354,7 @@ async fn driver_batch(
         .expect("echo allowed");
     let options = CallOptions::default();
     let params = || CallToolRequestParams::new("echo").with_arguments(arguments());
-    let started = Instant::now();
-    let mut latencies = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let t = Instant::now();
+    let measured = timed(iterations, || async {
         let fresh;
         let permit = if gated {
             fresh = connection
@@ -359,17 +369,16 @@ async fn driver_batch(
             .call_tool_round(permit, params(), &options)
             .await
             .unwrap();
-        latencies.push(t.elapsed());
         assert!(matches!(
             round,
             gatehouse_host::protocol::Round::Complete(_)
         ));
-    }
-    let wall = started.elapsed();
+    })
+    .await;
     if let Ok(connection) = Arc::try_unwrap(connection) {
         connection.close().await;
     }
-    (latencies, wall)
+    measured
 }
 
 /// The gate's decision and its audit record alone, no server involved: `authorize` on a
@@ -379,28 +388,24 @@ async fn authorize_batch(
     gatekeeper: Arc<Gatekeeper>,
 ) -> (Vec<Duration>, Duration) {
     let connection = host_connection(Era::V2025_11_25, gatekeeper).await;
-    let started = Instant::now();
-    let mut latencies = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let t = Instant::now();
+    let measured = timed(iterations, || async {
         let permit = connection
             .authorize("echo", None)
             .await
             .expect("echo allowed");
-        latencies.push(t.elapsed());
         let _ = std::hint::black_box(permit);
-    }
-    let wall = started.elapsed();
+    })
+    .await;
     if let Ok(connection) = Arc::try_unwrap(connection) {
         connection.close().await;
     }
-    (latencies, wall)
+    measured
 }
 
 /// `BENCH_ONLY=ladder`: the per-hop split. Each row adds one layer of the host's call path to
 /// the row above it, interleaved per batch like the main table; the difference between
-/// neighbouring rows is that layer's cost. "gate + append" is measured on its own (no round
-/// trip), so the last rows' difference less it is the session bookkeeping per call.
+/// neighbouring rows is that layer's cost. The last row times `authorize` on its own (no round
+/// trip), to hold against what the same work adds inside a call.
 fn ladder(
     runtime: &tokio::runtime::Runtime,
     batches: usize,

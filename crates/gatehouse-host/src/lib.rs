@@ -91,9 +91,9 @@ pub use caller::{Attribution, Caller, DownstreamTransport};
 pub use client::HostEvent;
 pub use config::{ImportReport, load_policy};
 pub use config::{ServerSpec, ServersFile};
-pub use confine::proxy::EgressRefusal;
 pub use confine::{
-    ConfinementState, ConfinementView, GrantSource, NetworkView, SandboxTools, UnconfinedReason,
+    ConfinementState, ConfinementView, EgressRefusal, GrantSource, NetworkView, SandboxTools,
+    UnconfinedReason,
 };
 pub use connection::{
     CallOptions, CallProgress, CompletionTarget, GatedPrompt, GatedResource, GatedTemplate,

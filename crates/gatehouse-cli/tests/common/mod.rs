@@ -164,10 +164,10 @@ pub fn audit_records(path: &std::path::Path) -> Vec<Value> {
     gatehouse_testkit::audit::records(path)
 }
 
-/// The real Python interpreter behind `python3` on PATH (a pyenv shim is a shell script that
-/// starts more processes and reads its own tree under the home: an unattested server runs
-/// confined, with neither, so tests name the interpreter itself, as a person would after
-/// seeing the refusal).
+/// The real Python interpreter behind `python3` on PATH, resolved through a version manager's
+/// shim: what a package binding hashes as its interpreter, and what an unattested server is
+/// started with (a pyenv shim is a shell script that starts more processes and reads its own
+/// tree under the home, which a confined server has neither of).
 #[allow(dead_code)]
 pub fn python3() -> String {
     static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();

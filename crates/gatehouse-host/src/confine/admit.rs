@@ -104,9 +104,9 @@ fn inputs(
     };
     let code = match (program, admitted || verdict.package_launch().is_some()) {
         (Some(program), true) => code_paths(&program, &settings.home, &extra),
+        // `resolve_launch_program` already gave the program's canonical path.
         (Some(program), false) => {
-            let mut named = vec![program.clone()];
-            named.extend(std::fs::canonicalize(&program));
+            let mut named = vec![program];
             named.extend(extra);
             holding_folders(&named, &settings.home)
         }

@@ -21,7 +21,9 @@ use std::path::PathBuf;
 use gatehouse_confine::ConfinementMode;
 
 pub(crate) use admit::confine_verdict;
-pub use view::{ConfinementState, ConfinementView, GrantSource, NetworkView, UnconfinedReason};
+pub use view::{
+    ConfinementState, ConfinementView, EgressRefusal, GrantSource, NetworkView, UnconfinedReason,
+};
 pub(crate) use launch::{SandboxedLaunch, sandbox_launch};
 pub use probe::{SandboxTools, discover_init};
 

@@ -41,7 +41,7 @@ pub const MAX_CONNECTIONS: usize = 64;
 /// `sockaddr_un.sun_path` holds 108 bytes including the terminating NUL.
 const MAX_SOCKET_PATH_BYTES: usize = 107;
 
-pub use super::view::EgressRefusal;
+use super::view::EgressRefusal;
 
 /// One refusal to record (already passed through the flood bound: suppressed ones never reach the
 /// sink, the next recorded one says how many were suppressed before it; the proxy's drop reports

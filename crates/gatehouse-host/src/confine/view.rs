@@ -40,7 +40,8 @@ pub enum UnconfinedReason {
     UserNamespacesUnavailable,
     /// Gatehouse's own `gatehouse-sandbox-init` is not where it is installed.
     InitMissing,
-    /// The sandbox started, but it was not one (the same network namespace as the host).
+    /// The sandbox started, but its self-check found it was not one (the host's network
+    /// namespace, privileges not dropped, no working seccomp filter, or a home not hidden).
     SelfCheckFailed,
     /// The person set `"mode": "off"` on this unattested server in `servers.json`.
     PersonTurnedOff,
